@@ -1,0 +1,91 @@
+"""The environment contract shared by every scenario, the trainer and the learners.
+
+An environment is a static :class:`Env` bundle of pure functions plus a hashable
+:class:`EnvSpec`; everything that may change without recompiling lives in ``params``
+(a pytree). Agents are an array axis everywhere:
+
+* observations ``[num_agents, obs_dim]`` float32 (each agent's true observation is the
+  first ``spec.obs_sizes[i]`` entries, the rest is zero padding);
+* discrete actions ``[num_agents]`` int32 in ``[0, spec.action_sizes[i])``;
+  continuous actions ``[num_agents, spec.act_dim]`` float32 in ``[0, 1]``;
+* rewards ``[num_agents]`` float32; ``terminated`` and ``truncated`` scalar bool
+  (every agent of one MPE episode ends at the same step).
+
+``step`` resets automatically when an episode ends; ``info["final_obs"]`` always holds
+the observation of the state the step reached *before* any reset (equal to the returned
+observation when no reset happened), so a replay buffer stores the true ``next_obs``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+PyTree = Any
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """Static (hashable) description of a scenario instance.
+
+    Attributes:
+      name: registry name of the scenario, e.g. ``"simple_spread"``.
+      num_agents: number of acting agents N (all teams together).
+      obs_dim: padded observation width (max over agents).
+      obs_sizes: true observation width of each agent, length N.
+      teams: team label of each agent, length N (e.g. ``"agent"``, ``"adversary"``,
+        ``"predator"``, ``"prey"``, ``"speaker"``, ``"listener"``).
+      continuous: whether actions are continuous vectors rather than discrete indices.
+      num_actions: padded number of discrete actions (max over agents).
+      action_sizes: number of valid discrete actions of each agent, length N.
+      act_dim: padded continuous action width (max over agents).
+      episode_length: steps per episode before truncation.
+    """
+
+    name: str
+    num_agents: int
+    obs_dim: int
+    obs_sizes: tuple[int, ...]
+    teams: tuple[str, ...]
+    continuous: bool
+    num_actions: int
+    action_sizes: tuple[int, ...]
+    act_dim: int
+    episode_length: int
+
+    @property
+    def action_mask(self) -> jax.Array:
+        """Valid discrete actions, bool ``[num_agents, num_actions]``."""
+        sizes = jnp.asarray(self.action_sizes)
+        return jnp.arange(self.num_actions)[None, :] < sizes[:, None]
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        """Shape of one joint action: ``[N]`` (discrete) or ``[N, act_dim]`` (continuous)."""
+        if self.continuous:
+            return (self.num_agents, self.act_dim)
+        return (self.num_agents,)
+
+
+class Env(NamedTuple):
+    """A scenario as pure functions over ``(state, params)``.
+
+    Attributes:
+      spec: the static :class:`EnvSpec`.
+      reset: ``(key, params) -> (obs [N, obs_dim], state)``.
+      step: ``(key, state, actions, params) -> (obs, state, reward [N], terminated [],
+        truncated [], info)`` with ``info["final_obs"]`` the pre-reset observation.
+      heuristic_action: ``(key, state, params) -> actions``, the scripted policy whose
+        return defines the top of the normalized score.
+      random_action: ``(key) -> actions``, uniform over valid actions.
+    """
+
+    spec: EnvSpec
+    reset: Callable[..., tuple[jax.Array, PyTree]]
+    step: Callable[..., tuple[jax.Array, PyTree, jax.Array, jax.Array, jax.Array, dict]]
+    heuristic_action: Callable[..., jax.Array]
+    random_action: Callable[[jax.Array], jax.Array]
