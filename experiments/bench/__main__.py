@@ -1,0 +1,30 @@
+"""Benchmarks: ``python -m experiments.bench {envs,samplers,train} --json PATH``.
+
+Each subcommand lives in a module of this folder that defines ``add_arguments(parser)``
+and ``main(args)``; it times ours and the reference side by side in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+SUBCOMMANDS = {
+    "envs": "our MPE environments against jaxmarl's, random actions, lax.scan over steps",
+    "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
+    "train": "end-to-end training throughput (env steps/s including learning)",
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in SUBCOMMANDS.items():
+        module = importlib.import_module(f"experiments.bench.{name}")
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    args = parser.parse_args(argv)
+    importlib.import_module(f"experiments.bench.{args.command}").main(args)
+
+
+if __name__ == "__main__":
+    main()
