@@ -1,0 +1,225 @@
+"""The host side of a run: compile once, run chunk by chunk, log, checkpoint, summarize."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from experiments import outputs
+from jaxmarl_accel import config as cfg
+from jaxmarl_accel.train import Trainer, make_trainer
+
+CONFIG_NAME = "config.json"
+
+
+class NonFiniteError(RuntimeError):
+    """A learner metric or evaluation return stopped being finite."""
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every array leaf of ``tree`` (abstract shapes are fine)."""
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+               for leaf in jax.tree.leaves(tree))
+
+
+def available_bytes() -> tuple[int, str]:
+    """Free memory of the default device: the accelerator's allocator limit, or the host's
+    available RAM on CPU. Returns the bytes and a name for messages."""
+    device = jax.devices()[0]
+    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), str(device)
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "host RAM"
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")), "host RAM"
+
+
+def check_fits(abstract_state: Any, seeds: int) -> int:
+    """Refuse (ValueError) before compiling when the training state cannot fit."""
+    needed = tree_bytes(abstract_state)
+    free, where = available_bytes()
+    if needed > 0.9 * free:
+        raise ValueError(
+            f"the training state of {seeds} seed(s) needs {needed / 2**30:.2f} GiB but "
+            f"{where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, --seeds or "
+            "--num-envs")
+    return needed
+
+
+def check_finite(metrics: Any, chunk: int) -> None:
+    """Raise :class:`NonFiniteError` naming the seed, the env step and the metric."""
+    named = dict(metrics.learner, eval_return=metrics.eval_return)
+    for name, value in sorted(named.items()):
+        value = np.asarray(value)
+        bad = ~np.isfinite(value.reshape(value.shape[0], -1)).all(axis=1)
+        if bad.any():
+            seed = int(np.argmax(bad))
+            step = int(np.asarray(metrics.env_steps)[seed])
+            raise NonFiniteError(
+                f"non-finite {name} in seed {seed} during chunk {chunk} (env step {step})")
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr with env steps per second and time left."""
+
+    def __init__(self, total_steps: int, start_steps: int, quiet: bool) -> None:
+        self.total, self.start, self.quiet = total_steps, start_steps, quiet
+        self.t0 = time.perf_counter()
+
+    def update(self, steps: int, seeds: int, eval_return: float) -> None:
+        if self.quiet:
+            return
+        elapsed = max(time.perf_counter() - self.t0, 1e-9)
+        rate = (steps - self.start) / elapsed
+        left = (self.total - steps) / rate if rate > 0 else math.inf
+        width, done = 30, steps / self.total
+        bar = "#" * int(width * done) + "." * (width - int(width * done))
+        print(f"\r[{bar}] {100 * done:5.1f}% {steps:,}/{self.total:,} steps/seed | "
+              f"{rate * seeds:,.0f} env steps/s ({rate:,.0f} per seed) | eval {eval_return:.2f}"
+              f" | left {_duration(left)}   ", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if not self.quiet:
+            print(file=sys.stderr)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes, sec = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{sec:02d}s"
+
+
+def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
+    """Mean per-agent returns of the scenario's random and scripted policies."""
+    from jaxmarl_accel.envs.evaluate import evaluate_policy
+
+    env, params = trainer.env, trainer.env_params
+    random_key, heuristic_key = jax.random.split(key)
+    random_ret = evaluate_policy(env, params, "random", random_key, episodes)
+    heuristic_ret = evaluate_policy(env, params, "heuristic", heuristic_key, episodes)
+    return {"random": np.asarray(random_ret), "heuristic": np.asarray(heuristic_ret)}
+
+
+def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
+    """Mean of a per-agent vector ``[N]`` per team label."""
+    return {team: float(np.mean([v for v, t in zip(values, teams, strict=True) if t == team]))
+            for team in dict.fromkeys(teams)}
+
+
+def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str, resume: bool,
+                 render: bool, baseline_episodes: int, checkpoint_every: int, quiet: bool,
+                 config_json: Callable[[], dict[str, Any]]) -> int:
+    """Run (or resume) a multi-seed training run; returns the process exit code."""
+    trainer = make_trainer(config)
+    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
+    init = jax.jit(jax.vmap(trainer.init))
+    abstract = jax.eval_shape(init, keys)
+    state_bytes = check_fits(abstract, seeds)
+    os.makedirs(out_dir, exist_ok=True)
+    manager = ocp.CheckpointManager(
+        os.path.abspath(os.path.join(out_dir, "checkpoints")),
+        options=ocp.CheckpointManagerOptions(max_to_keep=2))
+    chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
+    t0 = time.perf_counter()
+    compiled = chunk_fn.lower(abstract, jnp.int32(0)).compile()
+    compile_s = time.perf_counter() - t0
+    log = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+    log(f"compiled one chunk for {seeds} seed(s) in {compile_s:.1f}s; training state "
+        f"{state_bytes / 2**20:.1f} MiB")
+    if resume and manager.latest_step() is not None:
+        last = manager.latest_step()
+        state = manager.restore(last, args=ocp.args.StandardRestore(abstract))
+        rows = [r for r in outputs.read_rows(out_dir) if r["chunk"] <= last]
+        start = last + 1
+        log(f"resuming {out_dir} after chunk {last}")
+    else:
+        if resume:
+            log(f"no checkpoint in {out_dir}; starting from the beginning")
+        with open(os.path.join(out_dir, CONFIG_NAME), "w") as handle:
+            json.dump(config_json(), handle, indent=2)
+        state, rows, start = init(keys), [], 0
+    steps_per_chunk = config.eval_every
+    bar = ProgressBar(config.total_env_steps, start * steps_per_chunk, quiet)
+    train_t0 = time.perf_counter()
+    for chunk in range(start, trainer.num_chunks):
+        state, metrics = compiled(state, jnp.int32(chunk))
+        metrics = jax.device_get(metrics)
+        try:
+            check_finite(metrics, chunk)
+        except NonFiniteError as error:
+            bar.close()
+            last = manager.latest_step()
+            kept = f"checkpoint after chunk {last} kept" if last is not None else "no checkpoint"
+            print(f"error: {error}; stopping ({kept} in {out_dir}/checkpoints)", file=sys.stderr)
+            manager.close()
+            return 1
+        rows.extend(outputs.metric_rows(chunk, metrics))
+        outputs.write_rows(out_dir, rows)
+        if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
+            manager.save(chunk, args=ocp.args.StandardSave(state))
+        bar.update((chunk + 1) * steps_per_chunk, seeds, float(np.mean(metrics.eval_return)))
+    manager.wait_until_finished()
+    manager.close()
+    bar.close()
+    train_s = time.perf_counter() - train_t0
+    num_agents = trainer.env.spec.num_agents
+    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(num_agents)]
+                        for r in rows if r["chunk"] == trainer.num_chunks - 1])
+    base = baseline_returns(trainer, jax.random.PRNGKey(seed + 1), baseline_episodes)
+    teams = trainer.env.spec.teams
+    summary = outputs.summarize(
+        final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
+        extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
+               "seeds": seeds, "env_steps_per_seed": config.total_env_steps,
+               "compile_s": compile_s, "train_s_this_process": train_s,
+               "final_eval_return_per_team": [team_means(v, teams) for v in final],
+               "random_return_per_team": team_means(base["random"], teams),
+               "heuristic_return_per_team": team_means(base["heuristic"], teams)})
+    path = outputs.write_summary(out_dir, summary)
+    outputs.plot_curve(out_dir, rows, f"{config.algo} on {config.env} ({seeds} seeds)",
+                       summary["random_return"], summary["heuristic_return"])
+    if render:
+        render_episode(trainer, state, out_dir, jax.random.PRNGKey(seed + 2))
+    log(f"median normalized score {summary['median_normalized_score']:.3f} "
+        f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
+        f"{summary['iqr_normalized_score'][1]:.3f}); summary in {path}")
+    return 0
+
+
+def render_episode(trainer: Trainer, state: Any, out_dir: str, key: jax.Array) -> None:
+    """Roll out one deterministic episode with seed 0's learners and save GIF and PNG."""
+    from jaxmarl_accel.envs import render as env_render
+    from jaxmarl_accel.train import make_policy
+
+    env, params = trainer.env, trainer.env_params
+    algo_state = jax.tree.map(lambda x: x[0], state.algo)
+    policy = make_policy(env, trainer.algo, trainer.config.prey == "heuristic")
+    reset_key, run_key = jax.random.split(key)
+    obs, env_state = env.reset(reset_key, params)
+
+    def step(carry, step_key):
+        obs, env_state = carry
+        act_key, env_key = jax.random.split(step_key)
+        action, _ = policy(algo_state, act_key, obs[None], jax.tree.map(lambda x: x[None],
+                                                                          env_state), params, False)
+        obs, next_state, _, _, _, _ = env.step(env_key, env_state, action[0], params)
+        return (obs, next_state), env_state
+
+    keys = jax.random.split(run_key, env.spec.episode_length)
+    _, states = jax.jit(lambda: jax.lax.scan(step, (obs, env_state), keys))()
+    env_render.save_rollout(env, states, os.path.join(out_dir, "episode.gif"),
+                            png_path=os.path.join(out_dir, "episode.png"))

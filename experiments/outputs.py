@@ -1,0 +1,116 @@
+"""What a run leaves in its output folder: metrics CSV, summary JSON, learning-curve PNG."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+CSV_NAME = "metrics.csv"
+SUMMARY_NAME = "summary.json"
+CURVE_NAME = "learning_curve.png"
+
+
+def metric_rows(chunk: int, metrics: Any) -> list[dict[str, float]]:
+    """One CSV row per seed from host-side ``ChunkMetrics`` with a leading seed axis."""
+    eval_return = np.asarray(metrics.eval_return)  # [S, N]
+    rows = []
+    for seed in range(eval_return.shape[0]):
+        row: dict[str, float] = {
+            "seed": seed, "chunk": chunk,
+            "env_steps": int(np.asarray(metrics.env_steps)[seed]),
+            "eval_return": float(eval_return[seed].mean()),
+            "train_return": float(np.asarray(metrics.train_return)[seed].mean()),
+            "updates": int(np.asarray(metrics.updates)[seed]),
+        }
+        for agent, value in enumerate(eval_return[seed]):
+            row[f"eval_return_agent{agent}"] = float(value)
+        for name, value in sorted(metrics.learner.items()):
+            row[name] = float(np.asarray(value)[seed])
+        rows.append(row)
+    return rows
+
+
+def write_rows(out_dir: str, rows: Sequence[dict[str, float]]) -> None:
+    """Rewrite the metrics CSV with ``rows`` (all chunks so far, every seed)."""
+    if not rows:
+        return
+    path = os.path.join(out_dir, CSV_NAME)
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0].keys()))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def read_rows(out_dir: str) -> list[dict[str, float]]:
+    """Read the metrics CSV back (used when resuming), values as floats."""
+    path = os.path.join(out_dir, CSV_NAME)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as handle:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def normalized_score(value: float, random_return: float, heuristic_return: float) -> float:
+    """NS = (R - R_random) / (R_heuristic - R_random); 0 is random, 1 is the scripted policy."""
+    span = heuristic_return - random_return
+    return (value - random_return) / span if abs(span) > 1e-9 else math.nan
+
+
+def summarize(final_returns: Sequence[float], random_return: float, heuristic_return: float,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS."""
+    values = np.asarray(final_returns, dtype=np.float64)
+    scores = [normalized_score(v, random_return, heuristic_return) for v in values]
+    q25, q50, q75 = np.percentile(values, [25, 50, 75])
+    s25, s50, s75 = np.percentile(scores, [25, 50, 75])
+    summary = {
+        "final_eval_return_per_seed": values.tolist(),
+        "median_return": float(q50), "iqr_return": [float(q25), float(q75)],
+        "random_return": random_return, "heuristic_return": heuristic_return,
+        "normalized_score_per_seed": scores,
+        "median_normalized_score": float(s50), "iqr_normalized_score": [float(s25), float(s75)],
+    }
+    summary.update(extra or {})
+    return summary
+
+
+def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
+    path = os.path.join(out_dir, SUMMARY_NAME)
+    with open(path, "w") as handle:
+        json.dump(summary, handle, indent=2)
+    return path
+
+
+def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
+               random_return: float, heuristic_return: float) -> str:
+    """Learning curve: median evaluation return over seeds with an interquartile band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = sorted({row["env_steps"] for row in rows})
+    by_step = {s: [r["eval_return"] for r in rows if r["env_steps"] == s] for s in steps}
+    median = [float(np.median(by_step[s])) for s in steps]
+    low = [float(np.percentile(by_step[s], 25)) for s in steps]
+    high = [float(np.percentile(by_step[s], 75)) for s in steps]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(steps, median, color="tab:blue", label="median over seeds")
+    ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25, label="interquartile range")
+    ax.axhline(random_return, color="tab:red", ls="--", label="random policy")
+    ax.axhline(heuristic_return, color="tab:green", ls="--", label="scripted policy")
+    ax.set_xlabel("environment steps per seed")
+    ax.set_ylabel("evaluation return per agent per episode")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = os.path.join(out_dir, CURVE_NAME)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,145 @@
+"""Train MADDPG / MATD3 / MASAC for several seeds at once in one compiled program.
+
+    python -m experiments.run --algo matd3 --seeds 8 --out runs/matd3
+
+The run is compiled once; the host loop executes it one evaluation period ("chunk") at
+a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out``:
+``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
+evaluation return per seed, median, IQR, normalized score against the scenario's random
+and scripted policies), ``learning_curve.png``, ``checkpoints/`` (orbax) and, with
+``--render``, ``episode.gif`` and ``episode.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from experiments import cli_config, outputs
+
+CONFIG_NAME = "config.json"
+AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.config import INDEX_SHARING, LAYOUTS, PREY_MODES, SAMPLERS, TrainConfig
+    from jaxmarl_accel.envs import SCENARIOS
+
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.run", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = parser.add_argument_group("run")
+    run.add_argument("--seeds", type=int, default=1,
+                     help="number of seeds trained at once (vmapped) (default: 1)")
+    run.add_argument("--seed", type=int, default=0,
+                     help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
+                          "(default: 0)")
+    run.add_argument("--out", default=None,
+                     help="output folder (default: runs/<env>-<algo>-<sampler>-<time>)")
+    run.add_argument("--resume", metavar="DIR", default=None,
+                     help="continue the interrupted run in DIR with its saved config; other "
+                          "training flags are ignored")
+    run.add_argument("--agents", type=int, default=None,
+                     help="number of agents (predators for simple_tag); shorthand for the "
+                          "scenario's count keyword in --env-kwargs")
+    run.add_argument("--env-kwargs", type=cli_config.parse_key_values, default=(),
+                     help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0'")
+    run.add_argument("--sampler-kwargs", type=cli_config.parse_key_values, default=(),
+                     help="replay sampler keyword arguments, e.g. 'alpha=0.6,beta=0.4'")
+    run.add_argument("--render", action="store_true",
+                     help="render one evaluation episode of seed 0 to episode.gif/.png")
+    run.add_argument("--baseline-episodes", type=int, default=1000,
+                     help="episodes used to measure the random and scripted returns that "
+                          "define the normalized score (default: 1000)")
+    run.add_argument("--checkpoint-every", type=int, default=1,
+                     help="save a checkpoint every this many chunks (default: 1)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
+    cli_config.add_dataclass_flags(
+        train, TrainConfig, choices={"env": tuple(SCENARIOS), "sampler": SAMPLERS,
+                                     "layout": LAYOUTS, "index_sharing": INDEX_SHARING,
+                                     "prey": PREY_MODES,
+                                     "algo": ("maddpg", "matd3", "masac")})
+    algo = parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)")
+    cli_config.add_dataclass_flags(algo, AlgoConfig)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.config import TrainConfig
+
+    algo_fields = {f.name for f in dataclasses.fields(AlgoConfig)}
+    algo_config = AlgoConfig(**{k: v for k, v in vars(args).items() if k in algo_fields})
+    env_kwargs = dict(args.env_kwargs)
+    if args.agents is not None:
+        env_kwargs[AGENT_KWARGS.get(args.env, "num_agents")] = args.agents
+    train_fields = {f.name for f in dataclasses.fields(TrainConfig)} - {
+        "algo_config", "env_kwargs", "sampler_kwargs"}
+    return TrainConfig(algo_config=algo_config, env_kwargs=tuple(sorted(env_kwargs.items())),
+                       sampler_kwargs=args.sampler_kwargs,
+                       **{k: getattr(args, k) for k in train_fields})
+
+
+def config_to_json(config: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    data = dataclasses.asdict(config)
+    data["env_kwargs"] = dict(config.env_kwargs)
+    data["sampler_kwargs"] = dict(config.sampler_kwargs)
+    return {"train": data, **extra}
+
+
+def config_from_json(data: dict[str, Any]) -> Any:
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.config import TrainConfig
+
+    train = dict(data["train"])
+    train["algo_config"] = AlgoConfig(**train["algo_config"])
+    train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
+    train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
+    return TrainConfig(**train)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error(f"--seeds must be >= 1, got {args.seeds}")
+    if args.checkpoint_every < 1:
+        parser.error(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    try:
+        if args.resume:
+            path = os.path.join(args.resume, CONFIG_NAME)
+            if not os.path.exists(path):
+                parser.error(f"--resume {args.resume}: no {CONFIG_NAME} there")
+            with open(path) as handle:
+                saved = json.load(handle)
+            config, seeds, seed = config_from_json(saved), saved["seeds"], saved["seed"]
+            out_dir = args.resume
+        else:
+            config, seeds, seed = config_from_args(args), args.seeds, args.seed
+            out_dir = args.out or os.path.join(
+                "runs", f"{config.env}-{config.algo}-{config.sampler}-{time.strftime('%Y%m%d-%H%M%S')}")
+    except (ValueError, TypeError) as error:
+        parser.error(str(error))
+    from experiments.host_loop import run_training
+
+    try:
+        return run_training(config, seeds=seeds, seed=seed, out_dir=out_dir,
+                            resume=bool(args.resume), render=args.render,
+                            baseline_episodes=args.baseline_episodes,
+                            checkpoint_every=args.checkpoint_every, quiet=args.quiet,
+                            config_json=lambda: config_to_json(config, {"seeds": seeds,
+                                                                        "seed": seed}))
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

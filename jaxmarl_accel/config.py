@@ -1,0 +1,122 @@
+"""Frozen, typed configuration of a training run, with the seed papers' defaults.
+
+Derived numbers (rounds, chunks, updates per round) come from small pure helpers so
+that nothing is ever mutated after construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from jaxmarl_accel.algos.config import AlgoConfig
+
+SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
+LAYOUTS = ("transition_major", "agent_major")
+INDEX_SHARING = ("shared", "per_agent")
+PREY_MODES = ("trained", "heuristic")
+
+
+def _positive(name: str, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything a run depends on; hashable so that it can be a static argument.
+
+    Attributes:
+      env: registry name of the scenario (``jaxmarl_accel.envs.make``).
+      env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
+      algo: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
+      algo_config: learner hyperparameters.
+      sampler: replay sampler name, one of :data:`SAMPLERS`.
+      sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
+      layout: replay storage layout, one of :data:`LAYOUTS`.
+      index_sharing: ``"shared"`` (one index set for all agents' learners) or
+        ``"per_agent"`` (each learner draws its own, the original O(N^2 B) pattern).
+      buffer_capacity: transitions held by the replay buffer.
+      batch_size: transitions per update.
+      num_envs: environments stepped in parallel per seed (E).
+      total_env_steps: environment steps per seed (one env step = one step of one env).
+      update_every: environment steps between two updates of all agents.
+      learning_starts: transitions collected before the first update.
+      eval_every: environment steps between two deterministic evaluations.
+      eval_episodes: episodes per evaluation (run in parallel).
+      prey: for predator-prey, ``"trained"`` or driven by the ``"heuristic"`` policy.
+    """
+
+    env: str = "simple_spread"
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    algo: str = "maddpg"
+    algo_config: AlgoConfig = dataclasses.field(default_factory=AlgoConfig)
+    sampler: str = "uniform"
+    sampler_kwargs: tuple[tuple[str, Any], ...] = ()
+    layout: str = "transition_major"
+    index_sharing: str = "shared"
+    buffer_capacity: int = 1_000_000
+    batch_size: int = 1024
+    num_envs: int = 1
+    total_env_steps: int = 1_500_000
+    update_every: int = 100
+    learning_starts: int = 1024 * 25
+    eval_every: int = 50_000
+    eval_episodes: int = 32
+    prey: str = "trained"
+
+    def __post_init__(self) -> None:
+        for name in ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
+                     "update_every", "eval_every", "eval_episodes"):
+            _positive(name, getattr(self, name))
+        if self.learning_starts < 0:
+            raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if self.algo not in ("maddpg", "matd3", "masac"):
+            raise ValueError(f"algo must be one of maddpg, matd3, masac; got {self.algo!r}")
+        for name, value, valid in (("sampler", self.sampler, SAMPLERS),
+                                   ("layout", self.layout, LAYOUTS),
+                                   ("index_sharing", self.index_sharing, INDEX_SHARING),
+                                   ("prey", self.prey, PREY_MODES)):
+            if value not in valid:
+                raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+        big, small = max(self.num_envs, self.update_every), min(self.num_envs, self.update_every)
+        if big % small:
+            raise ValueError(
+                f"num_envs ({self.num_envs}) and update_every ({self.update_every}) must divide "
+                "one another so that updates fall on whole vectorized steps")
+        if self.eval_every % steps_per_round(self):
+            raise ValueError(
+                f"eval_every ({self.eval_every}) must be a multiple of the env steps per "
+                f"round ({steps_per_round(self)} = max(num_envs, update_every))")
+        if self.total_env_steps % self.eval_every:
+            raise ValueError(
+                f"total_env_steps ({self.total_env_steps}) must be a multiple of eval_every "
+                f"({self.eval_every})")
+        if self.batch_size > self.buffer_capacity:
+            raise ValueError(f"batch_size ({self.batch_size}) exceeds buffer_capacity "
+                             f"({self.buffer_capacity})")
+
+
+def steps_per_round(config: TrainConfig) -> int:
+    """Env steps per round: ``iters_per_round * num_envs`` vectorized steps, then updates."""
+    return max(config.num_envs, config.update_every)
+
+
+def iters_per_round(config: TrainConfig) -> int:
+    """Vectorized env steps (each stepping all ``num_envs`` envs) in one round."""
+    return steps_per_round(config) // config.num_envs
+
+
+def updates_per_round(config: TrainConfig) -> int:
+    """Updates of all agents after each round (one per ``update_every`` env steps)."""
+    return steps_per_round(config) // config.update_every
+
+
+def rounds_per_chunk(config: TrainConfig) -> int:
+    """Rounds between two evaluations; one chunk is what the host loop runs at a time."""
+    return config.eval_every // steps_per_round(config)
+
+
+def num_chunks(config: TrainConfig) -> int:
+    """Chunks (evaluation periods) in the whole run."""
+    return config.total_env_steps // config.eval_every
