@@ -1,0 +1,148 @@
+"""End-to-end training throughput: env steps per second including learning.
+
+Each configuration is compiled once (compile time reported on its own), warmed up by one
+chunk, then timed over ``--chunks`` chunks. Updates run from the first round
+(``learning_starts`` = batch size) at the papers' ratio of one update of all agents per
+``--update-every`` env steps, so the figure includes learning throughout. The update's
+FLOP count (XLA cost analysis) and time give its share of this machine's dense-matmul
+rate, measured in the same process on the same shapes class (``[batch, 64] @ [64, 64]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.train import make_trainer
+
+AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", default=None, help="write the records to this JSON file")
+    parser.add_argument("--envs", nargs="+", default=["simple_spread", "simple_tag"],
+                        help="scenarios (default: simple_spread simple_tag)")
+    parser.add_argument("--agents", nargs="+", type=int, default=[3, 6, 12, 24],
+                        help="agent counts (predators for simple_tag) (default: 3 6 12 24)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 8],
+                        help="seed counts trained at once (default: 1 8)")
+    parser.add_argument("--learners", nargs="+", default=["parallel", "sequential"],
+                        choices=["parallel", "sequential"],
+                        help="how agents are updated (default: parallel sequential)")
+    parser.add_argument("--num-envs", type=int, default=10,
+                        help="vectorized envs per seed (default: 10)")
+    parser.add_argument("--update-every", type=int, default=100,
+                        help="env steps per update of all agents (default: 100, the papers')")
+    parser.add_argument("--batch-size", type=int, default=1024, help="batch (default: 1024)")
+    parser.add_argument("--capacity", type=int, default=100_000,
+                        help="replay capacity per seed (default: 100000)")
+    parser.add_argument("--chunk-steps", type=int, default=10_000,
+                        help="env steps per seed in one timed chunk (default: 10000)")
+    parser.add_argument("--chunks", type=int, default=2,
+                        help="timed chunks after the warm-up chunk (default: 2)")
+    parser.add_argument("--algo", default="maddpg", choices=["maddpg", "matd3", "masac"],
+                        help="learner (default: maddpg)")
+
+
+def matmul_rate(batch: int, repeats: int = 20) -> float:
+    """FLOP/s of a chain of ``[batch, 64] @ [64, 64]`` ReLU layers (the update's shapes)."""
+    depth = 64
+    weights = jax.random.normal(jax.random.PRNGKey(0), (depth, 64, 64)) * 0.1
+    x = jax.random.normal(jax.random.PRNGKey(1), (batch, 64))
+
+    @jax.jit
+    def chain(x):
+        return jax.lax.fori_loop(0, depth, lambda i, h: jax.nn.relu(h @ weights[i]), x)
+
+    chain(x).block_until_ready()
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        chain(x).block_until_ready()
+    elapsed = (time.perf_counter() - t0) / repeats
+    return 2.0 * batch * 64 * 64 * depth / elapsed
+
+
+def update_share(trainer: Any, state: Any, rate: float, repeats: int = 10) -> dict[str, float]:
+    """Time one update of all agents and compare its FLOPs with the matmul rate."""
+    one_seed = jax.tree.map(lambda x: x[0], state)
+    batch = trainer.buffer.sample(one_seed.buffer, jax.random.PRNGKey(0))
+    update = jax.jit(trainer.algo.update)
+    lowered = update.lower(one_seed.algo, batch.experience, batch.weights, jax.random.PRNGKey(1))
+    compiled = lowered.compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    flops = float(cost.get("flops", float("nan"))) if cost else float("nan")
+    args = (one_seed.algo, batch.experience, batch.weights, jax.random.PRNGKey(1))
+    jax.block_until_ready(compiled(*args))
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        jax.block_until_ready(compiled(*args))
+    seconds = (time.perf_counter() - t0) / repeats
+    return {"update_ms": 1e3 * seconds, "update_flops": flops,
+            "update_flop_per_s": flops / seconds, "matmul_flop_per_s": rate,
+            "share_of_matmul_rate": flops / seconds / rate}
+
+
+def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learners: str,
+              rate: float) -> dict[str, Any]:
+    steps_per_round = max(args.num_envs, args.update_every)
+    chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
+    config = TrainConfig(
+        env=env, env_kwargs=((AGENT_KWARGS[env], agents),), algo=args.algo,
+        algo_config=AlgoConfig(learners=learners), buffer_capacity=args.capacity,
+        batch_size=args.batch_size, num_envs=args.num_envs,
+        total_env_steps=chunk_steps * (args.chunks + 1), update_every=args.update_every,
+        learning_starts=args.batch_size, eval_every=chunk_steps, eval_episodes=8)
+    trainer = make_trainer(config)
+    keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+    state = jax.jit(jax.vmap(trainer.init))(keys)
+    chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
+    t0 = time.perf_counter()
+    compiled = chunk_fn.lower(state, jnp.int32(0)).compile()
+    compile_s = time.perf_counter() - t0
+    state, _ = compiled(state, jnp.int32(0))
+    jax.block_until_ready(state)
+    t0 = time.perf_counter()
+    for chunk in range(1, args.chunks + 1):
+        state, metrics = compiled(state, jnp.int32(chunk))
+    jax.block_until_ready((state, metrics))
+    elapsed = time.perf_counter() - t0
+    record = {"env": env, "num_agents": agents, "seeds": seeds, "learners": learners,
+              "env_steps_per_s": seeds * chunk_steps * args.chunks / elapsed,
+              "env_steps_per_s_per_seed": chunk_steps * args.chunks / elapsed,
+              "compile_s": compile_s, "num_envs": args.num_envs, "batch": args.batch_size,
+              "update_every": args.update_every, "algo": args.algo,
+              "updates_per_chunk": int(np.asarray(metrics.updates)[0])}
+    if seeds == 1:
+        record.update(update_share(trainer, state, rate))
+    return record
+
+
+def main(args: argparse.Namespace) -> None:
+    rate = matmul_rate(args.batch_size)
+    print(f"dense matmul rate ([{args.batch_size},64]@[64,64] chain): {rate / 1e9:.1f} GFLOP/s")
+    header = (f"{'env':<14}{'N':>4}{'seeds':>6}{'learners':>11}{'steps/s':>11}"
+              f"{'per seed':>10}{'compile s':>10}{'upd ms':>8}{'mm share':>9}")
+    print(header)
+    records = []
+    for env in args.envs:
+        for agents in args.agents:
+            for seeds in args.seeds:
+                for learners in args.learners:
+                    r = bench_one(args, env, agents, seeds, learners, rate)
+                    records.append(r)
+                    print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}"
+                          f"{r['env_steps_per_s']:>11,.0f}{r['env_steps_per_s_per_seed']:>10,.0f}"
+                          f"{r['compile_s']:>10.1f}{r.get('update_ms', float('nan')):>8.2f}"
+                          f"{r.get('share_of_matmul_rate', float('nan')):>9.2f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(records, handle, indent=2)
