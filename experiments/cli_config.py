@@ -42,35 +42,62 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _scalar_type(annotation: Any, default: Any) -> Any:
-    if isinstance(default, bool) or annotation is bool:
-        return _parse_bool
-    if isinstance(default, int) or annotation is int:
-        return int
-    if isinstance(default, float) or annotation is float:
-        return float
-    return str
+def _optional(convert: Any) -> Any:
+    def parse(text: str) -> Any:
+        return None if text.lower() == "none" else convert(text)
+
+    parse.__name__ = getattr(convert, "__name__", "value")
+    return parse
+
+
+def _flag_kwargs(annotation: Any, default: Any) -> dict[str, Any] | None:
+    """argparse keywords for a field of type ``annotation``; None for unsupported types."""
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) is tuple and args and args[-1] is Ellipsis:
+        return {"type": args[0], "nargs": "+"}
+    optional = type(None) in args
+    base = next((a for a in args if a is not type(None)), annotation) if args else annotation
+    convert = {bool: _parse_bool, int: int, float: float, str: str}.get(base)
+    if convert is None:
+        return None
+    return {"type": _optional(convert) if optional else convert}
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
                         choices: dict[str, tuple[str, ...]] | None = None) -> list[str]:
-    """Add one ``--field-name`` flag per scalar field of ``cls``; returns the field names."""
+    """Add one ``--field-name`` flag per scalar or tuple field of ``cls``.
+
+    ``Optional`` fields accept ``none``; ``tuple[int, ...]`` fields take several values.
+    Returns the field names that became flags.
+    """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     names = []
     for field in dataclasses.fields(cls):
         if field.name in skip or field.default is dataclasses.MISSING:
             continue
-        default = field.default
-        if not isinstance(default, (bool, int, float, str, type(None))):
+        kwargs = _flag_kwargs(hints.get(field.name), field.default)
+        if kwargs is None:
             continue
+        default = field.default
         flag = "--" + field.name.replace("_", "-")
         help_text = docs.get(field.name, field.name.replace("_", " "))
-        parser.add_argument(flag, dest=field.name, type=_scalar_type(hints.get(field.name), default),
-                            default=default, choices=(choices or {}).get(field.name),
-                            help=f"{help_text} (default: {default})")
+        shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
+        parser.add_argument(flag, dest=field.name, default=default,
+                            choices=(choices or {}).get(field.name),
+                            help=f"{help_text} (default: {shown})", **kwargs)
         names.append(field.name)
     return names
+
+
+def dataclass_values(cls: type, namespace: argparse.Namespace) -> dict[str, Any]:
+    """The parsed values of ``cls``'s flags, lists turned back into tuples."""
+    values = {}
+    for field in dataclasses.fields(cls):
+        if hasattr(namespace, field.name):
+            value = getattr(namespace, field.name)
+            values[field.name] = tuple(value) if isinstance(value, list) else value
+    return values
 
 
 def parse_key_values(text: str) -> tuple[tuple[str, Any], ...]:

@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from experiments import cli_config, outputs
+from experiments import cli_config
 
 CONFIG_NAME = "config.json"
 AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
@@ -61,11 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
+    choices = {"env": tuple(SCENARIOS), "sampler": SAMPLERS, "layout": LAYOUTS,
+               "index_sharing": INDEX_SHARING, "prey": PREY_MODES,
+               "algo": ("maddpg", "matd3", "masac")}
     cli_config.add_dataclass_flags(
-        train, TrainConfig, choices={"env": tuple(SCENARIOS), "sampler": SAMPLERS,
-                                     "layout": LAYOUTS, "index_sharing": INDEX_SHARING,
-                                     "prey": PREY_MODES,
-                                     "algo": ("maddpg", "matd3", "masac")})
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config"),
+        choices=choices)
     algo = parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)")
     cli_config.add_dataclass_flags(algo, AlgoConfig)
     return parser
@@ -75,16 +76,14 @@ def config_from_args(args: argparse.Namespace) -> Any:
     from jaxmarl_accel.algos import AlgoConfig
     from jaxmarl_accel.config import TrainConfig
 
-    algo_fields = {f.name for f in dataclasses.fields(AlgoConfig)}
-    algo_config = AlgoConfig(**{k: v for k, v in vars(args).items() if k in algo_fields})
+    algo_config = AlgoConfig(**cli_config.dataclass_values(AlgoConfig, args))
     env_kwargs = dict(args.env_kwargs)
     if args.agents is not None:
         env_kwargs[AGENT_KWARGS.get(args.env, "num_agents")] = args.agents
-    train_fields = {f.name for f in dataclasses.fields(TrainConfig)} - {
-        "algo_config", "env_kwargs", "sampler_kwargs"}
-    return TrainConfig(algo_config=algo_config, env_kwargs=tuple(sorted(env_kwargs.items())),
-                       sampler_kwargs=args.sampler_kwargs,
-                       **{k: getattr(args, k) for k in train_fields})
+    train_values = cli_config.dataclass_values(TrainConfig, args)
+    train_values.update(algo_config=algo_config, env_kwargs=tuple(sorted(env_kwargs.items())),
+                        sampler_kwargs=args.sampler_kwargs)
+    return TrainConfig(**train_values)
 
 
 def config_to_json(config: Any, extra: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +98,8 @@ def config_from_json(data: dict[str, Any]) -> Any:
     from jaxmarl_accel.config import TrainConfig
 
     train = dict(data["train"])
-    train["algo_config"] = AlgoConfig(**train["algo_config"])
+    train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in train["algo_config"].items()})
     train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
     train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
     return TrainConfig(**train)
@@ -123,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
             out_dir = args.resume
         else:
             config, seeds, seed = config_from_args(args), args.seeds, args.seed
+            stamp = time.strftime("%Y%m%d-%H%M%S")
             out_dir = args.out or os.path.join(
-                "runs", f"{config.env}-{config.algo}-{config.sampler}-{time.strftime('%Y%m%d-%H%M%S')}")
+                "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
     except (ValueError, TypeError) as error:
         parser.error(str(error))
     from experiments.host_loop import run_training
