@@ -1,0 +1,45 @@
+"""Pure-function MPE scenarios on one shared physics core, and the registry :func:`make`.
+
+``env, params = make("simple_spread", num_agents=6)`` builds a scenario: ``env`` is a static
+:class:`Env` bundle of pure functions, ``params`` a pytree of its numeric settings.
+
+Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
+``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
+:func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`),
+then add one line ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules
+are imported on first use, so a scenario's import cost is paid only by those who make it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from jaxmarl_accel.envs.base import Env, EnvSpec
+
+_SCENARIOS: dict[str, str] = {
+    "simple_spread": "jaxmarl_accel.envs.simple_spread",
+    "simple_tag": "jaxmarl_accel.envs.simple_tag",
+}
+
+SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)
+
+
+def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
+    """Builds the scenario ``name`` with its keyword arguments.
+
+    Args:
+      name: one of :data:`SCENARIOS`.
+      **scenario_kwargs: passed to the scenario module's ``make`` (e.g. ``num_agents``,
+        ``continuous_actions``, ``episode_length``, ``k_nearest``).
+
+    Returns:
+      ``(env, params)``: the :class:`Env` and its params pytree.
+    """
+    if name not in _SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}")
+    module = importlib.import_module(_SCENARIOS[name])
+    return module.make(**scenario_kwargs)
+
+
+__all__ = ["SCENARIOS", "Env", "EnvSpec", "make"]

@@ -1,0 +1,287 @@
+"""The shared multi-agent particle (MPE) physics core, as pure array functions.
+
+Every scenario is one *world* of ``E = N + L`` round entities on a 2-D plane: the ``N``
+agents first (in the order of ``EnvSpec.teams``), then the ``L`` landmarks / obstacles.
+Agents and entities are array axes; pairwise contact forces are ``[E, E]`` array ops.
+
+State layout (:class:`MPEState`, one environment; batch axes, if any, lead):
+
+* ``pos``  ``[E, 2]`` float32 positions (agents ``pos[:N]``, landmarks ``pos[N:]``);
+* ``vel``  ``[E, 2]`` float32 velocities (landmarks stay at zero when not movable);
+* ``comm`` ``[N, dim_c]`` float32 communication state of each agent (``dim_c`` may be 0;
+  silent agents hold zeros);
+* ``step`` ``[]`` int32 steps taken in the current episode;
+* ``goal`` ``[G]`` int32 scenario-specific indices (e.g. the goal landmark of a speaker;
+  ``G = 0`` for spread and tag).
+
+Numeric world settings (:class:`WorldParams`, a pytree, so changing a value never
+recompiles): per-entity ``size`` (radius), ``mass``, ``max_speed`` (``inf`` = unbounded),
+``movable``, ``collide`` and ``color`` (``[E, 3]`` RGB in ``[0, 1]``, for drawing); per-agent
+``accel`` (action sensitivity); scalars ``damping`` (0.25), ``dt`` (0.1), ``contact_force``
+(1e2) and ``contact_margin`` (1e-3). A renderer needs only ``state.pos``, ``params.world.size``,
+``params.world.color`` and ``spec.teams`` (the first ``N`` entities are agents).
+
+One physics step (:func:`world_step`) follows PettingZoo MPE (``mpe2``) exactly: forces are the
+action force ``u`` of movable agents plus the softplus contact force between every colliding
+pair, ``f_ij = contact_force * (p_i - p_j) / |p_i - p_j| * m * log(1 + exp(-(|p_i - p_j| -
+r_i - r_j) / m))`` with ``m = contact_margin``; then ``p += v dt``; ``v = v (1 - damping) +
+f / mass * dt``; and the speed is clipped to ``max_speed``. Intended difference: two
+colliding entities at *exactly* the same position get zero contact force here, where the
+references divide by zero and produce NaN.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+DAMPING = 0.25
+DT = 0.1
+CONTACT_FORCE = 1e2
+CONTACT_MARGIN = 1e-3
+NUM_MOVES = 5  # discrete movement actions: no-op, -x, +x, -y, +y (mpe2's encoding)
+
+# The unit force of each discrete move, [NUM_MOVES, 2].
+MOVE_DIRECTIONS = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.float32)
+
+
+@struct.dataclass
+class MPEState:
+    """State of one MPE world (see the module docstring for the layout)."""
+
+    pos: jax.Array
+    vel: jax.Array
+    comm: jax.Array
+    step: jax.Array
+    goal: jax.Array
+
+
+@struct.dataclass
+class WorldParams:
+    """Numeric physical settings of one world (see the module docstring)."""
+
+    size: jax.Array
+    mass: jax.Array
+    max_speed: jax.Array
+    movable: jax.Array
+    collide: jax.Array
+    color: jax.Array
+    accel: jax.Array
+    damping: jax.Array
+    dt: jax.Array
+    contact_force: jax.Array
+    contact_margin: jax.Array
+
+
+def make_world_params(
+    size: np.ndarray,
+    movable: np.ndarray,
+    collide: np.ndarray,
+    color: np.ndarray,
+    accel: np.ndarray,
+    mass: np.ndarray | None = None,
+    max_speed: np.ndarray | None = None,
+) -> WorldParams:
+    """Builds :class:`WorldParams` from per-entity numpy arrays, with MPE's defaults.
+
+    Args:
+      size: ``[E]`` radii. movable, collide: ``[E]`` bools. color: ``[E, 3]`` RGB.
+      accel: ``[N]`` action sensitivity of each agent (MPE's default is 5.0).
+      mass: ``[E]`` masses (default 1.0). max_speed: ``[E]`` (default ``inf``, unbounded).
+    """
+    num_entities = len(size)
+    if mass is None:
+        mass = np.ones(num_entities)
+    if max_speed is None:
+        max_speed = np.full(num_entities, np.inf)
+    f32 = jnp.float32
+    return WorldParams(
+        size=jnp.asarray(size, f32),
+        mass=jnp.asarray(mass, f32),
+        max_speed=jnp.asarray(max_speed, f32),
+        movable=jnp.asarray(movable, bool),
+        collide=jnp.asarray(collide, bool),
+        color=jnp.asarray(color, f32),
+        accel=jnp.asarray(accel, f32),
+        damping=jnp.asarray(DAMPING, f32),
+        dt=jnp.asarray(DT, f32),
+        contact_force=jnp.asarray(CONTACT_FORCE, f32),
+        contact_margin=jnp.asarray(CONTACT_MARGIN, f32),
+    )
+
+
+def decode_discrete_moves(moves: jax.Array, accel: jax.Array) -> jax.Array:
+    """Action force of discrete moves (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y).
+
+    Args:
+      moves: ``[N]`` integer moves in ``[0, 5)``.
+      accel: ``[N]`` sensitivity of each agent.
+
+    Returns:
+      ``[N, 2]`` force.
+    """
+    return jnp.asarray(MOVE_DIRECTIONS)[moves] * accel[:, None]
+
+
+def decode_continuous_moves(actions: jax.Array, accel: jax.Array) -> jax.Array:
+    """Action force of mpe2's continuous move vectors ``[no-op, -x, +x, -y, +y]``.
+
+    Args:
+      actions: ``[N, >=5]`` float; the first 5 entries are clipped to ``[0, 1]`` (as mpe2's
+        ``ClipOutOfBoundsWrapper`` does) and give ``u = (a2 - a1, a4 - a3)``.
+      accel: ``[N]`` sensitivity of each agent.
+
+    Returns:
+      ``[N, 2]`` force.
+    """
+    a = jnp.clip(actions[:, :NUM_MOVES], 0.0, 1.0)
+    u = jnp.stack([a[:, 2] - a[:, 1], a[:, 4] - a[:, 3]], axis=-1)
+    return u * accel[:, None]
+
+
+def moves_to_continuous(direction: jax.Array) -> jax.Array:
+    """Inverse of :func:`decode_continuous_moves` for unit-bounded directions.
+
+    Args:
+      direction: ``[N, 2]`` desired force per unit of accel (clipped to ``[-1, 1]``).
+
+    Returns:
+      ``[N, 5]`` move vector in ``[0, 1]``.
+    """
+    d = jnp.clip(direction, -1.0, 1.0)
+    zero = jnp.zeros_like(d[:, 0])
+    return jnp.stack(
+        [zero, jnp.maximum(-d[:, 0], 0), jnp.maximum(d[:, 0], 0),
+         jnp.maximum(-d[:, 1], 0), jnp.maximum(d[:, 1], 0)], axis=-1)
+
+
+def direction_to_move(direction: jax.Array) -> jax.Array:
+    """The discrete move whose unit force is closest to ``direction``.
+
+    Args:
+      direction: ``[N, 2]`` desired force per unit of accel.
+
+    Returns:
+      ``[N]`` int32 moves in ``[0, 5)``.
+    """
+    sq_err = jnp.sum((jnp.asarray(MOVE_DIRECTIONS)[None] - direction[:, None]) ** 2, -1)
+    return jnp.argmin(sq_err, axis=-1).astype(jnp.int32)
+
+
+def pairwise_delta(pos_a: jax.Array, pos_b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Differences ``pos_a[i] - pos_b[j]`` ``[A, B, 2]`` and distances ``[A, B]``."""
+    delta = pos_a[:, None, :] - pos_b[None, :, :]
+    return delta, jnp.sqrt(jnp.sum(delta**2, axis=-1))
+
+
+def contact_forces(pos: jax.Array, world: WorldParams) -> jax.Array:
+    """Sum of the softplus contact forces on every entity.
+
+    Args:
+      pos: ``[E, 2]`` positions.
+      world: the world's parameters.
+
+    Returns:
+      ``[E, 2]`` contact force on each entity (zero for entities that are not movable).
+    """
+    num_entities = pos.shape[0]
+    delta, dist = pairwise_delta(pos, pos)
+    not_self = ~jnp.eye(num_entities, dtype=bool)
+    pair = world.collide[:, None] & world.collide[None, :] & not_self
+    safe_dist = jnp.where(pair & (dist > 0), dist, 1.0)  # 0/0 never reaches the output
+    k = world.contact_margin
+    dist_min = world.size[:, None] + world.size[None, :]
+    penetration = jnp.logaddexp(0.0, -(dist - dist_min) / k) * k
+    magnitude = jnp.where(pair & (dist > 0), world.contact_force * penetration / safe_dist, 0.0)
+    force = jnp.sum(delta * magnitude[..., None], axis=1)
+    return force * world.movable[:, None]
+
+
+def integrate(
+    pos: jax.Array, vel: jax.Array, force: jax.Array, world: WorldParams
+) -> tuple[jax.Array, jax.Array]:
+    """Semi-implicit MPE integration with damping and max-speed clipping.
+
+    Args:
+      pos, vel, force: ``[E, 2]``.
+      world: the world's parameters.
+
+    Returns:
+      New ``(pos, vel)``, each ``[E, 2]``; entities that are not movable keep theirs.
+    """
+    movable = world.movable[:, None]
+    new_pos = jnp.where(movable, pos + vel * world.dt, pos)
+    new_vel = vel * (1.0 - world.damping) + force / world.mass[:, None] * world.dt
+    speed = jnp.sqrt(jnp.sum(new_vel**2, axis=-1))
+    over = speed > world.max_speed
+    scale = jnp.where(over, world.max_speed / jnp.where(over, speed, 1.0), 1.0)
+    new_vel = jnp.where(movable, new_vel * scale[:, None], vel)
+    return new_pos, new_vel
+
+
+def world_step(
+    pos: jax.Array, vel: jax.Array, agent_force: jax.Array, world: WorldParams
+) -> tuple[jax.Array, jax.Array]:
+    """One physics step of the whole world.
+
+    Args:
+      pos, vel: ``[E, 2]``.
+      agent_force: ``[N, 2]`` action force of the N agents (already scaled by accel).
+      world: the world's parameters.
+
+    Returns:
+      New ``(pos, vel)``, each ``[E, 2]``.
+    """
+    num_agents = agent_force.shape[0]
+    action_force = jnp.zeros_like(pos).at[:num_agents].set(
+        agent_force * world.movable[:num_agents, None])
+    return integrate(pos, vel, action_force + contact_forces(pos, world), world)
+
+
+def is_collision(
+    pos_a: jax.Array, pos_b: jax.Array, size_a: jax.Array, size_b: jax.Array
+) -> jax.Array:
+    """Overlap of every pair (``dist < r_a + r_b``), bool ``[A, B]``.
+
+    Args:
+      pos_a: ``[A, 2]``; pos_b: ``[B, 2]``; size_a: ``[A]``; size_b: ``[B]``.
+    """
+    _, dist = pairwise_delta(pos_a, pos_b)
+    return dist < size_a[:, None] + size_b[None, :]
+
+
+def others_index(num_agents: int) -> np.ndarray:
+    """Static ``[N, N-1]`` indices of every agent's others, in index order."""
+    idx = np.arange(num_agents)
+    return np.stack([np.delete(idx, i) for i in idx]).reshape(num_agents, num_agents - 1)
+
+
+def nearest_index(dist: jax.Array, k: int) -> jax.Array:
+    """Indices of the ``k`` smallest entries of each row, closest first.
+
+    Args:
+      dist: ``[A, B]`` distances (set excluded pairs to ``inf``).
+      k: static count, ``k <= B``.
+
+    Returns:
+      ``[A, k]`` int32 column indices.
+    """
+    _, idx = jax.lax.top_k(-dist, k)
+    return idx
+
+
+def uniform_positions(key: jax.Array, count: int, bound: float | jax.Array) -> jax.Array:
+    """``[count, 2]`` positions uniform in ``[-bound, bound]^2``."""
+    return jax.random.uniform(key, (count, 2), minval=-bound, maxval=bound)
+
+
+def validate_actions(actions: jax.Array, shape: tuple[int, ...], continuous: bool, name: str):
+    """Trace-time check of a joint action's shape and dtype (raises ``ValueError``)."""
+    kind = "float" if continuous else "int"
+    ok_dtype = jnp.issubdtype(actions.dtype, jnp.floating if continuous else jnp.integer)
+    if tuple(actions.shape) != tuple(shape) or not ok_dtype:
+        raise ValueError(
+            f"actions for {name} must be {kind} with shape {tuple(shape)}, "
+            f"got {actions.dtype} with shape {tuple(actions.shape)}")

@@ -1,0 +1,177 @@
+"""Cooperative navigation (``simple_spread``): N agents cover L landmarks without colliding.
+
+Semantics of PettingZoo's ``simple_spread_v3`` (mpe2) and jaxmarl 0.2.0's ``MPE_simple_spread_v3``:
+agents of radius 0.15, accel 5, unbounded speed, colliding with each other; landmarks of
+radius 0.05, fixed, not colliding; every entity starts uniform in ``[-1, 1]^2`` at rest.
+
+Observation of agent i (``obs_dim = 4 + 2L + 4(N-1)``, all agents alike)::
+
+    [vel_i (2), pos_i (2), landmark_l - pos_i (2 per landmark),
+     pos_j - pos_i (2 per other agent j, in index order), comm_j (2 per other agent)]
+
+(comm is always zero: agents are silent, kept for mpe2's observation size.) With
+``k_nearest=k`` the landmark block holds the ``k_nearest_landmarks`` (default ``k``) nearest
+landmarks and the agent blocks the ``k`` nearest other agents, closest first, as mpe2's
+``num_landmark_neighbors`` / ``num_agent_neighbors``: ``obs_dim = 4 + 2k_l + 4k``.
+
+Reward of agent i: ``local_ratio * (-#{j != i : |p_i - p_j| < 0.3}) + (1 - local_ratio) *
+(-sum_l min_j |p_j - landmark_l|)``.
+
+Intended differences from the references: ``num_landmarks`` may differ from N (mpe2 ties
+them; jaxmarl allows it too); episodes last ``episode_length`` steps (default 25, as mpe2;
+jaxmarl runs 26 because it truncates when its counter *before* the step reaches 25);
+continuous actions are clipped to ``[0, 1]`` (as mpe2's wrapper; jaxmarl does not clip).
+
+Scripted policy: each agent is assigned a landmark by :func:`~.assignment.assign` on the
+agent-landmark distances (exact for L <= 8, greedy above; with L < N several agents may
+share), then a proportional-derivative controller ``kp * (target - pos) - kd * vel`` is
+mapped to the nearest discrete move (or to the continuous move vector).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs.assignment import assign
+from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.scenario import build_env, moves_decoder
+
+AGENT_COLOR = (0.35, 0.35, 0.85)
+LANDMARK_COLOR = (0.25, 0.25, 0.25)
+DIM_C = 2
+PD_GAINS = (4.0, 1.5)  # kp, kd of the scripted controller (per unit of accel)
+
+
+@struct.dataclass
+class SpreadParams:
+    """Numeric settings of simple_spread.
+
+    Attributes:
+      world: physical settings (:class:`~.core.WorldParams`).
+      episode_length: int32 steps per episode.
+      local_ratio: float32 weight of the local (collision) reward.
+    """
+
+    world: core.WorldParams
+    episode_length: jax.Array
+    local_ratio: jax.Array
+
+
+def _check_counts(num_agents, num_landmarks, k_nearest, k_landmarks, local_ratio, length):
+    if not isinstance(num_agents, int) or num_agents < 1:
+        raise ValueError(f"num_agents must be an int >= 1, got {num_agents!r}")
+    if not isinstance(num_landmarks, int) or num_landmarks < 1:
+        raise ValueError(f"num_landmarks must be an int >= 1, got {num_landmarks!r}")
+    if k_nearest is not None and not 1 <= k_nearest <= num_agents - 1:
+        raise ValueError(
+            f"k_nearest must be in [1, num_agents - 1 = {num_agents - 1}] (other agents "
+            f"observed), got {k_nearest}")
+    if k_landmarks is not None and not 1 <= k_landmarks <= num_landmarks:
+        raise ValueError(
+            f"k_nearest_landmarks must be in [1, num_landmarks = {num_landmarks}], "
+            f"got {k_landmarks}")
+    if not 0.0 <= local_ratio <= 1.0:
+        raise ValueError(f"local_ratio must be in [0, 1], got {local_ratio}")
+    if not isinstance(length, int) or length < 1:
+        raise ValueError(f"episode_length must be an int >= 1, got {length!r}")
+
+
+def make(
+    num_agents: int = 3,
+    num_landmarks: int | None = None,
+    local_ratio: float = 0.5,
+    episode_length: int = 25,
+    continuous_actions: bool = False,
+    k_nearest: int | None = None,
+    k_nearest_landmarks: int | None = None,
+) -> tuple[Env, SpreadParams]:
+    """Builds simple_spread.
+
+    Args:
+      num_agents: N >= 1.
+      num_landmarks: L >= 1 (default N).
+      local_ratio: weight of the collision penalty in ``[0, 1]``.
+      episode_length: steps per episode (default 25).
+      continuous_actions: ``[N, 5]`` move vectors instead of ``[N]`` discrete moves.
+      k_nearest: observe only the k nearest other agents (and landmarks), large-N mode.
+      k_nearest_landmarks: landmarks observed in large-N mode (default ``min(k_nearest, L)``).
+
+    Returns:
+      ``(env, params)``.
+    """
+    n = num_agents
+    num_landmarks = n if num_landmarks is None else num_landmarks
+    k_land = k_nearest_landmarks
+    if k_nearest is not None and k_land is None and isinstance(num_landmarks, int):
+        k_land = min(k_nearest, num_landmarks)
+    _check_counts(n, num_landmarks, k_nearest, k_land, local_ratio, episode_length)
+    num_l = num_landmarks
+    seen_agents = n - 1 if k_nearest is None else k_nearest
+    seen_landmarks = num_l if k_nearest is None else k_land
+    obs_dim = 4 + 2 * seen_landmarks + (2 + DIM_C) * seen_agents
+    spec = EnvSpec(
+        name="simple_spread", num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
+        teams=("agent",) * n, continuous=continuous_actions, num_actions=core.NUM_MOVES,
+        action_sizes=(core.NUM_MOVES,) * n, act_dim=core.NUM_MOVES,
+        episode_length=episode_length)
+    world = core.make_world_params(
+        size=np.r_[np.full(n, 0.15), np.full(num_l, 0.05)],
+        movable=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
+        collide=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
+        color=np.array([AGENT_COLOR] * n + [LANDMARK_COLOR] * num_l),
+        accel=np.full(n, 5.0))
+    params = SpreadParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
+                          local_ratio=jnp.asarray(local_ratio, jnp.float32))
+    others = core.others_index(n)
+
+    def init(key: jax.Array, params: SpreadParams) -> core.MPEState:
+        pos = core.uniform_positions(key, n + num_l, 1.0)
+        return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
+                             comm=jnp.zeros((n, DIM_C), jnp.float32),
+                             step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
+
+    def observe(state: core.MPEState, params: SpreadParams) -> jax.Array:
+        pos, agent_pos = state.pos, state.pos[:n]
+        landmark_pos = pos[n:]
+        if k_nearest is None:
+            land_idx = jnp.broadcast_to(jnp.arange(num_l), (n, num_l))
+            other_idx = jnp.asarray(others, jnp.int32)
+        else:
+            _, land_dist = core.pairwise_delta(agent_pos, landmark_pos)
+            land_idx = core.nearest_index(land_dist, seen_landmarks)
+            _, agent_dist = core.pairwise_delta(agent_pos, agent_pos)
+            agent_dist = jnp.where(jnp.eye(n, dtype=bool), jnp.inf, agent_dist)
+            other_idx = core.nearest_index(agent_dist, seen_agents)
+        land_rel = landmark_pos[land_idx] - agent_pos[:, None]
+        other_rel = agent_pos[other_idx] - agent_pos[:, None]
+        parts = [state.vel[:n], agent_pos, land_rel.reshape(n, -1), other_rel.reshape(n, -1),
+                 state.comm[other_idx].reshape(n, -1)]
+        return jnp.concatenate(parts, axis=1).astype(jnp.float32)
+
+    def reward(state: core.MPEState, params: SpreadParams) -> jax.Array:
+        agent_pos, size, collide = state.pos[:n], params.world.size, params.world.collide
+        hit = core.is_collision(agent_pos, agent_pos, size[:n], size[:n])
+        hit = hit & collide[:n, None] & collide[None, :n] & ~jnp.eye(n, dtype=bool)
+        local = -jnp.sum(hit, axis=1).astype(jnp.float32)
+        _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
+        global_rew = -jnp.sum(jnp.min(dist, axis=0))
+        ratio = params.local_ratio
+        return ratio * local + (1.0 - ratio) * global_rew
+
+    def heuristic(key: jax.Array, state: core.MPEState, params: SpreadParams) -> jax.Array:
+        agent_pos = state.pos[:n]
+        _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
+        target = state.pos[n:][assign(dist)]
+        kp, kd = PD_GAINS
+        direction = kp * (target - agent_pos) - kd * state.vel[:n]
+        if continuous_actions:
+            return core.moves_to_continuous(direction)
+        return core.direction_to_move(direction)
+
+    env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
+                    heuristic)
+    return env, params
