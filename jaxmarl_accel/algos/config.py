@@ -1,0 +1,99 @@
+"""Hyperparameters of the actor-critic learners (MADDPG, MATD3, MASAC).
+
+Defaults are the reference settings of the seed papers (DESIGN.md): 2-layer ReLU MLPs with
+64 units, Adam with learning rate 0.01 for actors and critics, gamma 0.95, tau 0.01, and the
+details of the original MADDPG code (Lowe et al. 2017): gradient clipping at norm 0.5, actor
+regularizer 1e-3 on the squared pre-activation outputs, Gumbel-softmax at temperature 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+LEARNERS = ("parallel", "sequential")
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgoConfig:
+    """Learner hyperparameters (frozen; shared by the three algorithms).
+
+    Attributes:
+      hidden_sizes: widths of the hidden ReLU layers of every actor and critic MLP.
+      actor_lr: Adam learning rate of the actors.
+      critic_lr: Adam learning rate of the critics.
+      gamma: discount factor.
+      tau: soft target update rate, ``target <- tau * online + (1 - tau) * target``.
+      grad_clip: maximum global gradient norm per agent and per network (actor, critic),
+        or ``None`` for no clipping. The original MADDPG code clips at 0.5 (per variable).
+      actor_reg: weight of the mean squared pre-activation actor output added to the actor
+        loss (``p_reg * 1e-3`` in the original MADDPG code).
+      learners: ``"parallel"`` (all agents in one ``vmap``) or ``"sequential"`` (agent by
+        agent in a ``lax.scan``, the loop of the reference implementations).
+      gumbel_temperature: temperature of the Gumbel-softmax relaxation (discrete actions).
+      straight_through: if True the relaxed discrete action is replaced by its one-hot in
+        the forward pass while gradients flow through the soft sample; the original code
+        uses the soft sample (False).
+      explore_noise: standard deviation of the Gaussian exploration noise of deterministic
+        continuous actors (MADDPG, MATD3), in action units (actions lie in ``[0, 1]``).
+      policy_delay: MATD3 updates actors and targets once every this many updates.
+      target_noise: MATD3 target-policy smoothing noise std, in the units of TD3's
+        ``[-1, 1]`` actions (halved for our ``[0, 1]`` actions; added to the logits as is
+        for discrete actions).
+      target_noise_clip: MATD3 clip of that noise, same units as ``target_noise``.
+      alpha: MASAC entropy coefficient (initial value when ``auto_alpha``).
+      auto_alpha: MASAC tunes ``log(alpha)`` per agent toward ``target_entropy``.
+      alpha_lr: Adam learning rate of ``log(alpha)``.
+      target_entropy: per-agent entropy target of the tuning, or ``None`` for the default:
+        ``0.5 * log(valid actions)`` (discrete) or ``-act_dim`` (continuous).
+      log_std_min: lower clip of the MASAC Gaussian log standard deviation (continuous).
+      log_std_max: upper clip of that log standard deviation.
+    """
+
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    actor_lr: float = 0.01
+    critic_lr: float = 0.01
+    gamma: float = 0.95
+    tau: float = 0.01
+    grad_clip: float | None = 0.5
+    actor_reg: float = 1e-3
+    learners: str = "parallel"
+    gumbel_temperature: float = 1.0
+    straight_through: bool = False
+    explore_noise: float = 0.1
+    policy_delay: int = 2
+    target_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    alpha: float = 0.05
+    auto_alpha: bool = False
+    alpha_lr: float = 3e-4
+    target_entropy: float | None = None
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.hidden_sizes or any(
+            not isinstance(h, int) or h <= 0 for h in self.hidden_sizes
+        ):
+            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes!r}")
+        for name in ("actor_lr", "critic_lr", "alpha_lr", "gumbel_temperature"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"gamma must lie in [0, 1], got {self.gamma!r}")
+        if not 0.0 <= self.tau <= 1.0:
+            raise ValueError(f"tau must lie in [0, 1], got {self.tau!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip!r}")
+        for name in ("actor_reg", "explore_noise", "target_noise", "target_noise_clip", "alpha"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.learners not in LEARNERS:
+            raise ValueError(f"learners must be one of {LEARNERS}, got {self.learners!r}")
+        if not isinstance(self.policy_delay, int) or self.policy_delay < 1:
+            raise ValueError(f"policy_delay must be an int >= 1, got {self.policy_delay!r}")
+        if self.auto_alpha and not self.alpha > 0:
+            raise ValueError(f"alpha must be > 0 when auto_alpha is set, got {self.alpha!r}")
+        if not self.log_std_min < self.log_std_max:
+            raise ValueError(
+                f"log_std_min must be < log_std_max, got {self.log_std_min}, {self.log_std_max}"
+            )

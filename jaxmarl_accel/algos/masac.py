@@ -1,0 +1,36 @@
+"""MASAC: soft actor-critic (Haarnoja et al. 2018) with MADDPG's centralized critics.
+
+The critic target adds the entropy bonus of agent i's own policy at ``o'_i`` (SAC eq. 3)
+with next actions from the current actors (SAC has no target actor) and clipped double-Q
+(two critics, min in the target and in the actor loss, as in SAC's reference code). The
+actor minimizes ``alpha_i * log pi_i - Q_i`` (SAC eq. 12). The entropy coefficient is 0.05
+(paper 002) or tuned per agent toward a target entropy (SAC v2, eq. 18).
+
+Discrete actions: Gumbel-softmax relaxation of the categorical for the critic's action
+input (as in MADDPG), with the *exact* categorical entropy ``-sum_a p log p`` as the bonus
+(not a single-sample ``-log pi(a)`` estimate). Continuous actions: squashed Gaussian with
+the reparameterized single-sample ``-log pi(a)``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.core import Variant
+from jaxmarl_accel.algos.policies import Policy
+from jaxmarl_accel.envs.base import EnvSpec
+
+
+def next_action(policy: Policy, out: jax.Array, mask: jax.Array, key: jax.Array):
+    """``a'_j ~ pi_j(o'_j)`` and the entropy bonus of every agent, ``[B, N, A]``, ``[B, N]``."""
+    return policy.sample(out, mask, key)
+
+
+def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
+    """MASAC: twin critics (min), stochastic actors, entropy bonus, no delay."""
+    del spec, config
+    return Variant(num_critics=2, policy_delay=1, stochastic=True, entropy=True,
+                   target_from_online=True, next_action=next_action,
+                   actor_q=lambda q: jnp.min(q, axis=0))

@@ -1,0 +1,165 @@
+"""Action distributions on top of the raw actor outputs.
+
+A :class:`Policy` turns raw actor outputs ``out [..., out_size]`` into
+
+* ``sample``: a differentiable action vector for the losses (the critic-facing
+  ``action_vec``) and an entropy bonus (an estimate of ``-log pi``, 0 for deterministic
+  actors);
+* ``explore`` / ``exploit``: the env action and the action vector stored in the replay.
+
+Three kinds:
+
+* discrete (all algorithms): Gumbel-softmax over masked logits (Jang et al. 2017;
+  ``SoftCategoricalPd`` of the original MADDPG code, temperature 1, soft sample: the loss
+  differentiates through ``softmax(logits + g)``; optionally straight-through). The bonus
+  is the exact entropy ``-sum_a p log p`` of the categorical (used by MASAC only).
+  Exploration samples ``argmax(logits + g)`` (the same Gumbel draw's hard action, i.e. a
+  categorical sample); the stored action vector is its one-hot, so that the critics
+  are trained on the actions the env executed. Invalid (padded) actions get logit -1e9.
+* deterministic continuous (MADDPG, MATD3): ``a = sigmoid(out)`` in ``[0, 1]``, explored
+  with clipped Gaussian noise of std ``explore_noise``.
+* squashed Gaussian (MASAC continuous; Haarnoja et al. 2018, App. C): ``out = [mean,
+  log_std]``, ``a = (tanh(u) + 1) / 2`` with ``u ~ N(mean, std)``, bonus ``-log pi(a)``
+  including the change-of-variables term.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.envs.base import EnvSpec
+
+_NEG = -1e9
+_LOG_2PI = jnp.log(2.0 * jnp.pi)
+
+
+class Policy(NamedTuple):
+    """Action distribution over raw actor outputs (``mask`` is ``[..., action_dim]`` bool).
+
+    Attributes:
+      out_size: width of the actor's output layer.
+      action_dim: width of the critic-facing action vector.
+      sample: ``(out [..., out_size], mask, key) -> (action_vec [..., A], bonus [...])``,
+        differentiable in ``out``.
+      explore: ``(out, mask, key) -> (env_action, action_vec)``.
+      exploit: ``(out, mask) -> (env_action, action_vec)``, deterministic.
+      reg: ``(out, mask) -> []`` mean squared pre-activation output (actor regularizer).
+    """
+
+    out_size: int
+    action_dim: int
+    sample: Callable[..., tuple[jax.Array, jax.Array]]
+    explore: Callable[..., tuple[jax.Array, jax.Array]]
+    exploit: Callable[..., tuple[jax.Array, jax.Array]]
+    reg: Callable[..., jax.Array]
+
+
+def _discrete(spec: EnvSpec, config: AlgoConfig) -> Policy:
+    num_actions = spec.num_actions
+
+    def logits(out: jax.Array, mask: jax.Array) -> jax.Array:
+        return jnp.where(mask, out, _NEG)
+
+    def sample(out, mask, key):
+        z = logits(out, mask)
+        soft = jax.nn.softmax((z + jax.random.gumbel(key, z.shape)) / config.gumbel_temperature)
+        if config.straight_through:
+            hard = jax.nn.one_hot(jnp.argmax(soft, axis=-1), num_actions, dtype=soft.dtype)
+            soft = soft + jax.lax.stop_gradient(hard - soft)
+        logp = jax.nn.log_softmax(z)
+        entropy = -jnp.sum(jnp.where(mask, jnp.exp(logp) * logp, 0.0), axis=-1)
+        return soft, entropy
+
+    def explore(out, mask, key):
+        z = logits(out, mask)
+        idx = jnp.argmax(z + jax.random.gumbel(key, z.shape), axis=-1).astype(jnp.int32)
+        return idx, jax.nn.one_hot(idx, num_actions, dtype=jnp.float32)
+
+    def exploit(out, mask):
+        idx = jnp.argmax(logits(out, mask), axis=-1).astype(jnp.int32)
+        return idx, jax.nn.one_hot(idx, num_actions, dtype=jnp.float32)
+
+    def reg(out, mask):
+        mask = jnp.broadcast_to(mask, out.shape)
+        return jnp.sum(jnp.where(mask, out**2, 0.0)) / jnp.maximum(jnp.sum(mask), 1)
+
+    return Policy(num_actions, num_actions, sample, explore, exploit, reg)
+
+
+def _deterministic(spec: EnvSpec, config: AlgoConfig) -> Policy:
+    def sample(out, mask, key):
+        del mask, key
+        return jax.nn.sigmoid(out), jnp.zeros(out.shape[:-1])
+
+    def explore(out, mask, key):
+        del mask
+        a = jax.nn.sigmoid(out) + config.explore_noise * jax.random.normal(key, out.shape)
+        a = jnp.clip(a, 0.0, 1.0)
+        return a, a
+
+    def exploit(out, mask):
+        del mask
+        a = jax.nn.sigmoid(out)
+        return a, a
+
+    def reg(out, mask):
+        del mask
+        return jnp.mean(out**2)
+
+    return Policy(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+
+
+def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> Policy:
+    act_dim = spec.act_dim
+
+    def split(out):
+        mean, log_std = out[..., :act_dim], out[..., act_dim:]
+        return mean, jnp.clip(log_std, config.log_std_min, config.log_std_max)
+
+    def sample(out, mask, key):
+        del mask
+        mean, log_std = split(out)
+        eps = jax.random.normal(key, mean.shape)
+        u = mean + jnp.exp(log_std) * eps
+        t = jnp.tanh(u)
+        # log N(u; mean, std) - log |da/du| with a = (tanh(u) + 1) / 2 (SAC, App. C).
+        log_prob = -0.5 * eps**2 - log_std - 0.5 * _LOG_2PI
+        log_prob = log_prob - jnp.log(0.5 * (1.0 - t**2) + 1e-6)
+        return 0.5 * (t + 1.0), -jnp.sum(log_prob, axis=-1)
+
+    def explore(out, mask, key):
+        a, _ = sample(out, mask, key)
+        return a, a
+
+    def exploit(out, mask):
+        del mask
+        a = 0.5 * (jnp.tanh(split(out)[0]) + 1.0)
+        return a, a
+
+    def reg(out, mask):
+        del mask
+        return jnp.mean(split(out)[0] ** 2)
+
+    return Policy(2 * act_dim, act_dim, sample, explore, exploit, reg)
+
+
+def make_policy(spec: EnvSpec, config: AlgoConfig, stochastic: bool) -> Policy:
+    """The action distribution for ``spec``'s action space.
+
+    Args:
+      spec: the environment spec (discrete or continuous actions).
+      config: learner hyperparameters.
+      stochastic: continuous actions use a squashed Gaussian (MASAC) instead of a
+        deterministic sigmoid actor (MADDPG, MATD3). Discrete actions are always a
+        Gumbel-softmax categorical.
+    """
+    if not spec.continuous:
+        return _discrete(spec, config)
+    if stochastic:
+        return _squashed_gaussian(spec, config)
+    return _deterministic(spec, config)
