@@ -1,0 +1,322 @@
+"""Buffer factories: validate in Python, return a :class:`Buffer` of pure jittable functions.
+
+Shapes: C capacity, N agents, E transitions per ``add`` (one per vmapped env), B batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel.buffers import storage, sum_tree
+from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
+from jaxmarl_accel.buffers.prioritized import make_per, make_prioritized_locality
+from jaxmarl_accel.buffers.reuse import make_reuse
+from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState
+from jaxmarl_accel.buffers.uniform import WINDOWS, make_neighbor, make_uniform
+
+PyTree = Any
+SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
+INDEX_SHARING = ("shared", "per_agent")
+REDUCTIONS = ("max", "mean")
+
+
+class Buffer(NamedTuple):
+    """A replay buffer as pure functions (all jittable and vmappable over seeds).
+
+    Attributes:
+      init: ``(example transition, leaves [N, ...]) -> BufferState``; refuses (ValueError)
+        when the storage does not fit in the memory available now.
+      add: ``(state, batch with leaves [E, N, ...]) -> state``; jit it with
+        ``donate_argnums=0`` (or carry it through a scan) so storage is updated in place.
+      sample: ``(state, key) -> SampleBatch``; does not change the state.
+      can_sample: ``(state) -> bool []``, enough transitions for a batch.
+      update_priorities: ``(state, indices, td_errors) -> state``; ``td_errors`` is
+        ``[B, N]`` (``[N, B, N]`` or ``[N, B]`` per-agent) absolute TD errors, reduced over
+        the last (agent) axis when present. Call exactly once per update: it also advances
+        the PER beta schedule and the reuse window. Identity for uniform and neighbor.
+    """
+
+    init: Callable[[PyTree], BufferState]
+    add: Callable[[BufferState, PyTree], BufferState]
+    sample: Callable[[BufferState, jax.Array], SampleBatch]
+    can_sample: Callable[[BufferState], jax.Array]
+    update_priorities: Callable[[BufferState, jax.Array, jax.Array], BufferState]
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> float:
+    bad = isinstance(value, bool) or not isinstance(value, int | float)
+    if bad or not (low < value <= high if open_low else low <= value <= high):
+        bracket = "(" if open_low else "["
+        raise ValueError(f"{name} must be a number in {bracket}{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def sampler_extra_bytes(sampler: str, capacity: int, batch_size: int = 1) -> int:
+    """Bytes of a sampler's own state (sum tree, weight table) at ``capacity``."""
+    if sampler in ("per", "prioritized_locality"):
+        return 4 * 2 * 2 ** sum_tree.depth_for(capacity)
+    if sampler == "reuse":
+        return 4 * capacity + 4 * batch_size
+    return 0
+
+
+def estimate_bytes(
+    example_transition: PyTree, *, capacity: int, sampler: str = "uniform", batch_size: int = 1
+) -> int:
+    """Bytes a buffer of ``capacity`` transitions shaped like the example needs (one seed).
+
+    ``example_transition`` has leaves ``[N, ...]`` (arrays or ``jax.ShapeDtypeStruct``).
+    Under ``vmap`` over S seeds the need is S times this.
+    """
+    _positive_int("capacity", capacity)
+    _choice("sampler", sampler, SAMPLERS)
+    per_transition = storage.tree_leaf_bytes(example_transition)
+    return capacity * per_transition + sampler_extra_bytes(sampler, capacity, batch_size)
+
+
+def _check_example(example: PyTree) -> int:
+    leaves = jax.tree.leaves(example)
+    if not leaves:
+        raise ValueError("example_transition must have at least one array leaf")
+    if any(leaf.ndim < 1 for leaf in leaves):
+        raise ValueError("example_transition: every leaf needs a leading agent axis [N, ...]")
+    num_agents = {leaf.shape[0] for leaf in leaves}
+    if len(num_agents) != 1:
+        raise ValueError(f"example_transition: leaves disagree on the agent axis N: {num_agents}")
+    return num_agents.pop()
+
+
+def _check_batch(experience: PyTree, batch: PyTree, capacity: int, layout: str) -> int:
+    """Trace-time checks of an ``add`` batch (free under jit); returns E."""
+    stored = jax.tree.structure(experience)
+    if jax.tree.structure(batch) != stored:
+        raise ValueError(f"batch: pytree structure {jax.tree.structure(batch)} != {stored}")
+    sizes = set()
+    for store, new in zip(jax.tree.leaves(experience), jax.tree.leaves(batch), strict=True):
+        if layout == "transition_major":
+            item = tuple(store.shape[1:])
+        else:
+            item = tuple(store.shape[:1] + store.shape[2:])
+        if new.ndim != len(item) + 1 or tuple(new.shape[1:]) != item:
+            raise ValueError(f"batch: leaf shape {new.shape}, expected [E, *{item}]")
+        if new.dtype != store.dtype:
+            raise ValueError(f"batch: leaf dtype {new.dtype}, stored as {store.dtype}")
+        sizes.add(new.shape[0])
+    if len(sizes) != 1:
+        raise ValueError(f"batch: leaves disagree on the env axis E: {sizes}")
+    num_new = sizes.pop()
+    if not 1 <= num_new <= capacity:
+        raise ValueError(f"batch: E={num_new} transitions per add must be in [1, {capacity}]")
+    return num_new
+
+
+def _assemble(
+    kit: SamplerKit, *, sampler: str, capacity: int, batch_size: int, layout: str,
+    index_sharing: str, min_size: int, reduction: str,
+) -> Buffer:
+    """The storage half shared by every sampler, around a sampler kit."""
+
+    def init(example_transition: PyTree) -> BufferState:
+        _check_example(example_transition)
+        needed = estimate_bytes(
+            example_transition, capacity=capacity, sampler=sampler, batch_size=batch_size
+        )
+        storage.ensure_fits(needed, f"a {sampler} buffer of capacity {capacity}")
+        return BufferState(
+            experience=storage.init_storage(example_transition, capacity, layout),
+            write_pos=jnp.zeros((), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+            sampler=kit.init(),
+        )
+
+    def add(state: BufferState, batch: PyTree) -> BufferState:
+        num_new = _check_batch(state.experience, batch, capacity, layout)
+        slots = (state.write_pos + jnp.arange(num_new, dtype=jnp.int32)) % capacity
+        return BufferState(
+            experience=storage.write(state.experience, slots, batch, layout),
+            write_pos=(state.write_pos + num_new) % capacity,
+            size=jnp.minimum(state.size + num_new, capacity),
+            sampler=kit.on_add(state.sampler, slots),
+        )
+
+    def sample(state: BufferState, key: jax.Array) -> SampleBatch:
+        if index_sharing == "shared":
+            return kit.sample(state, key)
+        leaf = jax.tree.leaves(state.experience)[0]
+        num_agents = leaf.shape[1] if layout == "transition_major" else leaf.shape[0]
+        trainer_keys = jax.random.split(key, num_agents)
+        return jax.vmap(kit.sample, in_axes=(None, 0))(state, trainer_keys)
+
+    def can_sample(state: BufferState) -> jax.Array:
+        return state.size >= min_size
+
+    def update_priorities(
+        state: BufferState, indices: jax.Array, td_errors: jax.Array
+    ) -> BufferState:
+        errors = jnp.abs(jnp.asarray(td_errors, jnp.float32))
+        if errors.shape[: indices.ndim] != indices.shape or errors.ndim > indices.ndim + 1:
+            raise ValueError(
+                f"td_errors: shape {errors.shape} must be indices.shape {indices.shape} "
+                "plus at most one agent axis"
+            )
+        if errors.ndim == indices.ndim + 1:
+            errors = jnp.max(errors, -1) if reduction == "max" else jnp.mean(errors, -1)
+        priorities = errors.reshape(-1) + 1e-6  # strictly positive so every slot stays drawable
+        sampler_state = kit.update(state, indices.reshape(-1).astype(jnp.int32), priorities)
+        return state.replace(sampler=sampler_state)
+
+    return Buffer(init, add, sample, can_sample, update_priorities)
+
+
+def _common(capacity: int, batch_size: int, layout: str, index_sharing: str) -> dict:
+    _positive_int("capacity", capacity)
+    _positive_int("batch_size", batch_size)
+    if batch_size > capacity:
+        raise ValueError(f"batch_size ({batch_size}) must not exceed capacity ({capacity})")
+    _choice("layout", layout, LAYOUTS)
+    _choice("index_sharing", index_sharing, INDEX_SHARING)
+    return dict(capacity=capacity, batch_size=batch_size, layout=layout)
+
+
+def make_uniform_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared",
+) -> Buffer:
+    """Uniform replay (weights are ones)."""
+    common = _common(capacity, batch_size, layout, index_sharing)
+    return _assemble(make_uniform(**common), sampler="uniform", index_sharing=index_sharing,
+                     min_size=batch_size, reduction="max", **common)
+
+
+def make_neighbor_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", neighbors: int = 4, window: str = "forward",
+) -> Buffer:
+    """Neighbor sampling: ``batch_size / neighbors`` references, ``neighbors`` slots each.
+
+    ``window="forward"`` reads ``[i, i + n)``; ``"centred"`` reads ``[i - n/2, i + n/2]``
+    without i (n even). Needs ``capacity >= 2 * (n + 1)``.
+    """
+    common = _common(capacity, batch_size, layout, index_sharing)
+    _positive_int("neighbors", neighbors)
+    _choice("window", window, WINDOWS)
+    if batch_size % neighbors:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of neighbors ({neighbors})")
+    if window == "centred" and neighbors % 2:
+        raise ValueError(f"neighbors must be even for the centred window, got {neighbors}")
+    if capacity < 2 * (neighbors + 1):
+        raise ValueError(f"capacity ({capacity}) must be at least 2 * (neighbors + 1)")
+    kit = make_neighbor(neighbors=neighbors, window=window, **common)
+    return _assemble(kit, sampler="neighbor", index_sharing=index_sharing,
+                     min_size=max(batch_size, neighbors + 1), reduction="max", **common)
+
+
+def _per_kwargs(alpha: float, beta: float, beta_final: float, beta_steps: int) -> dict:
+    return dict(
+        alpha=_number("alpha", alpha, 0.0, 1.0),
+        beta=_number("beta", beta, 0.0, 1.0),
+        beta_final=_number("beta_final", beta_final, 0.0, 1.0),
+        beta_steps=_positive_int("beta_steps", beta_steps),
+    )
+
+
+def make_per_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", alpha: float = 0.6, beta: float = 0.4,
+    beta_final: float = 1.0, beta_steps: int = 100_000, reduction: str = "max",
+) -> Buffer:
+    """Proportional prioritized replay on a sum tree (Schaul et al. 2016)."""
+    common = _common(capacity, batch_size, layout, index_sharing)
+    _choice("reduction", reduction, REDUCTIONS)
+    kit = make_per(**_per_kwargs(alpha, beta, beta_final, beta_steps), **common)
+    return _assemble(kit, sampler="per", index_sharing=index_sharing, min_size=batch_size,
+                     reduction=reduction, **common)
+
+
+def make_prioritized_locality_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", alpha: float = 0.6, beta: float = 0.4,
+    beta_final: float = 1.0, beta_steps: int = 100_000, reduction: str = "max",
+    thresholds: tuple[float, float] = (0.33, 0.66), counts: tuple[int, int, int] = (1, 2, 4),
+) -> Buffer:
+    """PER reference points with 1 / 2 / 4 neighbors by normalized priority (paper 000)."""
+    common = _common(capacity, batch_size, layout, index_sharing)
+    _choice("reduction", reduction, REDUCTIONS)
+    if len(tuple(thresholds)) != 2 or not 0 <= thresholds[0] <= thresholds[1]:
+        raise ValueError(f"thresholds must be two numbers 0 <= t1 <= t2, got {thresholds!r}")
+    if len(tuple(counts)) != 3 or any(
+        isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts
+    ):
+        raise ValueError(f"counts must be three positive ints, got {counts!r}")
+    if max(counts) > batch_size or capacity < 2 * max(counts):
+        raise ValueError(f"counts: max(counts)={max(counts)} must be <= batch_size and "
+                         "<= capacity / 2")
+    kit = make_prioritized_locality(
+        thresholds=(float(thresholds[0]), float(thresholds[1])), counts=tuple(counts),
+        **_per_kwargs(alpha, beta, beta_final, beta_steps), **common,
+    )
+    return _assemble(kit, sampler="prioritized_locality", index_sharing=index_sharing,
+                     min_size=batch_size, reduction=reduction, **common)
+
+
+def make_reuse_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", reuse_ratio: float = 0.5, window: int | None = None,
+    decay: float = 0.99, reduction: str = "max",
+) -> Buffer:
+    """AccMER: reuse the top ``reuse_ratio * batch_size`` slots for ``window`` updates.
+
+    ``window`` defaults to ``capacity // batch_size`` (paper 004: every floor(d / b) steps).
+    """
+    common = _common(capacity, batch_size, layout, index_sharing)
+    _choice("reduction", reduction, REDUCTIONS)
+    reuse_ratio = _number("reuse_ratio", reuse_ratio, 0.0, 1.0)
+    window = capacity // batch_size if window is None else _positive_int("window", window)
+    decay = _number("decay", decay, 0.0, 1.0, open_low=True)
+    kit = make_reuse(reuse_ratio=reuse_ratio, window=window, decay=decay, **common)
+    return _assemble(kit, sampler="reuse", index_sharing=index_sharing, min_size=batch_size,
+                     reduction=reduction, **common)
+
+
+FACTORIES: dict[str, Callable[..., Buffer]] = {
+    "uniform": make_uniform_buffer,
+    "neighbor": make_neighbor_buffer,
+    "per": make_per_buffer,
+    "prioritized_locality": make_prioritized_locality_buffer,
+    "reuse": make_reuse_buffer,
+}
+
+
+def make_buffer(
+    sampler: str, *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", **sampler_kwargs: Any,
+) -> Buffer:
+    """Build the buffer of one sampler kind; ``sampler_kwargs`` go to its factory.
+
+    Unknown keyword arguments raise ``ValueError`` naming the argument and the valid ones.
+    """
+    factory = FACTORIES[_choice("sampler", sampler, SAMPLERS)]
+    valid = set(factory.__kwdefaults__ or {}) - {"layout", "index_sharing"}
+    for name in sampler_kwargs:
+        if name not in valid:
+            raise ValueError(
+                f"{name}: not an option of sampler {sampler!r}; valid: {sorted(valid)}"
+            )
+    return factory(capacity=capacity, batch_size=batch_size, layout=layout,
+                   index_sharing=index_sharing, **sampler_kwargs)
