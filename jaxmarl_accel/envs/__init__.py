@@ -20,6 +20,10 @@ from jaxmarl_accel.envs.base import Env, EnvSpec
 _SCENARIOS: dict[str, str] = {
     "simple_spread": "jaxmarl_accel.envs.simple_spread",
     "simple_tag": "jaxmarl_accel.envs.simple_tag",
+    "simple_speaker_listener": "jaxmarl_accel.envs.simple_speaker_listener",
+    "simple_adversary": "jaxmarl_accel.envs.simple_adversary",
+    "simple_push": "jaxmarl_accel.envs.simple_push",
+    "simple_reference": "jaxmarl_accel.envs.simple_reference",
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)
