@@ -1,0 +1,125 @@
+"""Storage: ring writes, layouts, validation and the memory-fit check."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxmarl_accel.buffers import estimate_bytes, make_buffer, storage
+from tests.buffers.helpers import example, fill, jitted, live_range, transitions
+
+LAYOUTS = ("transition_major", "agent_major")
+SETTINGS = settings(max_examples=12, deadline=None)
+
+
+@SETTINGS
+@given(
+    capacity=st.sampled_from([8, 13]),
+    per_add=st.sampled_from([1, 3, 5]),
+    num_adds=st.integers(1, 12),
+    layout=st.sampled_from(LAYOUTS),
+)
+def test_add_matches_a_ring_model(capacity, per_add, num_adds, layout):
+    buf = jitted("uniform", capacity=capacity, batch_size=2, layout=layout)
+    state = fill(buf, 3, num_adds, per_add)
+    ring = np.full(capacity, -1.0)
+    for counter in range(num_adds * per_add):  # reference: write one at a time
+        ring[counter % capacity] = counter
+    stored = np.asarray(state.experience.reward)
+    stored = stored[:, 0] if layout == "transition_major" else stored[0]
+    written = ring >= 0
+    np.testing.assert_array_equal(stored[written], ring[written])
+    np.testing.assert_array_equal(stored[~written], 0.0)
+    lo, hi = live_range(num_adds, per_add, capacity)
+    assert int(state.size) == hi - lo == written.sum()
+    assert int(state.write_pos) == hi % capacity
+
+
+@SETTINGS
+@given(num_agents=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+def test_layouts_return_identical_transitions_for_identical_indices(num_agents, seed):
+    states = [fill(jitted("uniform", capacity=13, batch_size=4, layout=layout), num_agents, 7, 3)
+              for layout in LAYOUTS]
+    indices = jax.random.randint(jax.random.key(seed), (2, 6), 0, 13)
+    gathered = [jax.jit(storage.gather, static_argnums=2)(s.experience, indices, layout)
+                for s, layout in zip(states, LAYOUTS, strict=True)]
+    jax.tree.map(np.testing.assert_array_equal, *gathered)
+    assert gathered[0].obs.shape == (2, 6, num_agents, 2)
+
+
+def test_add_under_jit_with_donation_updates_in_place():
+    buffer = make_buffer("uniform", capacity=16, batch_size=4)
+    add = jax.jit(buffer.add, donate_argnums=0)
+    state = buffer.init(example(3))
+    old = state.experience.obs
+    state = add(state, transitions(np.arange(5), 3))
+    assert old.is_deleted()  # the storage was donated, not copied
+    np.testing.assert_array_equal(np.asarray(state.experience.reward[:5, 0]), np.arange(5))
+
+
+def test_add_rejects_mismatched_batches():
+    buffer = make_buffer("uniform", capacity=8, batch_size=2)
+    state = buffer.init(example(3))
+    with pytest.raises(ValueError, match="leaf shape"):
+        buffer.add(state, transitions(np.arange(2), 2))
+    with pytest.raises(ValueError, match="E=9"):
+        buffer.add(state, transitions(np.arange(9), 3))
+    bad = transitions(np.arange(2), 3)
+    with pytest.raises(ValueError, match="dtype"):
+        buffer.add(state, bad.replace(reward=bad.reward.astype(jnp.int32)))
+
+
+def test_estimate_bytes_counts_storage_and_sampler_state():
+    one = 3 * 2 * 4 * 2 + 3 * 2 * 4 + 3 * 4 * 2  # obs, next_obs, action, reward, done
+    assert estimate_bytes(example(3), capacity=100) == 100 * one
+    spec = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), example(3))
+    assert estimate_bytes(spec, capacity=100, sampler="per") == 100 * one + 4 * 2 * 128
+    assert estimate_bytes(spec, capacity=100, sampler="reuse", batch_size=10) == (
+        100 * one + 4 * 100 + 4 * 10
+    )
+
+
+def test_init_refuses_a_buffer_that_cannot_fit():
+    big = jax.ShapeDtypeStruct((24, 1_000_000), jnp.float32)  # 96 MB per transition
+    buffer = make_buffer("uniform", capacity=1_000_000, batch_size=4)
+    with pytest.raises(ValueError, match=r"capacity: .* needs \d+ bytes .* available on"):
+        jax.eval_shape(buffer.init, {"obs": big})
+    free, source = storage.available_bytes()
+    assert free > 0 and source
+
+
+@pytest.mark.parametrize(
+    ("sampler", "kwargs", "message"),
+    [
+        ("uniform", dict(capacity=0, batch_size=1), "capacity must be a positive int"),
+        ("uniform", dict(capacity=8, batch_size=9), "batch_size .* must not exceed"),
+        ("uniform", dict(capacity=8, batch_size=2, layout="rows"), "layout must be one of"),
+        ("uniform", dict(capacity=8, batch_size=2, index_sharing="x"), "index_sharing must"),
+        ("uniform", dict(capacity=8, batch_size=2, alpha=0.5), "alpha: not an option"),
+        ("fifo", dict(capacity=8, batch_size=2), "sampler must be one of"),
+        ("neighbor", dict(capacity=64, batch_size=6, neighbors=4), "multiple of neighbors"),
+        ("neighbor", dict(capacity=64, batch_size=6, neighbors=3, window="centred"), "even"),
+        ("neighbor", dict(capacity=64, batch_size=8, window="back"), "window must be one of"),
+        ("per", dict(capacity=8, batch_size=2, alpha=1.5), "alpha must be a number"),
+        ("per", dict(capacity=8, batch_size=2, reduction="sum"), "reduction must be one of"),
+        ("prioritized_locality", dict(capacity=64, batch_size=8, thresholds=(0.7, 0.3)),
+         "thresholds"),
+        ("prioritized_locality", dict(capacity=64, batch_size=8, counts=(1, 0, 4)), "counts"),
+        ("reuse", dict(capacity=64, batch_size=8, reuse_ratio=2.0), "reuse_ratio must"),
+        ("reuse", dict(capacity=64, batch_size=8, decay=0.0), "decay must"),
+    ],
+)
+def test_factory_rejects_bad_arguments(sampler, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_buffer(sampler, **kwargs)
+
+
+def test_per_sampler_factories_are_exported():
+    from jaxmarl_accel import buffers
+
+    for name in buffers.SAMPLERS:
+        assert callable(getattr(buffers, f"make_{name}_buffer"))
