@@ -43,7 +43,7 @@ from jaxmarl_accel.envs.scenario import build_env, moves_decoder
 AGENT_COLOR = (0.35, 0.35, 0.85)
 LANDMARK_COLOR = (0.25, 0.25, 0.25)
 DIM_C = 2
-PD_GAINS = (4.0, 1.5)  # kp, kd of the scripted controller (per unit of accel)
+PD_GAINS = (15.0, 3.5)  # kp, kd of the scripted controller (per unit of accel)
 
 
 @struct.dataclass

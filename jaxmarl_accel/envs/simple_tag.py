@@ -48,6 +48,7 @@ PREDATOR_COLOR = (0.85, 0.35, 0.35)
 PREY_COLOR = (0.35, 0.85, 0.35)
 OBSTACLE_COLOR = (0.25, 0.25, 0.25)
 DIM_C = 2
+FLEE_GAIN, CENTRE_GAIN, BRAKE_GAIN, WALL_GAIN = 2.0, 1.0, 1.0, 10.0
 
 
 @struct.dataclass
@@ -198,16 +199,19 @@ def make(
         lead = jnp.min(dist, axis=1, keepdims=True) / params.world.max_speed[:n_pred, None]
         chase = pos[n_pred:][prey] + vel[n_pred:][prey] * lead - pos[:n_pred]
         pred = jnp.argmin(dist, axis=0)
-        flee = -delta[pred, jnp.arange(n_prey)]
-        flee = flee / (jnp.linalg.norm(flee, axis=-1, keepdims=True) + 1e-6)
-        prey_pos = pos[n_pred:]
-        flee = flee - 4.0 * jnp.sign(prey_pos) * jnp.maximum(jnp.abs(prey_pos) - 0.7, 0.0)
+        away = -delta[pred, jnp.arange(n_prey)]
+        near = jnp.min(dist, axis=0)[:, None]
+        prey_pos, prey_vel = pos[n_pred:], vel[n_pred:]
+        urgency = jnp.clip(1.5 - near, 0.0, 1.0)
+        flee = FLEE_GAIN * urgency * away / (near + 1e-6)
+        flee = flee - CENTRE_GAIN * prey_pos - BRAKE_GAIN * prey_vel
+        flee = flee - WALL_GAIN * jnp.sign(prey_pos) * jnp.maximum(jnp.abs(prey_pos) - 0.75, 0.0)
         if n_obs:
-            away, obs_dist = core.pairwise_delta(prey_pos, state.pos[n:])
-            close = jnp.maximum(0.35 - (obs_dist - params.world.size[n:]), 0.0)
-            flee = flee + jnp.sum(away / (obs_dist[..., None] + 1e-6) * close[..., None] * 4.0, 1)
+            push, obs_dist = core.pairwise_delta(prey_pos, state.pos[n:])
+            gap = jnp.maximum(0.25 - (obs_dist - params.world.size[n:]), 0.0)
+            flee = flee + jnp.sum(push / (obs_dist[..., None] + 1e-6) * gap[..., None] * 8.0, 1)
+        chase = chase / (jnp.linalg.norm(chase, axis=-1, keepdims=True) + 1e-6)
         direction = jnp.concatenate([chase, flee])
-        direction = direction / (jnp.linalg.norm(direction, axis=-1, keepdims=True) + 1e-6)
         if continuous_actions:
             return core.moves_to_continuous(direction)
         return core.direction_to_move(direction)
