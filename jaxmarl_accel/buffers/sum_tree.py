@@ -52,10 +52,14 @@ def set_leaves(tree: jax.Array, slots: jax.Array, values: jax.Array) -> jax.Arra
     nodes = num_leaves + sorted_slots
     targets = jnp.where(is_last, nodes, tree.shape[0])
     tree = tree.at[targets].set(values[order].astype(tree.dtype), mode="drop")
-    for _ in range(num_leaves.bit_length() - 1):
+
+    def recompute_parents(level: int, carry: tuple[jax.Array, jax.Array]):
+        tree, nodes = carry
         nodes = nodes // 2  # parents of the previous level; duplicates get identical values
-        tree = tree.at[nodes].set(tree[2 * nodes] + tree[2 * nodes + 1])
-    return tree
+        return tree.at[nodes].set(tree[2 * nodes] + tree[2 * nodes + 1]), nodes
+
+    depth = num_leaves.bit_length() - 1
+    return jax.lax.fori_loop(0, depth, recompute_parents, (tree, nodes))[0]
 
 
 def rebuild(tree: jax.Array) -> jax.Array:
@@ -76,13 +80,17 @@ def find(tree: jax.Array, targets: jax.Array) -> jax.Array:
     when the target is below the left sum, right otherwise, and never into a zero child.
     """
     num_leaves = tree.shape[0] // 2
-    node = jnp.ones(targets.shape, jnp.int32)
-    for _ in range(num_leaves.bit_length() - 1):
+
+    def descend(level: int, carry: tuple[jax.Array, jax.Array]):
+        node, targets = carry
         left = tree[2 * node]
         right = tree[2 * node + 1]
         go_right = ((targets >= left) & (right > 0)) | (left <= 0)
         targets = jnp.where(go_right, targets - left, targets)
-        node = 2 * node + go_right.astype(jnp.int32)
+        return 2 * node + go_right.astype(jnp.int32), targets
+
+    start = (jnp.ones(targets.shape, jnp.int32), targets)
+    node, _ = jax.lax.fori_loop(0, num_leaves.bit_length() - 1, descend, start)
     return node - num_leaves
 
 

@@ -8,7 +8,8 @@
   ``window="centred"`` takes ``[i - n/2, i + n/2] \\ {i}`` (paper 002, Alg. 1 with its n
   equal to our ``n/2``). Reference points are drawn uniformly among the windows that lie
   entirely inside written slots and do not straddle the write head, so a window is always
-  ``span`` consecutive transitions in time (span = n forward, n + 1 centred). Paper 002
+  ``span`` consecutive transitions in time (span = n forward, n + 1 centred) and in memory:
+  the ``span - 1`` windows that would run past slot C-1 into slot 0 are skipped. Paper 002
   clips windows at the buffer ends, which changes the batch size; we keep B fixed instead.
 """
 

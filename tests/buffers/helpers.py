@@ -25,7 +25,7 @@ class Jitted(NamedTuple):
     update_priorities: Any
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jitted(sampler: str, kwargs: tuple = (), **config: Any) -> Jitted:
     """Jitted functions of ``make_buffer(sampler, **config, **dict(kwargs))``, cached."""
     buffer = make_buffer(sampler, **config, **dict(kwargs))
@@ -78,6 +78,7 @@ def assert_consistent(experience: Transition, num_agents: int) -> None:
     obs = np.asarray(experience.obs)
     counters = obs[..., 0]
     np.testing.assert_array_equal(counters, counters[..., :1].repeat(num_agents, -1))
-    np.testing.assert_array_equal(obs[..., 1], np.broadcast_to(np.arange(num_agents), obs.shape[:-1]))
+    agents = np.broadcast_to(np.arange(num_agents), obs.shape[:-1])
+    np.testing.assert_array_equal(obs[..., 1], agents)
     np.testing.assert_array_equal(np.asarray(experience.reward), counters)
     np.testing.assert_array_equal(np.asarray(experience.next_obs), obs + 1.0)

@@ -1,0 +1,140 @@
+"""Samplers: validity, shapes, windows, index sharing, vmap over seeds (all under jit)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from jaxmarl_accel.buffers import SAMPLERS, make_buffer
+from tests.buffers.helpers import (
+    assert_consistent,
+    example,
+    fill,
+    jitted,
+    live_range,
+    transitions,
+)
+
+CAPACITY, BATCH, PER_ADD = 25, 8, 3
+LAYOUTS = ("transition_major", "agent_major")
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures print their example
+
+
+def stored_counter(state, layout):
+    """Counter held by each slot, ``[C]``."""
+    reward = np.asarray(state.experience.reward)
+    return reward[:, 0] if layout == "transition_major" else reward[0]
+
+
+@settings(max_examples=14, deadline=None, phases=NO_SHRINK)
+@given(
+    sampler=st.sampled_from(SAMPLERS),
+    layout=st.sampled_from(LAYOUTS),
+    sharing=st.sampled_from(["shared", "per_agent"]),
+    num_agents=st.sampled_from([1, 3]),
+    num_adds=st.integers(0, 25),
+    seed=st.integers(0, 2**16),
+)
+def test_samples_are_current_intact_transitions(
+    sampler, layout, sharing, num_agents, num_adds, seed
+):
+    buf = jitted(sampler, capacity=CAPACITY, batch_size=BATCH, layout=layout,
+                 index_sharing=sharing)
+    state = fill(buf, num_agents, num_adds, PER_ADD)
+    lo, hi = live_range(num_adds, PER_ADD, CAPACITY)
+    assert bool(buf.can_sample(state)) == (hi - lo >= BATCH)
+    if hi - lo < BATCH:
+        return
+    key = jax.random.key(seed)
+    batch = buf.sample(state, key)
+    lead = (num_agents, BATCH) if sharing == "per_agent" else (BATCH,)
+    assert batch.indices.shape == lead and batch.indices.dtype == jnp.int32
+    assert batch.weights.shape == lead and batch.weights.dtype == jnp.float32
+    assert batch.experience.obs.shape == (*lead, num_agents, 2)
+    assert_consistent(batch.experience, num_agents)
+    counters = np.asarray(batch.experience.reward)[..., 0]
+    assert np.all((counters >= lo) & (counters < hi))  # never unwritten, never overwritten
+    np.testing.assert_array_equal(stored_counter(state, layout)[np.asarray(batch.indices)],
+                                  counters)
+    weights = np.asarray(batch.weights)
+    assert np.all(np.isfinite(weights) & (weights > 0) & (weights <= 1.0))
+    jax.tree.map(np.testing.assert_array_equal, batch, buf.sample(state, key))  # deterministic
+    if sharing == "per_agent" and sampler != "reuse" and num_agents > 1:
+        assert len({tuple(row) for row in np.asarray(batch.indices)}) > 1  # own draws
+    errors = jnp.ones((*lead, num_agents))
+    updated = buf.update_priorities(state, batch.indices, errors)
+    jax.tree.map(np.testing.assert_array_equal, updated.experience, state.experience)
+    if sampler in ("uniform", "neighbor"):
+        jax.tree.map(np.testing.assert_array_equal, updated, state)
+
+
+@settings(max_examples=15, deadline=None, phases=NO_SHRINK)
+@given(
+    window=st.sampled_from(["forward", "centred"]),
+    num_adds=st.integers(3, 30),
+    seed=st.integers(0, 2**16),
+)
+def test_neighbor_windows_are_contiguous_in_time_and_layouts_agree(window, num_adds, seed):
+    neighbors = 4
+    batches = []
+    for layout in LAYOUTS:
+        buf = jitted("neighbor", (("neighbors", neighbors), ("window", window)),
+                     capacity=CAPACITY, batch_size=BATCH, layout=layout)
+        state = fill(buf, 3, num_adds, PER_ADD)
+        batches.append(buf.sample(state, jax.random.key(seed)))
+    jax.tree.map(np.testing.assert_array_equal, *batches)
+    counters = np.asarray(batches[0].experience.reward)[:, 0].reshape(-1, neighbors)
+    steps = np.diff(counters, axis=1)
+    expected = [1, 1, 1] if window == "forward" else [1, 2, 1]  # centred skips the reference
+    np.testing.assert_array_equal(steps, np.broadcast_to(expected, steps.shape))
+    lo, hi = live_range(num_adds, PER_ADD, CAPACITY)
+    assert np.all((counters >= lo) & (counters < hi))
+
+
+@settings(max_examples=6, deadline=None, phases=NO_SHRINK)
+@given(num_adds=st.integers(9, 20), seed=st.integers(0, 2**16))
+def test_neighbor_starts_cover_every_valid_window(num_adds, seed):
+    buf = jitted("neighbor", (("neighbors", 4), ("window", "forward")),
+                 capacity=CAPACITY, batch_size=BATCH)
+    state = fill(buf, 1, num_adds, PER_ADD)
+    draw = jax.jit(jax.vmap(buf.sample, in_axes=(None, 0)))
+    batch = draw(state, jax.random.split(jax.random.key(seed), 400))
+    firsts = set(np.asarray(batch.experience.reward)[:, ::4, 0].reshape(-1).astype(int).tolist())
+    # valid windows: 4 slots in memory holding 4 consecutive live transitions
+    stored = stored_counter(state, "transition_major")
+    lo, _ = live_range(num_adds, PER_ADD, CAPACITY)
+    valid = {
+        int(stored[s]) for s in range(CAPACITY - 3)
+        if stored[s] >= lo and np.all(np.diff(stored[s:s + 4]) == 1)
+    }
+    assert firsts == valid
+
+
+def test_samplers_run_inside_a_scan_vmapped_over_seeds():
+    num_agents, num_envs = 3, 4
+
+    def run(sampler, key):
+        buffer = make_buffer(sampler, capacity=64, batch_size=8, window=5) if sampler == (
+            "reuse") else make_buffer(sampler, capacity=64, batch_size=8)
+
+        def step(state, step_key):
+            add_key, sample_key, td_key = jax.random.split(step_key, 3)
+            counters = jax.random.uniform(add_key, (num_envs,))
+            state = buffer.add(state, transitions(counters, num_agents))
+            batch = buffer.sample(state, sample_key)
+            errors = jax.random.uniform(td_key, (8, num_agents))
+            state = buffer.update_priorities(state, batch.indices, errors)
+            return state, batch.indices
+
+        state = buffer.init(example(num_agents))
+        return jax.lax.scan(step, state, jax.random.split(key, 20))
+
+    keys = jax.random.split(jax.random.key(0), 2)
+    for sampler in SAMPLERS:
+        state, indices = jax.jit(jax.vmap(lambda k, s=sampler: run(s, k)))(keys)
+        assert indices.shape == (2, 20, 8)
+        assert state.size.tolist() == [64, 64]
+        assert not np.array_equal(indices[0], indices[1])  # seeds differ
