@@ -1,0 +1,64 @@
+"""Small specs and synthetic batches shared by the algorithm tests."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel.algos import Algo, AlgoConfig, make_algo
+from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.types import Transition
+
+
+def make_spec(num_agents: int, continuous: bool, obs_dim: int = 6,
+              action_sizes: tuple[int, ...] | None = None, act_dim: int = 2) -> EnvSpec:
+    """A synthetic spec; discrete agents have 5 actions unless ``action_sizes`` is given."""
+    sizes = action_sizes or (5,) * num_agents
+    return EnvSpec(name="synthetic", num_agents=num_agents, obs_dim=obs_dim,
+                   obs_sizes=(obs_dim,) * num_agents, teams=("agent",) * num_agents,
+                   continuous=continuous, num_actions=max(sizes), action_sizes=sizes,
+                   act_dim=act_dim, episode_length=25)
+
+
+def random_batch(key: jax.Array, spec: EnvSpec, action_dim: int, batch: int,
+                 lead: tuple[int, ...] = ()) -> Transition:
+    """Random transitions with leaves ``[*lead, batch, N, ...]``."""
+    k_obs, k_act, k_rew, k_next, k_done = jax.random.split(key, 5)
+    n = spec.num_agents
+    shape = (*lead, batch, n)
+    return Transition(
+        obs=jax.random.normal(k_obs, (*shape, spec.obs_dim)),
+        action=jax.random.uniform(k_act, (*shape, action_dim)),
+        reward=jax.random.normal(k_rew, shape),
+        next_obs=jax.random.normal(k_next, (*shape, spec.obs_dim)),
+        done=(jax.random.uniform(k_done, shape) < 0.3).astype(jnp.float32),
+    )
+
+
+BATCH = 32
+SMALL = AlgoConfig(hidden_sizes=(32, 32))
+
+
+class Compiled(NamedTuple):
+    """An algorithm with jitted functions; ``update`` may be traced only once."""
+
+    algo: Algo
+    init: Callable
+    act: Callable
+    update: Callable
+
+
+@functools.cache
+def compiled(name: str, spec: EnvSpec, config: AlgoConfig = SMALL) -> Compiled:
+    """Jitted functions of one (name, spec, config), cached so tests share compilations."""
+    algo = make_algo(name, spec, config)
+    return Compiled(
+        algo=algo,
+        init=jax.jit(algo.init),
+        act=jax.jit(algo.act, static_argnums=3),
+        update=jax.jit(algo.update),
+    )

@@ -1,0 +1,39 @@
+"""AlgoConfig defaults and validation; make_algo argument checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxmarl_accel.algos import AlgoConfig, make_algo
+from tests.algos.helpers import make_spec
+
+
+def test_defaults_are_the_papers_settings():
+    c = AlgoConfig()
+    assert c.hidden_sizes == (64, 64)
+    assert (c.actor_lr, c.critic_lr, c.gamma, c.tau) == (0.01, 0.01, 0.95, 0.01)
+    assert (c.grad_clip, c.actor_reg, c.learners) == (0.5, 1e-3, "parallel")
+    assert (c.policy_delay, c.target_noise, c.target_noise_clip) == (2, 0.2, 0.5)
+    assert (c.alpha, c.auto_alpha) == (0.05, False)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"hidden_sizes": ()}, {"hidden_sizes": (64, 0)}, {"actor_lr": 0.0}, {"critic_lr": -1.0},
+    {"gamma": 1.5}, {"tau": -0.1}, {"grad_clip": 0.0}, {"actor_reg": -1.0},
+    {"learners": "async"}, {"policy_delay": 0}, {"target_noise": -0.2},
+    {"alpha": -0.05}, {"auto_alpha": True, "alpha": 0.0}, {"gumbel_temperature": 0.0},
+    {"log_std_min": 2.0, "log_std_max": -5.0},
+])
+def test_bad_config_raises_value_error(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs)) if len(kwargs) == 1 else None):
+        AlgoConfig(**kwargs)
+
+
+def test_make_algo_rejects_bad_arguments():
+    spec = make_spec(2, continuous=False)
+    with pytest.raises(ValueError, match="name"):
+        make_algo("dqn", spec, AlgoConfig())
+    with pytest.raises(ValueError, match="config"):
+        make_algo("maddpg", spec, {"gamma": 0.9})
+    with pytest.raises(ValueError, match="spec"):
+        make_algo("maddpg", "simple_spread", AlgoConfig())
