@@ -17,6 +17,7 @@ import orbax.checkpoint as ocp
 
 from experiments import outputs
 from jaxmarl_accel import config as cfg
+from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
 from jaxmarl_accel.train import Trainer, make_trainer
 
 CONFIG_NAME = "config.json"
@@ -71,6 +72,20 @@ def check_finite(metrics: Any, chunk: int) -> None:
                 f"non-finite {name} in seed {seed} during chunk {chunk} (env step {step})")
 
 
+def checkpoint_items(state: Any) -> dict[str, Any]:
+    """The state's leaves keyed by tree path, without zero-size leaves (orbax refuses them)."""
+    leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    return {jax.tree_util.keystr(path): leaf for path, leaf in leaves if leaf.size}
+
+
+def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
+    """Inverse of :func:`checkpoint_items` given the abstract state."""
+    paths, treedef = jax.tree_util.tree_flatten_with_path(abstract)
+    leaves = [items[jax.tree_util.keystr(path)] if leaf.size else jnp.zeros(leaf.shape, leaf.dtype)
+              for path, leaf in paths]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
 class ProgressBar:
     """A one-line progress bar on stderr with env steps per second and time left."""
 
@@ -104,14 +119,14 @@ def _duration(seconds: float) -> str:
 
 
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
-    """Mean per-agent returns of the scenario's random and scripted policies."""
-    from jaxmarl_accel.envs.evaluate import evaluate_policy
-
+    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies."""
     env, params = trainer.env, trainer.env_params
     random_key, heuristic_key = jax.random.split(key)
-    random_ret = evaluate_policy(env, params, "random", random_key, episodes)
-    heuristic_ret = evaluate_policy(env, params, "heuristic", heuristic_key, episodes)
-    return {"random": np.asarray(random_ret), "heuristic": np.asarray(heuristic_ret)}
+    results = {
+        "random": evaluate_policy(env, params, random_policy(env), random_key, episodes),
+        "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
+                                     episodes)}
+    return {name: np.asarray(result.agent_returns) for name, result in results.items()}
 
 
 def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
@@ -142,7 +157,8 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
         f"{state_bytes / 2**20:.1f} MiB")
     if resume and manager.latest_step() is not None:
         last = manager.latest_step()
-        state = manager.restore(last, args=ocp.args.StandardRestore(abstract))
+        items = manager.restore(last, args=ocp.args.StandardRestore(checkpoint_items(abstract)))
+        state = state_from_items(abstract, items)
         rows = [r for r in outputs.read_rows(out_dir) if r["chunk"] <= last]
         start = last + 1
         log(f"resuming {out_dir} after chunk {last}")
@@ -170,7 +186,7 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
         rows.extend(outputs.metric_rows(chunk, metrics))
         outputs.write_rows(out_dir, rows)
         if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
-            manager.save(chunk, args=ocp.args.StandardSave(state))
+            manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
         bar.update((chunk + 1) * steps_per_chunk, seeds, float(np.mean(metrics.eval_return)))
     manager.wait_until_finished()
     manager.close()
@@ -202,24 +218,25 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
 
 def render_episode(trainer: Trainer, state: Any, out_dir: str, key: jax.Array) -> None:
     """Roll out one deterministic episode with seed 0's learners and save GIF and PNG."""
-    from jaxmarl_accel.envs import render as env_render
+    from experiments.render_demo import write_gif, write_png
+    from jaxmarl_accel.envs.render import render_rollout
     from jaxmarl_accel.train import make_policy
 
     env, params = trainer.env, trainer.env_params
     algo_state = jax.tree.map(lambda x: x[0], state.algo)
-    policy = make_policy(env, trainer.algo, trainer.config.prey == "heuristic")
+    policy = make_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = env.reset(reset_key, params)
 
     def step(carry, step_key):
         obs, env_state = carry
         act_key, env_key = jax.random.split(step_key)
-        action, _ = policy(algo_state, act_key, obs[None], jax.tree.map(lambda x: x[None],
-                                                                          env_state), params, False)
-        obs, next_state, _, _, _, _ = env.step(env_key, env_state, action[0], params)
+        action, _ = policy(algo_state, act_key, obs, env_state, params)
+        obs, next_state, _, _, _, _ = env.step(env_key, env_state, action, params)
         return (obs, next_state), env_state
 
     keys = jax.random.split(run_key, env.spec.episode_length)
     _, states = jax.jit(lambda: jax.lax.scan(step, (obs, env_state), keys))()
-    env_render.save_rollout(env, states, os.path.join(out_dir, "episode.gif"),
-                            png_path=os.path.join(out_dir, "episode.png"))
+    frames = render_rollout(states, params, env.spec)
+    write_gif(os.path.join(out_dir, "episode.gif"), frames)
+    write_png(os.path.join(out_dir, "episode.png"), frames[len(frames) // 2])

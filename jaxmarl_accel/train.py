@@ -28,6 +28,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo, make_algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.envs import Env, make
+from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
@@ -116,24 +117,24 @@ def action_vector(env: Env, env_action: jax.Array) -> jax.Array:
     return jax.nn.one_hot(env_action, env.spec.num_actions, dtype=jnp.float32)
 
 
-def make_policy(env: Env, algo: Algo, prey_heuristic: bool) -> Callable[..., tuple]:
-    """Joint behaviour policy ``(algo_state, key, obs [E,N,D], env_state [E], params, explore)
-    -> (env_action, action_vec)``; with ``prey_heuristic`` the prey rows come from the
-    scenario's scripted policy instead of the learners."""
+def make_policy(env: Env, algo: Algo, prey_heuristic: bool, explore: bool) -> Callable[..., tuple]:
+    """Joint policy of one environment, ``(algo_state, key, obs [N, obs_dim], env_state,
+    params) -> (env_action, action_vec [N, action_dim])``.
+
+    With ``prey_heuristic`` the prey's rows come from the scenario's scripted policy
+    instead of the learners; ``explore`` selects the learners' exploration noise.
+    """
     is_prey = jnp.asarray([team == "prey" for team in env.spec.teams])
 
-    def policy(algo_state, key, obs, env_state, params, explore):
+    def policy(algo_state, key, obs, env_state, params):
         act_key, prey_key = jax.random.split(key)
         env_action, action_vec = algo.act(algo_state, obs, act_key, explore)
         if not prey_heuristic:
             return env_action, action_vec
-        prey_keys = jax.random.split(prey_key, obs.shape[0])
-        scripted = jax.vmap(env.heuristic_action, in_axes=(0, 0, None))(
-            prey_keys, env_state, params)
-        mask = is_prey.reshape((1, -1) + (1,) * (env_action.ndim - 2))
+        scripted = env.heuristic_action(prey_key, env_state, params)
+        mask = is_prey.reshape((-1,) + (1,) * (env_action.ndim - 1))
         env_action = jnp.where(mask, scripted, env_action)
-        vec_mask = is_prey.reshape(1, -1, 1)
-        action_vec = jnp.where(vec_mask, action_vector(env, scripted), action_vec)
+        action_vec = jnp.where(is_prey[:, None], action_vector(env, scripted), action_vec)
         return env_action, action_vec
 
     return policy
@@ -150,7 +151,10 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
                          index_sharing=config.index_sharing, **dict(config.sampler_kwargs))
-    policy = make_policy(env, algo, config.prey == "heuristic")
+    prey_heuristic = config.prey == "heuristic"
+    behaviour = jax.vmap(make_policy(env, algo, prey_heuristic, explore=True),
+                         in_axes=(None, 0, 0, 0, None))
+    greedy = make_policy(env, algo, prey_heuristic, explore=False)
     num_envs, iters = config.num_envs, cfg.iters_per_round(config)
     updates, rounds = cfg.updates_per_round(config), cfg.rounds_per_chunk(config)
     steps_per_round = cfg.steps_per_round(config)
@@ -176,8 +180,8 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
 
     def env_iteration(state: TrainState, _: None) -> tuple[TrainState, tuple[jax.Array, ...]]:
         key, act_key, step_key = jax.random.split(state.key, 3)
-        env_action, action_vec = policy(state.algo, act_key, state.obs, state.env_state,
-                                        env_params, True)
+        env_action, action_vec = behaviour(state.algo, jax.random.split(act_key, num_envs),
+                                           state.obs, state.env_state, env_params)
         obs, env_state, reward, terminated, truncated, info = env_step(
             jax.random.split(step_key, num_envs), state.env_state, env_action, env_params)
         done = jnp.broadcast_to(terminated[:, None], reward.shape).astype(jnp.float32)
@@ -217,23 +221,10 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
         return state, RoundOutput(jnp.sum(returns, axis=0), jnp.sum(counts), learner, ready)
 
     def evaluate(algo_state: PyTree, key: jax.Array) -> jax.Array:
-        reset_key, run_key = jax.random.split(key)
-        obs, env_state = env_reset(jax.random.split(reset_key, config.eval_episodes),
-                                   env_params)
+        def policy_fn(key, obs, env_state, params):
+            return greedy(algo_state, key, obs, env_state, params)[0]
 
-        def eval_step(carry, step_key):
-            obs, env_state, total = carry
-            act_key, env_key = jax.random.split(step_key)
-            env_action, _ = policy(algo_state, act_key, obs, env_state, env_params, False)
-            obs, env_state, reward, _, _, _ = env_step(
-                jax.random.split(env_key, config.eval_episodes), env_state, env_action,
-                env_params)
-            return (obs, env_state, total + reward), None
-
-        total = jnp.zeros((config.eval_episodes, spec.num_agents), jnp.float32)
-        step_keys = jax.random.split(run_key, spec.episode_length)
-        (_, _, total), _ = jax.lax.scan(eval_step, (obs, env_state, total), step_keys)
-        return jnp.mean(total, axis=0)
+        return evaluate_policy(env, env_params, policy_fn, key, config.eval_episodes).agent_returns
 
     def run_chunk(state: TrainState, chunk_index: jax.Array) -> tuple[TrainState, ChunkMetrics]:
         round_indices = chunk_index * rounds + jnp.arange(rounds)

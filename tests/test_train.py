@@ -50,13 +50,20 @@ def test_config_rejects_bad_values(bad, match):
         tiny_config(**bad)
 
 
-def test_train_runs_for_several_seeds_and_seeds_differ(trainer):
+@pytest.fixture(scope="module")
+def whole_run(trainer):
+    """Two seeds of the whole run, compiled once for the module."""
     keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    state, metrics = jax.jit(jax.vmap(trainer.train))(keys)
+    return keys, jax.jit(jax.vmap(trainer.train))(keys)
+
+
+def test_train_runs_for_several_seeds_and_seeds_differ(whole_run):
+    _, (state, metrics) = whole_run
     chex.assert_shape(metrics.eval_return, (2, 3, 3))  # [seeds, chunks, agents]
     assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
     np.testing.assert_array_equal(np.asarray(metrics.env_steps[0]), [200, 400, 600])
-    # no update before learning starts (rounds end at 50, 100, ...): rounds 2..4 of chunk 0
+    np.testing.assert_array_equal(np.asarray(state.env_steps), [600, 600])
+    # rounds end at 50, 100, ...; updates start once 100 transitions are stored
     np.testing.assert_array_equal(np.asarray(metrics.updates[0]), [3, 4, 4])
     for leaf in jax.tree.leaves(metrics.learner):
         assert np.all(np.isfinite(np.asarray(leaf)))
@@ -64,9 +71,8 @@ def test_train_runs_for_several_seeds_and_seeds_differ(trainer):
     assert not np.allclose(np.asarray(params[0]), np.asarray(params[1]))
 
 
-def test_chunked_run_equals_whole_run_and_never_retraces(trainer):
-    keys = jax.random.split(jax.random.PRNGKey(1), 2)
-    whole_state, whole_metrics = jax.jit(jax.vmap(trainer.train))(keys)
+def test_chunked_run_equals_whole_run_and_never_retraces(trainer, whole_run):
+    keys, (whole_state, whole_metrics) = whole_run
 
     @jax.jit
     @chex.assert_max_traces(n=1)
@@ -82,8 +88,3 @@ def test_chunked_run_equals_whole_run_and_never_retraces(trainer):
                                rtol=1e-5, atol=1e-5)
     chex.assert_trees_all_close(state.algo, whole_state.algo, rtol=1e-5, atol=1e-6)
     chex.clear_trace_counter()
-
-
-def test_buffer_holds_every_transition(trainer):
-    state, _ = jax.jit(trainer.train)(jax.random.PRNGKey(2))
-    assert int(state.env_steps) == 600
