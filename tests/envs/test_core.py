@@ -92,8 +92,8 @@ def test_action_decoding_follows_mpe2():
     np.testing.assert_allclose(roundtrip, direction, atol=1e-6)
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.integers(1, 8), st.integers(0, 3), st.integers(0, 2**31 - 1))
+@settings(max_examples=12, deadline=None)
+@given(st.integers(1, 8), st.integers(0, 2), st.integers(0, 2**31 - 1))
 def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
     cols = min(rows + extra_cols, 8)
     cost = np.random.default_rng(seed).uniform(0, 2, (rows, cols)).astype(np.float32)
