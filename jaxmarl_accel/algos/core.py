@@ -14,7 +14,8 @@ One update (Lowe et al. 2017, Alg. 1 lines 9-14; paper 001 Alg. 1) for every age
 
      J(theta_i) = -mean_b q(Q_i(x, a_1.., mu_i(o_i), ..a_N)) - alpha_i H_i + reg * mean(out^2)
 
-   where ``q`` is the algorithm's reduction over its critics (first critic or min);
+   where ``q`` is the minimum over the first ``actor_critics`` critics (TD3 and MADDPG: the
+   first critic only; MASAC: the min of both);
    MATD3 does this step (and step 3) only every ``policy_delay`` updates;
 3. soft target updates of all agents after the loop over agents (Alg. 1 line 14).
 
@@ -83,7 +84,8 @@ class Variant(NamedTuple):
       target_from_online: next actions from the online actors instead of target actors.
       next_action: ``(policy, out [B, N, out], mask [N, A], key) -> (a' [B, N, A],
         bonus [B, N])``, the target policy applied to actor outputs at ``next_obs``.
-      actor_q: ``[C, B] -> [B]``, the critic value the actor ascends.
+      actor_critics: the actor ascends the min of the first this many critics (only those
+        are evaluated in the actor step).
     """
 
     num_critics: int
@@ -92,7 +94,7 @@ class Variant(NamedTuple):
     entropy: bool
     target_from_online: bool
     next_action: Callable[..., tuple[jax.Array, jax.Array]]
-    actor_q: Callable[[jax.Array], jax.Array]
+    actor_critics: int
 
 
 class Algo(NamedTuple):
@@ -217,8 +219,9 @@ def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
         own_action, bonus = policy.sample(out, agent.mask, key)
         select = jax.nn.one_hot(agent.index, n)[None, :, None]
         joint = b.action * (1.0 - select) + own_action[:, None, :] * select
-        q = variant.actor_q(networks.apply_critics(critic_mlp, critic, networks.critic_input(
-            b.obs, joint)))
+        used = jax.tree.map(lambda x: x[: variant.actor_critics], critic)
+        q = networks.apply_critics(critic_mlp, used, networks.critic_input(b.obs, joint))
+        q = jnp.min(q, axis=0)
         loss = -jnp.mean(q) - alpha_of(agent) * jnp.mean(bonus)
         loss = loss + config.actor_reg * policy.reg(out, agent.mask)
         return loss, jnp.mean(bonus)

@@ -25,4 +25,4 @@ def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
     del spec, config
     return Variant(num_critics=1, policy_delay=1, stochastic=False, entropy=False,
                    target_from_online=False, next_action=next_action,
-                   actor_q=lambda q: q[0])
+                   actor_critics=1)

@@ -15,7 +15,6 @@ the reparameterized single-sample ``-log pi(a)``.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.core import Variant
@@ -33,4 +32,4 @@ def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
     del spec, config
     return Variant(num_critics=2, policy_delay=1, stochastic=True, entropy=True,
                    target_from_online=True, next_action=next_action,
-                   actor_q=lambda q: jnp.min(q, axis=0))
+                   actor_critics=2)

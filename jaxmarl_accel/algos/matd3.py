@@ -47,4 +47,4 @@ def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
         clip=config.target_noise_clip)
     return Variant(num_critics=2, policy_delay=config.policy_delay, stochastic=False,
                    entropy=False, target_from_online=False, next_action=next_action,
-                   actor_q=lambda q: q[0])
+                   actor_critics=1)

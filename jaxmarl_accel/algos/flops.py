@@ -1,0 +1,61 @@
+"""Analytic matmul FLOP count of one update (for the roofline ratio of the benchmarks).
+
+Counts ``2 * m * k * n`` per matrix product; elementwise work (activations, Adam, noise) is
+left out, so the figure is what a dense-matmul rate should be compared with. Per sample of
+the batch, with ``F(net) = 2 * sum_k d_k d_{k+1}`` the forward cost of an MLP and
+``F_1(net) = 2 * d_0 d_1`` its first layer:
+
+* next actions: N actor forwards (one shared batch) or N * N (per-agent batches);
+* critic regression, per agent and critic: target forward ``F`` + forward ``F`` +
+  backward ``2 F - F_1`` (weight gradients, and input gradients except at the input);
+* actor step, per agent (MATD3: on 1 of ``policy_delay`` updates): actor forward ``F_a``,
+  the critics it ascends (1, or 2 for MASAC's min) forward ``F_c`` and backward to the
+  action input ``F_c``, actor backward ``2 F_a - F_1a``.
+"""
+
+from __future__ import annotations
+
+from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.envs.base import EnvSpec
+
+_ALGOS = ("maddpg", "matd3", "masac")
+
+
+def _mlp_flops(sizes: list[int]) -> tuple[int, int]:
+    """``(forward, first layer)`` FLOPs per sample of an MLP with layer widths ``sizes``."""
+    forward = sum(2 * a * b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+    return forward, 2 * sizes[0] * sizes[1]
+
+
+def update_matmul_flops(
+    name: str, spec: EnvSpec, config: AlgoConfig, batch_size: int, per_agent: bool = False
+) -> float:
+    """Matmul FLOPs of one ``update`` of all agents, averaged over MATD3's policy delay.
+
+    Args:
+      name: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
+      spec: the environment spec.
+      config: learner hyperparameters (hidden sizes, policy delay).
+      batch_size: transitions per agent per update (B).
+      per_agent: every agent learns from its own batch (``[N, B, N, ...]``).
+
+    Returns:
+      FLOPs per update (float).
+    """
+    if name not in _ALGOS:
+        raise ValueError(f"name must be one of {_ALGOS}, got {name!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    n, hidden = spec.num_agents, list(config.hidden_sizes)
+    stochastic_continuous = name == "masac" and spec.continuous
+    adim = spec.act_dim if spec.continuous else spec.num_actions
+    out = 2 * adim if stochastic_continuous else adim
+    f_a, f1_a = _mlp_flops([spec.obs_dim, *hidden, out])
+    f_c, f1_c = _mlp_flops([n * (spec.obs_dim + adim), *hidden, 1])
+    critics = 1 if name == "maddpg" else 2
+    actor_critics = 2 if name == "masac" else 1
+    delay = config.policy_delay if name == "matd3" else 1
+    next_actions = (n * n if per_agent else n) * f_a
+    critic = n * critics * (f_c + f_c + 2 * f_c - f1_c)
+    actor = n * (f_a + actor_critics * 2 * f_c + 2 * f_a - f1_a)
+    return float(batch_size * (next_actions + critic + actor / delay))
