@@ -36,7 +36,8 @@ class SamplerKit(NamedTuple):
       on_add: ``(sampler state, slots [E]) -> sampler state``, called after writing slots.
       sample: ``(state, key) -> SampleBatch`` with one shared index set ``[B]``.
       update: ``(state, slots [K], priorities [K]) -> sampler state``, called once per
-        update with non-negative per-transition priorities.
+        update with positive per-transition priorities; slots set to -1 (never written)
+        must be ignored.
     """
 
     init: Callable[[], PyTree]

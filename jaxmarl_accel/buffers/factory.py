@@ -178,7 +178,10 @@ def _assemble(
         if errors.ndim == indices.ndim + 1:
             errors = jnp.max(errors, -1) if reduction == "max" else jnp.mean(errors, -1)
         priorities = errors.reshape(-1) + 1e-6  # strictly positive so every slot stays drawable
-        sampler_state = kit.update(state, indices.reshape(-1).astype(jnp.int32), priorities)
+        slots = indices.reshape(-1).astype(jnp.int32)
+        # written slots are exactly [0, size); others (from sampling too early) are ignored
+        slots = jnp.where((slots >= 0) & (slots < state.size), slots, -1)
+        sampler_state = kit.update(state, slots, priorities)
         return state.replace(sampler=sampler_state)
 
     return Buffer(init, add, sample, can_sample, update_priorities)

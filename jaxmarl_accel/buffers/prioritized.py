@@ -74,7 +74,9 @@ def _priority_kit_parts(capacity: int, alpha: float):
         prio = state.sampler
         return PriorityState(
             tree=sum_tree.set_leaves(prio.tree, slots, priorities**alpha),
-            max_priority=jnp.maximum(prio.max_priority, jnp.max(priorities)),
+            max_priority=jnp.maximum(
+                prio.max_priority, jnp.max(jnp.where(slots >= 0, priorities, 0.0))
+            ),
             step=prio.step + 1,
         )
 

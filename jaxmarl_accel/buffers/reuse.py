@@ -100,7 +100,7 @@ def make_reuse(
         order = jnp.argsort(slots, stable=True)
         sorted_slots = slots[order]
         is_last = jnp.append(sorted_slots[1:] != sorted_slots[:-1], True)
-        targets = jnp.where(is_last, sorted_slots, capacity)
+        targets = jnp.where(is_last & (sorted_slots >= 0), sorted_slots, capacity)
         table = (reuse.weights * decay).at[targets].set(priorities[order], mode="drop")
         step = reuse.window_step + 1
         refresh = step >= window
@@ -111,7 +111,9 @@ def make_reuse(
             reused = reuse.reused
         return ReuseState(
             weights=table,
-            max_weight=jnp.maximum(reuse.max_weight * decay, jnp.max(priorities)),
+            max_weight=jnp.maximum(
+                reuse.max_weight * decay, jnp.max(jnp.where(slots >= 0, priorities, 0.0))
+            ),
             reused=reused,
             window_step=jnp.where(refresh, 0, step),
         )

@@ -42,7 +42,8 @@ def set_leaves(tree: jax.Array, slots: jax.Array, values: jax.Array) -> jax.Arra
     """Set the priorities of ``slots`` (int32 ``[K]``) to ``values`` (float32 ``[K]``).
 
     Duplicate slots are allowed: the value at the *last* occurrence wins (deterministic).
-    Ancestors are recomputed from their children level by level (no delta updates).
+    Negative slots are ignored. Ancestors are recomputed from their children level by level
+    (no delta updates).
     """
     num_leaves = tree.shape[0] // 2
     order = jnp.argsort(slots, stable=True)
@@ -50,7 +51,7 @@ def set_leaves(tree: jax.Array, slots: jax.Array, values: jax.Array) -> jax.Arra
     # keep only the last occurrence of each slot; others are sent out of range and dropped
     is_last = jnp.append(sorted_slots[1:] != sorted_slots[:-1], True)
     nodes = num_leaves + sorted_slots
-    targets = jnp.where(is_last, nodes, tree.shape[0])
+    targets = jnp.where(is_last & (sorted_slots >= 0), nodes, tree.shape[0])
     tree = tree.at[targets].set(values[order].astype(tree.dtype), mode="drop")
 
     def recompute_parents(level: int, carry: tuple[jax.Array, jax.Array]):

@@ -139,3 +139,19 @@ def test_reuse_keeps_top_k_for_a_window_then_refreshes(seed, ratio, num_adds):
             reused = np.argsort(-table, kind="stable")[:num_reused]
         np.testing.assert_array_equal(np.sort(np.asarray(state.sampler.reused)), np.sort(reused))
         reused = np.asarray(state.sampler.reused)
+
+
+def test_updates_from_batches_drawn_too_early_never_touch_unwritten_slots():
+    for sampler in ("per", "prioritized_locality", "reuse"):
+        buf = jitted(sampler, capacity=CAPACITY, batch_size=8)
+        for num_adds in (0, 2):  # empty, then 6 of 32 slots written (can_sample is False)
+            state = fill(buf, 3, num_adds, 3)
+            batch = buf.sample(state, jax.random.key(0))
+            state = buf.update_priorities(state, batch.indices, jnp.full((8, 3), 50.0))
+            size = int(state.size)
+            if sampler == "reuse":
+                assert np.all(np.isneginf(np.asarray(state.sampler.weights)[size:]))
+            else:
+                np.testing.assert_array_equal(leaves(state)[size:], 0.0)
+            if size == 0:
+                np.testing.assert_array_equal(np.asarray(batch.weights) >= 0, True)
