@@ -57,7 +57,7 @@ class TrainConfig:
     index_sharing: str = "shared"
     buffer_capacity: int = 1_000_000
     batch_size: int = 1024
-    num_envs: int = 1
+    num_envs: int = 10
     total_env_steps: int = 1_500_000
     update_every: int = 100
     learning_starts: int = 1024 * 25
