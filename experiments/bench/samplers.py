@@ -3,9 +3,9 @@
 ``python -m experiments.bench samplers --json PATH`` times every sampler x layout x N x
 capacity (batch 1024, predator-prey observation widths), flashbax's flat, item and
 prioritised buffers at the same sizes, and this machine's memory-copy bandwidth, in one
-process. Times are medians over repeated calls after compilation (``block_until_ready``);
-compile time is reported separately. Configurations whose storage exceeds ``--max-gb``
-are skipped and listed.
+process. Times are medians (``ms``) and minima (``ms_min``) over repeated calls after
+compilation (``block_until_ready``); compile time is reported separately. Configurations
+whose storage exceeds ``--max-gb`` are skipped and listed.
 
 Predator-prey widths follow paper 000 (section III): P predators, G = P/3 prey,
 L = max(2, P/3) landmarks; a predator sees its velocity and position (4), the landmarks
@@ -66,8 +66,10 @@ def random_storage(num_agents: int, capacity: int, layout: str, key: jax.Array) 
                                                              strict=True)])
 
 
-def time_calls(fn: Callable, state: Any, repeats: int, budget_s: float) -> tuple[float, float]:
-    """(compile seconds, median ms per call) of ``fn(state, key)``."""
+def time_calls(
+    fn: Callable, state: Any, repeats: int, budget_s: float
+) -> tuple[float, float, float]:
+    """(compile seconds, median ms, min ms per call) of ``fn(state, key)``."""
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(state, jax.random.key(0)).compile()
     compile_s = time.perf_counter() - start
@@ -80,7 +82,7 @@ def time_calls(fn: Callable, state: Any, repeats: int, budget_s: float) -> tuple
         spent += samples[-1]
         if spent > budget_s and len(samples) >= 3:
             break
-    return compile_s, 1e3 * statistics.median(samples)
+    return compile_s, 1e3 * statistics.median(samples), 1e3 * min(samples)
 
 
 def out_bytes(fn: Callable, state: Any) -> int:
@@ -91,7 +93,7 @@ def out_bytes(fn: Callable, state: Any) -> int:
 def copy_bandwidth(num_bytes: int, repeats: int) -> tuple[float, float]:
     """GB/s (bytes copied / s) of a jitted JAX array copy and of numpy ``copyto``."""
     x = jnp.ones((num_bytes // 4,), jnp.float32)
-    _, ms = time_calls(lambda a, k: a + 1.0, x, repeats, 2.0)
+    _, ms, _ = time_calls(lambda a, k: a + 1.0, x, repeats, 2.0)
     src, dst = np.ones(num_bytes // 4, np.float32), np.empty(num_bytes // 4, np.float32)
     samples = []
     for _ in range(repeats):
@@ -114,8 +116,8 @@ def our_state(sampler: str, config: dict, experience: Transition, capacity: int)
 
 
 def flashbax_rows(num_agents: int, capacity: int, batch: int, repeats: int,
-                  budget: float) -> dict[str, tuple[float, float]]:
-    """(compile s, ms) of flashbax flat, item and prioritised flat sampling."""
+                  budget: float) -> dict[str, tuple[float, float, float]]:
+    """(compile s, median ms, min ms) of flashbax flat, item and prioritised sampling."""
     rows, envs = {}, 100
     ex = example(num_agents)
     builders = {
@@ -190,7 +192,7 @@ def main(args: argparse.Namespace) -> None:
                 continue
             refs = {} if args.no_flashbax else flashbax_rows(
                 num_agents, capacity, args.batch, args.repeats, args.budget_s)
-            for name, (compile_s, ms) in refs.items():
+            for name, (compile_s, ms, _) in refs.items():
                 print(f"N={num_agents:2d} C={capacity:.0e} flashbax {name:11s} {ms:9.3f} ms "
                       f"compile {compile_s:.1f}s")
             for layout in LAYOUTS:
@@ -209,13 +211,16 @@ def main(args: argparse.Namespace) -> None:
                                   index_sharing=sharing, **kwargs)
                     state = our_state(sampler, config, experience, capacity)
                     sample = make_buffer(sampler, **config).sample
-                    compile_s, ms = time_calls(sample, state, args.repeats, args.budget_s)
+                    compile_s, ms, ms_min = time_calls(sample, state, args.repeats,
+                                                       args.budget_s)
                     ref = {"uniform": "flat", "per": "prioritised"}.get(sampler)
                     ref_ms = round(refs[ref][1], 4) if ref in refs and sharing == "shared" \
                         else None
                     rec = record(sampler, layout, sharing, num_agents, capacity, args.batch,
                                  ms, out_bytes(sample, state), ref_ms,
-                                 compile_s=round(compile_s, 3), obs_dim=obs_dim(num_agents),
+                                 compile_s=round(compile_s, 3), ms_min=round(ms_min, 4),
+                                 ref_ms_min=round(refs[ref][2], 4) if ref_ms else None,
+                                 obs_dim=obs_dim(num_agents),
                                  **kwargs)
                     if sampler == "uniform" and sharing == "shared" and "item" in refs:
                         rec["ref_item_ms"] = round(refs["item"][1], 4)

@@ -69,11 +69,13 @@ def write(experience: PyTree, slots: jax.Array, batch: PyTree, layout: str) -> P
 
 def gather(experience: PyTree, indices: jax.Array, layout: str) -> PyTree:
     """Transitions at ``indices`` (int32, any shape ``I``): leaves ``[*I, N, ...]``."""
+    # indices are always in range; "clip" skips the out-of-bounds fill (faster on CPU)
     if layout == "transition_major":
-        return jax.tree.map(lambda store: store[indices], experience)
+        return jax.tree.map(lambda store: jnp.take(store, indices, 0, mode="clip"), experience)
     # agent_major: one gather per agent array, then agents moved behind the index axes.
     return jax.tree.map(
-        lambda store: jnp.moveaxis(store[:, indices], 0, indices.ndim), experience
+        lambda store: jnp.moveaxis(jnp.take(store, indices, 1, mode="clip"), 0, indices.ndim),
+        experience,
     )
 
 
@@ -84,13 +86,20 @@ def gather_windows(experience: PyTree, starts: jax.Array, span: int, layout: str
     read per leaf (transition_major) or per agent array (agent_major). Returns leaves
     ``[R, span, N, ...]``. Windows must lie inside ``[0, C)``.
     """
-    if layout == "transition_major":
-        take = lambda store, s: jax.lax.dynamic_slice_in_dim(store, s, span, axis=0)
-        return jax.tree.map(lambda store: jax.vmap(take, (None, 0))(store, starts), experience)
-    take = lambda store, s: jax.lax.dynamic_slice_in_dim(store, s, span, axis=1)
-    return jax.tree.map(
-        lambda store: jnp.swapaxes(jax.vmap(take, (None, 0))(store, starts), 1, 2), experience
-    )
+    num = starts.shape[0]
+
+    def windows(store: jax.Array) -> jax.Array:
+        # slice rows of a 2-D (per agent 3-D) view: one contiguous block per window
+        if layout == "transition_major":
+            rows = store.reshape(store.shape[0], -1)
+            take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=0)
+            return jax.vmap(take)(starts).reshape(num, span, *store.shape[1:])
+        rows = store.reshape(*store.shape[:2], -1)
+        take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=1)
+        out = jax.vmap(take)(starts).reshape(num, store.shape[0], span, *store.shape[2:])
+        return jnp.swapaxes(out, 1, 2)
+
+    return jax.tree.map(windows, experience)
 
 
 def oldest_slot(state: BufferState, capacity: int) -> jax.Array:
