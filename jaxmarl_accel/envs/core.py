@@ -170,10 +170,18 @@ def direction_to_move(direction: jax.Array) -> jax.Array:
     return jnp.argmin(sq_err, axis=-1).astype(jnp.int32)
 
 
+def _pairwise_xy(pos_a: jax.Array, pos_b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Coordinate differences ``pos_a[i] - pos_b[j]``, as two ``[A, B]`` arrays.
+
+    Kept apart on purpose: a trailing axis of size 2 is several times slower on XLA:CPU.
+    """
+    return (pos_a[:, 0, None] - pos_b[None, :, 0]), (pos_a[:, 1, None] - pos_b[None, :, 1])
+
+
 def pairwise_delta(pos_a: jax.Array, pos_b: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Differences ``pos_a[i] - pos_b[j]`` ``[A, B, 2]`` and distances ``[A, B]``."""
-    delta = pos_a[:, None, :] - pos_b[None, :, :]
-    return delta, jnp.sqrt(jnp.sum(delta**2, axis=-1))
+    dx, dy = _pairwise_xy(pos_a, pos_b)
+    return jnp.stack([dx, dy], axis=-1), jnp.sqrt(dx * dx + dy * dy)
 
 
 def contact_forces(pos: jax.Array, world: WorldParams) -> jax.Array:
@@ -187,15 +195,17 @@ def contact_forces(pos: jax.Array, world: WorldParams) -> jax.Array:
       ``[E, 2]`` contact force on each entity (zero for entities that are not movable).
     """
     num_entities = pos.shape[0]
-    delta, dist = pairwise_delta(pos, pos)
+    dx, dy = _pairwise_xy(pos, pos)
+    dist = jnp.sqrt(dx * dx + dy * dy)
     not_self = ~jnp.eye(num_entities, dtype=bool)
-    pair = world.collide[:, None] & world.collide[None, :] & not_self
-    safe_dist = jnp.where(pair & (dist > 0), dist, 1.0)  # 0/0 never reaches the output
+    pair = world.collide[:, None] & world.collide[None, :] & not_self & (dist > 0)
+    safe_dist = jnp.where(pair, dist, 1.0)  # 0/0 never reaches the output
     k = world.contact_margin
     dist_min = world.size[:, None] + world.size[None, :]
-    penetration = jnp.logaddexp(0.0, -(dist - dist_min) / k) * k
-    magnitude = jnp.where(pair & (dist > 0), world.contact_force * penetration / safe_dist, 0.0)
-    force = jnp.sum(delta * magnitude[..., None], axis=1)
+    overlap = (dist_min - dist) / k
+    penetration = (jnp.maximum(overlap, 0.0) + jnp.log1p(jnp.exp(-jnp.abs(overlap)))) * k
+    magnitude = jnp.where(pair, world.contact_force * penetration / safe_dist, 0.0)
+    force = jnp.stack([jnp.sum(dx * magnitude, axis=1), jnp.sum(dy * magnitude, axis=1)], -1)
     return force * world.movable[:, None]
 
 
@@ -222,7 +232,11 @@ def integrate(
 
 
 def world_step(
-    pos: jax.Array, vel: jax.Array, agent_force: jax.Array, world: WorldParams
+    pos: jax.Array,
+    vel: jax.Array,
+    agent_force: jax.Array,
+    world: WorldParams,
+    colliders: slice | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """One physics step of the whole world.
 
@@ -230,14 +244,22 @@ def world_step(
       pos, vel: ``[E, 2]``.
       agent_force: ``[N, 2]`` action force of the N agents (already scaled by accel).
       world: the world's parameters.
+      colliders: static slice of the entities that may collide (e.g. ``slice(0, N)`` when
+        landmarks never collide); contact forces are computed among these only, so an
+        ``[C, C]`` rather than ``[E, E]`` problem. ``None``: all entities.
 
     Returns:
       New ``(pos, vel)``, each ``[E, 2]``.
     """
     num_agents = agent_force.shape[0]
-    action_force = jnp.zeros_like(pos).at[:num_agents].set(
+    force = jnp.zeros_like(pos).at[:num_agents].set(
         agent_force * world.movable[:num_agents, None])
-    return integrate(pos, vel, action_force + contact_forces(pos, world), world)
+    if colliders is None:
+        force = force + contact_forces(pos, world)
+    else:
+        sub = jax.tree.map(lambda x: x[colliders] if jnp.ndim(x) else x, world)
+        force = force.at[colliders].add(contact_forces(pos[colliders], sub))
+    return integrate(pos, vel, force, world)
 
 
 def is_collision(
@@ -248,8 +270,28 @@ def is_collision(
     Args:
       pos_a: ``[A, 2]``; pos_b: ``[B, 2]``; size_a: ``[A]``; size_b: ``[B]``.
     """
-    _, dist = pairwise_delta(pos_a, pos_b)
-    return dist < size_a[:, None] + size_b[None, :]
+    dx, dy = _pairwise_xy(pos_a, pos_b)
+    return jnp.sqrt(dx * dx + dy * dy) < size_a[:, None] + size_b[None, :]
+
+
+def exclude_self(pairs: jax.Array) -> jax.Array:
+    """Drops the diagonal of a square pair array, keeping index order, without a gather.
+
+    Args:
+      pairs: ``[N, N, ...]`` with ``pairs[i, j]`` about agent j as seen by agent i.
+
+    Returns:
+      ``[N, N-1, ...]``: row i holds ``pairs[i, j]`` for every ``j != i`` in order.
+    """
+    num = pairs.shape[0]
+    left = np.arange(num - 1)[None, :] < np.arange(num)[:, None]
+    left = left.reshape(left.shape + (1,) * (pairs.ndim - 2))
+    return jnp.where(left, pairs[:, :-1], pairs[:, 1:])
+
+
+def relative_positions(pos_from: jax.Array, pos_to: jax.Array) -> jax.Array:
+    """``pos_to[j] - pos_from[i]`` for every pair, ``[A, B, 2]``."""
+    return pos_to[None, :, :] - pos_from[:, None, :]
 
 
 def others_index(num_agents: int) -> np.ndarray:

@@ -53,12 +53,17 @@ def build_env(
     observe: Callable[[core.MPEState, PyTree], jax.Array],
     reward: Callable[[core.MPEState, PyTree], jax.Array],
     heuristic: Callable[[jax.Array, core.MPEState, PyTree], jax.Array],
+    colliders: slice | None = None,
 ) -> Env:
     """Builds the :class:`Env` of one scenario (see the module docstring).
 
     ``terminated`` is always False (MPE has no terminal states); ``truncated`` is True on
     the step that reaches ``params.episode_length`` steps, and that step returns the first
     observation of a fresh episode, with the last one in ``info["final_obs"]``.
+
+    ``colliders`` (static slice of entities) restricts contact forces to the entities that can
+    collide at all (see :func:`~.core.world_step`); ``params.world.collide`` still switches
+    collisions within it, but cannot switch them on outside it.
     """
 
     def reset(key: jax.Array, params: PyTree) -> tuple[jax.Array, core.MPEState]:
@@ -68,7 +73,7 @@ def build_env(
     def step(key: jax.Array, state: core.MPEState, actions: jax.Array, params: PyTree):
         core.validate_actions(actions, spec.action_shape, spec.continuous, spec.name)
         force, comm = decode(actions, params)
-        pos, vel = core.world_step(state.pos, state.vel, force, params.world)
+        pos, vel = core.world_step(state.pos, state.vel, force, params.world, colliders)
         next_state = state.replace(pos=pos, vel=vel, comm=comm, step=state.step + 1)
         rew = reward(next_state, params).astype(jnp.float32)
         final_obs = observe(next_state, params)

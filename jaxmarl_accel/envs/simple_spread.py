@@ -21,6 +21,8 @@ Intended differences from the references: ``num_landmarks`` may differ from N (m
 them; jaxmarl allows it too); episodes last ``episode_length`` steps (default 25, as mpe2;
 jaxmarl runs 26 because it truncates when its counter *before* the step reaches 25);
 continuous actions are clipped to ``[0, 1]`` (as mpe2's wrapper; jaxmarl does not clip).
+Landmarks never collide, so contact forces are computed among the N agents only
+(``params.world.collide`` of a landmark has no effect).
 
 Scripted policy: each agent is assigned a landmark by :func:`~.assignment.assign` on the
 agent-landmark distances (exact for L <= 8, greedy above; with L < N several agents may
@@ -126,7 +128,6 @@ def make(
         accel=np.full(n, 5.0))
     params = SpreadParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
                           local_ratio=jnp.asarray(local_ratio, jnp.float32))
-    others = core.others_index(n)
 
     def init(key: jax.Array, params: SpreadParams) -> core.MPEState:
         pos = core.uniform_positions(key, n + num_l, 1.0)
@@ -138,18 +139,20 @@ def make(
         pos, agent_pos = state.pos, state.pos[:n]
         landmark_pos = pos[n:]
         if k_nearest is None:
-            land_idx = jnp.broadcast_to(jnp.arange(num_l), (n, num_l))
-            other_idx = jnp.asarray(others, jnp.int32)
+            land_rel = core.relative_positions(agent_pos, landmark_pos)
+            other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+            other_comm = core.exclude_self(jnp.broadcast_to(state.comm, (n,) + state.comm.shape))
         else:
             _, land_dist = core.pairwise_delta(agent_pos, landmark_pos)
             land_idx = core.nearest_index(land_dist, seen_landmarks)
             _, agent_dist = core.pairwise_delta(agent_pos, agent_pos)
             agent_dist = jnp.where(jnp.eye(n, dtype=bool), jnp.inf, agent_dist)
             other_idx = core.nearest_index(agent_dist, seen_agents)
-        land_rel = landmark_pos[land_idx] - agent_pos[:, None]
-        other_rel = agent_pos[other_idx] - agent_pos[:, None]
+            land_rel = landmark_pos[land_idx] - agent_pos[:, None]
+            other_rel = agent_pos[other_idx] - agent_pos[:, None]
+            other_comm = state.comm[other_idx]
         parts = [state.vel[:n], agent_pos, land_rel.reshape(n, -1), other_rel.reshape(n, -1),
-                 state.comm[other_idx].reshape(n, -1)]
+                 other_comm.reshape(n, -1)]
         return jnp.concatenate(parts, axis=1).astype(jnp.float32)
 
     def reward(state: core.MPEState, params: SpreadParams) -> jax.Array:
@@ -173,5 +176,5 @@ def make(
         return core.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic)
+                    heuristic, colliders=slice(0, n))
     return env, params
