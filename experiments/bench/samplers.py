@@ -28,7 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.buffers import SAMPLERS, BufferState, estimate_bytes, make_buffer
+from jaxmarl_accel.buffers import (
+    SAMPLERS,
+    BufferState,
+    available_bytes,
+    estimate_bytes,
+    make_buffer,
+)
 from jaxmarl_accel.types import Transition
 
 ACTION_DIM = 5
@@ -186,9 +192,11 @@ def main(args: argparse.Namespace) -> None:
     for capacity in (int(c) for c in args.capacities):
         for num_agents in args.agents:
             need = estimate_bytes(example(num_agents), capacity=capacity)
-            if need > args.max_gb * 1e9:
+            free, _ = available_bytes()
+            if need > args.max_gb * 1e9 or 2 * need > free:  # storage + a flashbax copy
                 skipped.append((num_agents, capacity, need))
-                print(f"skip N={num_agents} C={capacity}: {need / 1e9:.1f} GB > --max-gb")
+                print(f"skip N={num_agents} C={capacity}: {need / 1e9:.1f} GB > --max-gb "
+                      f"{args.max_gb} or over half of the {free / 1e9:.1f} GB available")
                 continue
             refs = {} if args.no_flashbax else flashbax_rows(
                 num_agents, capacity, args.batch, args.repeats, args.budget_s)
