@@ -116,13 +116,16 @@ def decode_discrete_moves(moves: jax.Array, accel: jax.Array) -> jax.Array:
     """Action force of discrete moves (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y).
 
     Args:
-      moves: ``[N]`` integer moves in ``[0, 5)``.
+      moves: ``[N]`` integer moves in ``[0, 5)``; any other value is a no-op (mpe2 asserts,
+        jaxmarl moves anyway; neither can be checked inside a compiled step).
       accel: ``[N]`` sensitivity of each agent.
 
     Returns:
       ``[N, 2]`` force.
     """
-    return jnp.asarray(MOVE_DIRECTIONS)[moves] * accel[:, None]
+    valid = (moves >= 0) & (moves < NUM_MOVES)
+    force = jnp.asarray(MOVE_DIRECTIONS)[jnp.clip(moves, 0, NUM_MOVES - 1)]
+    return force * (accel * valid)[:, None]
 
 
 def decode_continuous_moves(actions: jax.Array, accel: jax.Array) -> jax.Array:

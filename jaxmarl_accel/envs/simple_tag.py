@@ -93,13 +93,6 @@ def _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, length):
         raise ValueError(f"episode_length must be an int >= 1, got {length!r}")
 
 
-def _prey_velocity_index(num_predators: int, num_prey: int) -> np.ndarray:
-    """Static ``[N+M, M]`` prey indices whose velocity each agent sees (``-1`` = padding)."""
-    prey = np.arange(num_predators, num_predators + num_prey)
-    rows = [prey] * num_predators + [np.r_[np.delete(prey, p), -1] for p in range(num_prey)]
-    return np.stack(rows).astype(np.int32)
-
-
 def make(
     num_predators: int = 3,
     num_prey: int = 1,
@@ -151,8 +144,6 @@ def make(
     params = TagParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
                        capture_reward=jnp.asarray(10.0, jnp.float32),
                        obstacle_bound=jnp.asarray(0.9, jnp.float32))
-    others = jnp.asarray(core.others_index(n), jnp.int32)
-    prey_vel_idx = jnp.asarray(_prey_velocity_index(n_pred, n_prey))
     is_pred_j = jnp.asarray(is_pred)
 
     def init(key: jax.Array, params: TagParams) -> core.MPEState:
@@ -167,9 +158,13 @@ def make(
     def observe(state: core.MPEState, params: TagParams) -> jax.Array:
         agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
         if k_nearest is None:
-            obstacle_rel = obstacle_pos[None] - agent_pos[:, None]
-            other_rel = agent_pos[others] - agent_pos[:, None]
-            seen_vel = jnp.where((prey_vel_idx >= 0)[..., None], agent_vel[prey_vel_idx], 0.0)
+            obstacle_rel = core.relative_positions(agent_pos, obstacle_pos)
+            other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+            prey_vel = agent_vel[n_pred:]
+            other_prey_vel = core.exclude_self(jnp.broadcast_to(prey_vel, (n_prey, n_prey, 2)))
+            seen_vel = jnp.concatenate([
+                jnp.broadcast_to(prey_vel, (n_pred, n_prey, 2)),
+                jnp.pad(other_prey_vel, ((0, 0), (0, 1), (0, 0)))])
         else:
             _, obs_dist = core.pairwise_delta(agent_pos, obstacle_pos)
             obstacle_rel = obstacle_pos[core.nearest_index(obs_dist, k_land)] - agent_pos[:, None]

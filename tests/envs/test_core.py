@@ -84,6 +84,8 @@ def test_action_decoding_follows_mpe2():
     accel = jnp.array([2.0, 2.0, 2.0, 2.0, 2.0])
     force = core.decode_discrete_moves(jnp.arange(5), accel)
     np.testing.assert_array_equal(force, 2.0 * core.MOVE_DIRECTIONS)
+    out_of_range = core.decode_discrete_moves(jnp.array([-1, 5, 99]), accel[:3])
+    np.testing.assert_array_equal(out_of_range, np.zeros((3, 2)))  # a no-op
     cont = jnp.array([[0.3, 0.2, 0.9, 1.5, -0.4]])
     np.testing.assert_allclose(core.decode_continuous_moves(cont, accel[:1]), [[1.4, -2.0]])
     direction = jnp.array([[0.9, 0.2], [0.1, -0.2], [-0.3, -0.8]])
