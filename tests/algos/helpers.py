@@ -41,6 +41,7 @@ def random_batch(key: jax.Array, spec: EnvSpec, action_dim: int, batch: int,
 
 BATCH = 32
 SMALL = AlgoConfig(hidden_sizes=(32, 32))
+SMALL_AUTO_ALPHA = AlgoConfig(hidden_sizes=(32, 32), auto_alpha=True)
 
 
 class Compiled(NamedTuple):

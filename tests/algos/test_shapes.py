@@ -2,6 +2,7 @@
 
 Every (N, action kind) pair appears once and every algorithm is run with both action
 kinds; discrete agents have different numbers of valid actions (padding is masked).
+Continuous MASAC tunes its entropy coefficient (``auto_alpha``), discrete MASAC does not.
 """
 
 from __future__ import annotations
@@ -11,7 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.algos.helpers import BATCH, compiled, make_spec, random_batch
+from tests.algos.helpers import (
+    BATCH,
+    SMALL,
+    SMALL_AUTO_ALPHA,
+    compiled,
+    make_spec,
+    random_batch,
+)
 
 CASES = [("maddpg", 1, False), ("maddpg", 6, True), ("matd3", 3, False),
          ("matd3", 1, True), ("masac", 6, False), ("masac", 3, True)]
@@ -22,10 +30,14 @@ def spec_for(n: int, continuous: bool):
     return make_spec(n, continuous, action_sizes=None if continuous else sizes)
 
 
+def config_for(name: str, continuous: bool):
+    return SMALL_AUTO_ALPHA if name == "masac" and continuous else SMALL
+
+
 @pytest.mark.parametrize(("name", "n", "continuous"), CASES)
 def test_act_and_update_shapes(name, n, continuous):
     spec = spec_for(n, continuous)
-    fns = compiled(name, spec)
+    fns = compiled(name, spec, config_for(name, continuous))
     adim = fns.algo.action_dim
     assert adim == (spec.act_dim if continuous else spec.num_actions)
     state = fns.init(jax.random.key(0))
@@ -51,5 +63,7 @@ def test_act_and_update_shapes(name, n, continuous):
     for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(state), strict=True):
         assert a.shape == b.shape and a.dtype == b.dtype
     assert int(new.step) == 1
+    if name == "masac" and not continuous:
+        np.testing.assert_array_equal(new.log_alpha, state.log_alpha)
     for key, value in metrics.items():
         assert value.shape == () and np.isfinite(float(value)), key

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.algos.helpers import BATCH, SMALL, compiled, random_batch
-from tests.algos.test_shapes import spec_for
+from tests.algos.test_shapes import config_for, spec_for
 
 TAU = SMALL.tau
 
@@ -42,8 +42,9 @@ def test_parallel_equals_sequential(name, n, continuous, per_agent):
     """No agent reads another's new parameters in one update, so vmap == scan."""
     spec = spec_for(n, continuous)
     lead = (n,) if per_agent else ()
-    parallel = compiled(name, spec)
-    sequential = compiled(name, spec, dataclasses.replace(SMALL, learners="sequential"))
+    config = config_for(name, continuous)
+    parallel = compiled(name, spec, config)
+    sequential = compiled(name, spec, dataclasses.replace(config, learners="sequential"))
     state_p, out_p = _two_updates(parallel, spec, lead)
     state_s, out_s = _two_updates(sequential, spec, lead)
     _assert_trees_close(state_p, state_s)
@@ -137,3 +138,18 @@ def test_td_errors_match_a_hand_computation():
         y = b.reward[:, i] + SMALL.gamma * (1 - b.done[:, i]) * q_next
         expected[:, i] = np.abs(q - y)
     np.testing.assert_allclose(np.asarray(td), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_masac_auto_alpha_moves_toward_the_target_entropy():
+    """Initial squashed-Gaussian policies have entropy near 0 per dimension, above the
+    default target ``-act_dim``, so the first Adam step lowers every ``log(alpha)`` by
+    ``alpha_lr``."""
+    spec = spec_for(3, True)
+    config = config_for("masac", True)
+    fns = compiled("masac", spec, config)
+    state = fns.init(jax.random.key(0))
+    batch = random_batch(jax.random.key(1), spec, fns.algo.action_dim, BATCH)
+    new, metrics, _ = fns.update(state, batch, jnp.ones(BATCH), jax.random.key(2))
+    expected = np.log(config.alpha) - config.alpha_lr
+    np.testing.assert_allclose(np.asarray(new.log_alpha), expected, rtol=1e-5)
+    assert float(metrics["alpha"]) < config.alpha
