@@ -23,7 +23,10 @@ One update (Lowe et al. 2017, Alg. 1 lines 9-14; paper 001 Alg. 1) for every age
 axis; ``"sequential"`` runs them agent by agent in a ``jax.lax.scan`` whose carry holds the
 stacked parameters. No agent reads another agent's new parameters within one update
 (next actions come from the parameters at the start of the update, other agents' actions
-from the replay), so both modes compute the same update.
+from the replay), so both modes compute the same update. (The original MADDPG code also
+soft-updates agent i's targets inside its loop, so later agents' critic targets see the
+earlier agents' freshly moved target actors; we follow paper 001's Alg. 1 instead and move
+all targets after the loop.)
 """
 
 from __future__ import annotations
