@@ -1,4 +1,10 @@
-"""The host side of a run: compile once, run chunk by chunk, log, checkpoint, summarize."""
+"""The host side of a run: compile once, run chunk by chunk, log, checkpoint, summarize.
+
+Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
+:mod:`jaxmarl_accel.parallel`; one device is the plain single-device program. Under
+``jax.distributed`` every process runs this loop on its own devices; only process 0
+writes files (orbax coordinates the checkpoint writes of all processes).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import orbax.checkpoint as ocp
 from experiments import outputs
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
+from jaxmarl_accel.parallel import Layout, auto_layout, make_sharded_trainer, plan_layout
 from jaxmarl_accel.train import Trainer, make_trainer
 
 CONFIG_NAME = "config.json"
@@ -47,16 +54,33 @@ def available_bytes() -> tuple[int, str]:
     return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")), "host RAM"
 
 
-def check_fits(abstract_state: Any, seeds: int) -> int:
-    """Refuse (ValueError) before compiling when the training state cannot fit."""
+def check_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> int:
+    """Refuse (ValueError) before compiling when the training state cannot fit; with the
+    seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of it."""
     needed = tree_bytes(abstract_state)
+    per_device = needed // seed_shards
     free, where = available_bytes()
-    if needed > 0.9 * free:
+    if per_device > 0.9 * free:
         raise ValueError(
-            f"the training state of {seeds} seed(s) needs {needed / 2**30:.2f} GiB but "
-            f"{where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, --seeds or "
-            "--num-envs")
+            f"the training state of {seeds} seed(s) needs {per_device / 2**30:.2f} GiB per "
+            f"device but {where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, "
+            "--seeds or --num-envs")
     return needed
+
+
+def choose_layout(seeds: int, num_envs: int, devices: int | str,
+                  env_shards: int | None = None) -> Layout:
+    """The device layout for ``--devices`` (a count, or ``"auto"``: the most devices, of
+    ``jax.device_count()``, that the seeds and envs divide evenly over)."""
+    available = jax.device_count()
+    if devices == "auto":
+        if env_shards is None:
+            return auto_layout(seeds, num_envs, available)
+        return plan_layout(seeds, num_envs, available, env_shards)
+    count = int(devices)
+    if count > available:
+        raise ValueError(f"--devices {count} but only {available} device(s) are available")
+    return plan_layout(seeds, num_envs, count, env_shards)
 
 
 def check_finite(metrics: Any, chunk: int) -> None:
@@ -137,42 +161,51 @@ def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
 
 def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str, resume: bool,
                  render: bool, baseline_episodes: int, checkpoint_every: int, quiet: bool,
-                 config_json: Callable[[], dict[str, Any]]) -> int:
-    """Run (or resume) a multi-seed training run; returns the process exit code."""
+                 config_json: Callable[[], dict[str, Any]], devices: int | str = 1,
+                 env_shards: int | None = None) -> int:
+    """Run (or resume) a multi-seed training run; returns the process exit code.
+
+    ``devices`` (a count or ``"auto"``) and ``env_shards`` choose the device layout
+    (:func:`choose_layout`); 1 device is the single-device program.
+    """
     trainer = make_trainer(config)
-    keys = jax.random.split(jax.random.PRNGKey(seed), seeds)
-    init = jax.jit(jax.vmap(trainer.init))
-    abstract = jax.eval_shape(init, keys)
-    state_bytes = check_fits(abstract, seeds)
-    os.makedirs(out_dir, exist_ok=True)
+    layout = choose_layout(seeds, config.num_envs, devices, env_shards)
+    sharded = make_sharded_trainer(trainer, layout, seeds)
+    abstract = sharded.abstract_state
+    state_bytes = check_fits(abstract, seeds, layout.seed_shards)
+    writer = jax.process_index() == 0
+    if writer:
+        os.makedirs(out_dir, exist_ok=True)
     manager = ocp.CheckpointManager(
         os.path.abspath(os.path.join(out_dir, "checkpoints")),
         options=ocp.CheckpointManagerOptions(max_to_keep=2))
-    chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
     t0 = time.perf_counter()
-    compiled = chunk_fn.lower(abstract, jnp.int32(0)).compile()
+    compiled = sharded.run_chunk.lower(abstract, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
+    quiet = quiet or not writer
     log = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
-    log(f"compiled one chunk for {seeds} seed(s) in {compile_s:.1f}s; training state "
-        f"{state_bytes / 2**20:.1f} MiB")
+    log(f"compiled one chunk for {seeds} seed(s) on {layout.num_devices} device(s) "
+        f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s)) in "
+        f"{compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB")
     if resume and manager.latest_step() is not None:
         last = manager.latest_step()
         items = manager.restore(last, args=ocp.args.StandardRestore(checkpoint_items(abstract)))
-        state = state_from_items(abstract, items)
+        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
         rows = [r for r in outputs.read_rows(out_dir) if r["chunk"] <= last]
         start = last + 1
         log(f"resuming {out_dir} after chunk {last}")
     else:
         if resume:
             log(f"no checkpoint in {out_dir}; starting from the beginning")
-        with open(os.path.join(out_dir, CONFIG_NAME), "w") as handle:
-            json.dump(config_json(), handle, indent=2)
-        state, rows, start = init(keys), [], 0
+        if writer:
+            with open(os.path.join(out_dir, CONFIG_NAME), "w") as handle:
+                json.dump(config_json(), handle, indent=2)
+        state, rows, start = sharded.init(np.asarray(jax.random.PRNGKey(seed))), [], 0
     steps_per_chunk = config.eval_every
     bar = ProgressBar(config.total_env_steps, start * steps_per_chunk, quiet)
     train_t0 = time.perf_counter()
     for chunk in range(start, trainer.num_chunks):
-        state, metrics = compiled(state, jnp.int32(chunk))
+        state, metrics = compiled(state, np.int32(chunk))
         metrics = jax.device_get(metrics)
         try:
             check_finite(metrics, chunk)
@@ -184,7 +217,8 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
             manager.close()
             return 1
         rows.extend(outputs.metric_rows(chunk, metrics))
-        outputs.write_rows(out_dir, rows)
+        if writer:
+            outputs.write_rows(out_dir, rows)
         if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
             manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
         bar.update((chunk + 1) * steps_per_chunk, seeds, float(np.mean(metrics.eval_return)))
@@ -201,29 +235,34 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
         final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "seeds": seeds, "env_steps_per_seed": config.total_env_steps,
+               "devices": layout.num_devices,
+               "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
                "compile_s": compile_s, "train_s_this_process": train_s,
                "final_eval_return_per_team": [team_means(v, teams) for v in final],
                "random_return_per_team": team_means(base["random"], teams),
                "heuristic_return_per_team": team_means(base["heuristic"], teams)})
+    first_algo = sharded.first_seed(state.algo) if render else None
+    if not writer:
+        return 0
     path = outputs.write_summary(out_dir, summary)
     outputs.plot_curve(out_dir, rows, f"{config.algo} on {config.env} ({seeds} seeds)",
                        summary["random_return"], summary["heuristic_return"])
     if render:
-        render_episode(trainer, state, out_dir, jax.random.PRNGKey(seed + 2))
+        render_episode(trainer, first_algo, out_dir, jax.random.PRNGKey(seed + 2))
     log(f"median normalized score {summary['median_normalized_score']:.3f} "
         f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
         f"{summary['iqr_normalized_score'][1]:.3f}); summary in {path}")
     return 0
 
 
-def render_episode(trainer: Trainer, state: Any, out_dir: str, key: jax.Array) -> None:
-    """Roll out one deterministic episode with seed 0's learners and save GIF and PNG."""
+def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array) -> None:
+    """Roll out one deterministic episode with the learners ``algo_state`` of one seed
+    (no seed axis) and save GIF and PNG."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
     from jaxmarl_accel.train import make_policy
 
     env, params = trainer.env, trainer.env_params
-    algo_state = jax.tree.map(lambda x: x[0], state.algo)
     policy = make_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = env.reset(reset_key, params)

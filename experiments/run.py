@@ -8,6 +8,12 @@ a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out`
 evaluation return per seed, median, IQR, normalized score against the scenario's random
 and scripted policies), ``learning_curve.png``, ``checkpoints/`` (orbax) and, with
 ``--render``, ``episode.gif`` and ``episode.png``.
+
+Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
+than devices, each seed's envs are split too); ``--devices 1`` is the single-device
+program. Several hosts: start the same command on every host with ``--distributed``
+(and, outside TPU pods and SLURM/MPI jobs, ``--coordinator-address host0:1234
+--num-processes P --process-id i``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--checkpoint-every", type=int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    devices = parser.add_argument_group("devices (jaxmarl_accel.parallel)")
+    devices.add_argument("--devices", default="auto",
+                         help="devices to shard the seeds over: a count, or 'auto' for the most "
+                              "of all devices that the seeds (and envs) divide evenly over; 1 is "
+                              "the single-device program (default: auto)")
+    devices.add_argument("--env-shards", type=int, default=None,
+                         help="devices each seed's envs are split over (default: 1 when the "
+                              "seeds divide over the devices, else devices / gcd(seeds, devices))")
+    devices.add_argument("--distributed", action="store_true",
+                         help="multi-host run: call jax.distributed.initialize() first; start the "
+                              "same command on every host")
+    devices.add_argument("--coordinator-address", default=None,
+                         help="with --distributed: host:port of process 0 (default: "
+                              "$JAX_COORDINATOR_ADDRESS or auto-detected on TPU pods, SLURM, MPI)")
+    devices.add_argument("--num-processes", type=int, default=None,
+                         help="with --distributed: number of processes (hosts)")
+    devices.add_argument("--process-id", type=int, default=None,
+                         help="with --distributed: index of this process, 0 .. num-processes - 1")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
     choices = {"env": tuple(SCENARIOS), "sampler": SAMPLERS, "layout": LAYOUTS,
                "index_sharing": INDEX_SHARING, "prey": PREY_MODES,
@@ -105,6 +129,15 @@ def config_from_json(data: dict[str, Any]) -> Any:
     return TrainConfig(**train)
 
 
+def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
+    """``--devices``: ``"auto"`` or a positive count (else a one-line parser error)."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        parser.error(f"--devices must be a positive count or 'auto', got {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -112,6 +145,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--seeds must be >= 1, got {args.seeds}")
     if args.checkpoint_every < 1:
         parser.error(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    devices = parse_devices(parser, args.devices)
+    if args.env_shards is not None and args.env_shards < 1:
+        parser.error(f"--env-shards must be >= 1, got {args.env_shards}")
+    if args.distributed:
+        import jax
+
+        jax.distributed.initialize(coordinator_address=args.coordinator_address,
+                                   num_processes=args.num_processes,
+                                   process_id=args.process_id)
     try:
         if args.resume:
             path = os.path.join(args.resume, CONFIG_NAME)
@@ -136,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                             baseline_episodes=args.baseline_episodes,
                             checkpoint_every=args.checkpoint_every, quiet=args.quiet,
                             config_json=lambda: config_to_json(config, {"seeds": seeds,
-                                                                        "seed": seed}))
+                                                                        "seed": seed}),
+                            devices=devices, env_shards=args.env_shards)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
