@@ -3,6 +3,10 @@
 ``env, params = make("simple_spread", num_agents=6)`` builds a scenario: ``env`` is a static
 :class:`Env` bundle of pure functions, ``params`` a pytree of its numeric settings.
 
+Episode length: ``params.episode_length`` (traced) decides truncation; ``spec.episode_length``
+is the value given to ``make`` (default 25), the static length for scans over one episode.
+Change both together (``make(..., episode_length=T)``) unless a test means otherwise.
+
 Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
 ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
 :func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`),

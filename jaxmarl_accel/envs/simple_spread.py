@@ -27,7 +27,9 @@ Landmarks never collide, so contact forces are computed among the N agents only
 Scripted policy: each agent is assigned a landmark by :func:`~.assignment.assign` on the
 agent-landmark distances (exact for L <= 8, greedy above; with L < N several agents may
 share), then a proportional-derivative controller ``kp * (target - pos) - kd * vel`` is
-mapped to the nearest discrete move (or to the continuous move vector).
+mapped to the nearest discrete move (or to the continuous move vector). Measured per agent
+per episode over 2,000 episodes (N = 3): random -26.5, scripted -7.5 (discrete) / -6.0
+(continuous) at 25 steps; -27.6 and -7.6 / -6.0 at jaxmarl's 26.
 """
 
 from __future__ import annotations
