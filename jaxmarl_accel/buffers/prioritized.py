@@ -189,6 +189,8 @@ def make_prioritized_locality(
         weights = normalized_is_weights(
             state.size, prob, beta_at(state.sampler.step, beta, beta_final, beta_steps)
         )
+        order = jnp.argsort(indices)  # ascending reads; a mini-batch is a set
+        indices, weights = indices[order], weights[order]
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights)
 

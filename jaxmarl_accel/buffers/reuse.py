@@ -55,7 +55,7 @@ def complement_uniform(
     num_excluded = excluded.shape[0]
     positions = jnp.sort(storage.chronological(excluded, state, capacity))
     allowed = jnp.maximum(state.size - num_excluded, 1)
-    rank = jax.random.randint(key, (num,), 0, allowed, jnp.int32)
+    rank = jnp.sort(jax.random.randint(key, (num,), 0, allowed, jnp.int32))  # ascending reads
     shift = jnp.searchsorted(positions - jnp.arange(num_excluded), rank, side="right")
     return storage.slot_of(rank + shift.astype(jnp.int32), state, capacity).astype(jnp.int32)
 
@@ -105,7 +105,7 @@ def make_reuse(
         step = reuse.window_step + 1
         refresh = step >= window
         if num_reused > 0:
-            top = jax.lax.top_k(table, num_reused)[1].astype(jnp.int32)
+            top = jnp.sort(jax.lax.top_k(table, num_reused)[1].astype(jnp.int32))
             reused = jnp.where(refresh, top, reuse.reused)
         else:
             reused = reuse.reused

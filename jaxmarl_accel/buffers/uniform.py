@@ -30,9 +30,11 @@ def uniform_indices(state: BufferState, key: jax.Array, batch_size: int) -> jax.
     """B slots uniform over the written ones, int32 ``[B]``.
 
     Written slots are exactly ``[0, size)``: before wrapping they are the first ``size``
-    slots, afterwards ``size == C``.
+    slots, afterwards ``size == C``. The draws are returned sorted: a mini-batch is a set,
+    and ascending addresses let the gather stream through memory.
     """
-    return jax.random.randint(key, (batch_size,), 0, jnp.maximum(state.size, 1), jnp.int32)
+    draws = jax.random.randint(key, (batch_size,), 0, jnp.maximum(state.size, 1), jnp.int32)
+    return jnp.sort(draws)
 
 
 def make_uniform(*, capacity: int, batch_size: int, layout: str) -> SamplerKit:
@@ -69,7 +71,7 @@ def window_starts(
     hi = jnp.minimum(state.write_pos - 1, last)  # last start straddling the head
     excluded = jnp.maximum(hi - lo + 1, 0)
     num_valid = jnp.maximum(last + 1 - excluded, 1)
-    rank = jax.random.randint(key, (num,), 0, num_valid, jnp.int32)
+    rank = jnp.sort(jax.random.randint(key, (num,), 0, num_valid, jnp.int32))  # ascending reads
     # the rank-th valid start: skip the excluded run when reaching it
     return jnp.where(rank < lo, rank, rank + excluded).astype(jnp.int32)
 
