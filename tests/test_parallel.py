@@ -52,7 +52,7 @@ def test_layouts_divide_evenly_or_refuse(seeds, num_envs, devices, env_shards):
 
 
 @pytest.mark.parametrize("args, expected", [
-    ((8, 10, 8), Layout(8, 1)), ((16, 10, 8), Layout(8, 1)), ((2, 10, 8), Layout(2, 4)),
+    ((8, 10, 8), Layout(8, 1)), ((16, 10, 8), Layout(8, 1)), ((2, 12, 8), Layout(2, 4)),
     ((1, 10, 2), Layout(1, 2)), ((8, 10, 8, 2), Layout(4, 2)), ((3, 10, 1), Layout(1, 1))])
 def test_plan_layout_examples(args, expected):
     assert plan_layout(*args) == expected
