@@ -25,7 +25,6 @@ def test_quickstart_notebook_runs_with_the_tiny_config(tmp_path, monkeypatch):
                                     "--xla_llvm_disable_expensive_passes=true")
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.environ.get(
         "JAXMARL_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache")))
-    monkeypatch.setenv("MPLBACKEND", "Agg")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
     client = NotebookClient(notebook, timeout=300, kernel_name="python3",
