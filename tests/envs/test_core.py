@@ -114,3 +114,17 @@ def test_assignment_greedy_and_transposed_cases():
     tall = jnp.asarray(rng.uniform(0, 1, (5, 3)), jnp.float32)
     picked = np.asarray(assign(tall))
     assert set(picked.tolist()) == {0, 1, 2}
+
+
+def test_uniform_positions_are_uniform_and_keyed():
+    from scipy.stats import kstest
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 4000)
+    pos = np.asarray(jax.jit(jax.vmap(lambda k: core.uniform_positions(k, 6, 0.9)))(keys))
+    assert pos.shape == (4000, 6, 2) and np.abs(pos).max() <= 0.9
+    assert kstest(pos.ravel() / 1.8 + 0.5, "uniform").pvalue > 1e-3
+    flat = pos.reshape(4000, -1)
+    assert np.abs(np.corrcoef(flat.T) - np.eye(12)).max() < 0.08  # no coordinate correlation
+    assert np.unique(flat[:, 0]).size > 3990  # different keys, different draws
+    same = core.uniform_positions(jax.random.key(7), 3, 1.0)
+    np.testing.assert_array_equal(same, core.uniform_positions(jax.random.PRNGKey(7), 3, 1.0))
