@@ -1,0 +1,181 @@
+"""Workload characterization: where the time of MADDPG-style training goes, phase by phase.
+
+``python -m experiments.characterize --env simple_tag --agents 3 6 12 24 48 --out DIR``
+
+For every agent count it builds the run (our env, buffer and learner), fills the replay
+buffer with random transitions, and times each phase of papers 000/002 on its own, compiled,
+on that same state, after a warm-up call (median and spread of ``--reps`` calls):
+action selection, env step, buffer add, mini-batch sampling, target-Q calculation, Q loss
+(critic forward + backward + optimizer), P loss (actor forward + backward + optimizer),
+target update, and the priority update of PER-style samplers. The phases are checked
+against the whole rollout step (act + step + add) and the whole update step (sample +
+``algo.update`` + priority update) compiled as one function each, and optionally against the
+real trainer's ``run_chunk``. From the medians it extrapolates the 60K-episode training time
+(paper 000 Table I) and reproduces the papers' comparisons as ratios: neighbor vs uniform
+sampling (Fig. 8) and end to end (Fig. 9), agent-major vs transition-major storage (Fig. 14),
+PER vs prioritized-locality sampling (VI-C), parallel vs sequential learners (paper 001 IPS).
+
+Outputs in ``--out``: characterize.json, phases.csv, whole_steps.csv, ratios.csv,
+table_60k.md, phases.png (stacked shares, cf. Fig. 2/3), ratios.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from typing import Any
+
+import jax
+
+from experiments import characterize_measure as cm
+from experiments import characterize_report as cr
+from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS
+
+FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "capacity": 100_000, "reps": 5,
+        "neighbors": [16, 64], "trainer_chunks": 2}
+QUICK = {"agents": [3, 6], "batch_size": 256, "capacity": 4096, "reps": 3,
+         "neighbors": [16, 64], "trainer_chunks": 1}
+
+
+class _Parser(argparse.ArgumentParser):
+    """Argument errors as one line: ``characterize: error: ...``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        sys.stderr.write(f"characterize: error: {message}\n")
+        sys.exit(2)
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m experiments.characterize", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    pos_int, pos_float = _positive(int), _positive(float)
+    p.add_argument("--out", required=True, help="output folder (created if missing)")
+    p.add_argument("--env", default="simple_tag", choices=["simple_tag", "simple_spread"],
+                   help="scenario (default simple_tag, predator-prey)")
+    p.add_argument("--agents", nargs="+", type=pos_int, default=None,
+                   help="agent counts: predators for simple_tag, agents for simple_spread "
+                        "(default 3 6 12 24 48; --quick: 3 6)")
+    p.add_argument("--tag-widths", default="paper", choices=["paper", "fixed"],
+                   help="simple_tag team sizes: 'paper' = P predators, P/3 prey, max(2, P/3) "
+                        "obstacles (paper 000's observation widths, 16 at P=3, 98 at P=24); "
+                        "'fixed' = 1 prey, 2 obstacles (default paper)")
+    p.add_argument("--algo", default="maddpg", choices=["maddpg", "matd3", "masac"],
+                   help="learner (default maddpg); MASAC phases use the fixed entropy "
+                        "coefficient")
+    p.add_argument("--sampler", default="uniform", choices=list(SAMPLERS),
+                   help="replay sampler of the main breakdown (default uniform)")
+    p.add_argument("--layout", default="transition_major", choices=list(LAYOUTS),
+                   help="replay storage layout of the main breakdown (default transition_major)")
+    p.add_argument("--learners", default="parallel", choices=["parallel", "sequential"],
+                   help="learners of the whole update step (default parallel: one vmap over "
+                        "agents); the phases are always the parallel rebuild")
+    p.add_argument("--batch-size", type=pos_int, default=None,
+                   help="mini-batch (default 1024, the papers'; --quick: 256)")
+    p.add_argument("--capacity", type=pos_int, default=None,
+                   help="replay capacity before the memory cap (default 100000; --quick: 4096)")
+    p.add_argument("--max-buffer-gb", type=pos_float, default=1.0,
+                   help="lower the capacity so that one buffer stays under this many GiB "
+                        "(default 1.0; 48-predator tag transitions are ~100 KB)")
+    p.add_argument("--fill", type=pos_float, default=1.0,
+                   help="fraction of the capacity filled with random transitions before "
+                        "timing (default 1.0)")
+    p.add_argument("--num-envs", type=pos_int, default=10,
+                   help="environments stepped per vectorized step (default 10)")
+    p.add_argument("--update-every", type=pos_int, default=100,
+                   help="env steps per update of all agents (default 100, the papers')")
+    p.add_argument("--episodes", type=pos_int, default=60_000,
+                   help="episodes of the extrapolated training time (default 60000, Table I)")
+    p.add_argument("--episode-length", type=pos_int, default=25,
+                   help="steps per episode in that extrapolation (default 25)")
+    p.add_argument("--reps", type=pos_int, default=None,
+                   help="timed calls per phase after the warm-up call (default 5; --quick 3)")
+    p.add_argument("--budget-s", type=pos_float, default=30.0,
+                   help="stop repeating a phase once it has used this many seconds, keeping "
+                        "at least 2 calls (default 30)")
+    p.add_argument("--neighbors", nargs="+", type=pos_int, default=None,
+                   help="neighbor-sampler window sizes compared with uniform (default 16 64: "
+                        "paper 000's 16x64 and 64x16 neighbors x references at batch 1024)")
+    p.add_argument("--no-compare", dest="compare", action="store_false",
+                   help="skip the sampler, layout and learner comparisons")
+    p.add_argument("--trainer-chunks", type=int, default=None,
+                   help="rounds of the real trainer (run_chunk) timed as a cross-check; "
+                        "0 skips it (default 2; --quick 1)")
+    p.add_argument("--quick", action="store_true",
+                   help="small run: agents 3 6, batch 256, capacity 4096, 3 reps")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
+    return p
+
+
+def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """Fill the defaults that depend on ``--quick`` and check values across flags."""
+    for name, value in (QUICK if args.quick else FULL).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.trainer_chunks < 0:
+        parser.error(f"--trainer-chunks must be >= 0, got {args.trainer_chunks}")
+    if args.fill > 1.0:
+        parser.error(f"--fill must be in (0, 1], got {args.fill}")
+    if args.batch_size > args.capacity:
+        parser.error(f"--batch-size ({args.batch_size}) exceeds --capacity ({args.capacity})")
+    bad = [n for n in args.neighbors if args.batch_size % n]
+    if bad:
+        parser.error(f"--neighbors {bad} must divide --batch-size {args.batch_size}")
+    if args.sampler == "neighbor" and args.batch_size % 4:
+        parser.error("--sampler neighbor (4 neighbors) needs --batch-size divisible by 4")
+    big, small = max(args.num_envs, args.update_every), min(args.num_envs, args.update_every)
+    if big % small:
+        parser.error(f"--num-envs ({args.num_envs}) and --update-every ({args.update_every}) "
+                     "must divide one another")
+    return args
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = build_parser()
+    args = resolve(parser.parse_args(argv), parser)
+    policy_delay = AlgoConfig().policy_delay if args.algo == "matd3" else 1
+    settings = {k: v for k, v in vars(args).items()}
+    settings.update(jax_version=jax.__version__, devices=[str(d) for d in jax.devices()],
+                    machine=platform.platform(), started=time.strftime("%Y-%m-%d %H:%M:%S"),
+                    note="timed on a shared machine; absolute times are noisy, compare ratios")
+    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    log(f"characterize: {args.env} {args.algo} sampler={args.sampler} layout={args.layout} "
+        f"agents={args.agents} batch={args.batch_size} on {jax.devices()[0]}")
+    records, derived = [], []
+    for agents in args.agents:
+        start = time.perf_counter()
+        log(f"[{agents} agents] measuring ...")
+        record = cm.measure_config(args, agents, log)
+        d = cr.derive(args, record, policy_delay)
+        records.append(record)
+        derived.append(d)
+        chk = d["check"]
+        log(f"[{agents} agents] done in {time.perf_counter() - start:.0f} s: 60K episodes "
+            f"~{d['total_60k_s_phases'] / 3600:.2f} h (extrapolated); phase sum / whole: "
+            f"rollout {chk['rollout_sum_over_whole']:.2f}, update "
+            f"{chk['update_sum_over_whole']:.2f}; largest phase "
+            f"{max(d['shares_end_to_end'], key=d['shares_end_to_end'].get)}")
+        written = cr.write_outputs(args, settings, records, derived)  # partial results kept
+    print(cr.table_60k(args, records, derived))
+    log("wrote " + ", ".join(written))
+    return records
+
+
+if __name__ == "__main__":
+    main()
