@@ -8,7 +8,8 @@ rewards are returned so that nothing the env computes can be dead-code eliminate
 
 * throughput: env steps per second after compilation, one env step being one step of one
   env (``num_envs * steps`` per scan); the best of ``--repeats`` timed calls, each ended
-  by ``block_until_ready``;
+  by ``block_until_ready``, with the two sides' calls interleaved so that both see the
+  same background load;
 * compile time: ahead-of-time ``jit(...).lower(...).compile()`` of that same scan program
   (tracing + lowering + XLA compilation), measured the same way for both.
 
@@ -161,8 +162,15 @@ def _random_actions(key: jax.Array, sizes: tuple[int, ...], steps: int, envs: in
     return jnp.floor(u * jnp.asarray(sizes, jnp.float32)).astype(jnp.int32)
 
 
-def _measure(side: Side, case: Case, steps: int, repeats: int, seed: int) -> tuple[float, float]:
-    """(env steps per second, compile seconds) of one side on one case."""
+class Prepared(NamedTuple):
+    """One side compiled for one case, with its inputs and its compile time."""
+
+    run: Callable[[], Any]
+    compile_s: float
+
+
+def _prepare(side: Side, case: Case, steps: int, seed: int) -> Prepared:
+    """Builds inputs (outside the timed region) and AOT-compiles the rollout of one side."""
     key_init, key_steps, key_actions = jax.random.split(jax.random.PRNGKey(seed), 3)
     carry = jax.block_until_ready(jax.jit(side.init)(key_init))
     keys = jax.random.split(key_steps, steps)
@@ -172,12 +180,22 @@ def _measure(side: Side, case: Case, steps: int, repeats: int, seed: int) -> tup
     start = time.perf_counter()
     compiled = jax.jit(_rollout_fn(side)).lower(carry, keys, actions).compile()
     compile_s = time.perf_counter() - start
-    best = float("inf")
+    return Prepared(lambda: compiled(carry, keys, actions), compile_s)
+
+
+def _throughputs(prepared: dict[str, Prepared], case: Case, steps: int, repeats: int):
+    """Env steps/s of each side: best of ``repeats`` calls, the sides' calls interleaved.
+
+    Interleaving (ours, ref, ours, ref, ...) lets both sides see the same background
+    load, which matters on a shared machine.
+    """
+    best = dict.fromkeys(prepared, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(carry, keys, actions))
-        best = min(best, time.perf_counter() - start)
-    return case.num_envs * steps / best, compile_s
+        for name, side in prepared.items():
+            start = time.perf_counter()
+            jax.block_until_ready(side.run())
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: case.num_envs * steps / seconds for name, seconds in best.items()}
 
 
 def _cases(args: argparse.Namespace) -> list[Case]:
@@ -235,7 +253,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeats", type=int, default=3,
-        help="timed calls per side and configuration; the fastest counts (default: 3)",
+        help="timed calls per side and configuration, interleaved between the sides; the "
+        "fastest counts (default: 3)",
     )
     parser.add_argument(
         "--sides", type=_csv(str), default=["ours", "ref"],
@@ -280,12 +299,13 @@ def main(args: argparse.Namespace) -> None:
     print(header)
     print("-" * len(header))
     records = []
+    builders = {"ours": _ours, "ref": _reference}
     for case in _cases(args):
-        ours = ref = (None, None)
-        if "ours" in args.sides:
-            ours = _measure(_ours(case), case, args.steps, args.repeats, args.seed)
-        if "ref" in args.sides:
-            ref = _measure(_reference(case), case, args.steps, args.repeats, args.seed)
+        prepared = {name: _prepare(builders[name](case), case, args.steps, args.seed)
+                    for name in ("ours", "ref") if name in args.sides}
+        rates = _throughputs(prepared, case, args.steps, args.repeats)
+        ours, ref = ((rates.get(name), prepared[name].compile_s if name in prepared else None)
+                     for name in ("ours", "ref"))
         speedup = ours[0] / ref[0] if None not in (ours[0], ref[0]) else None
         comp_ratio = ours[1] / ref[1] if None not in (ours[1], ref[1]) else None
         records.append(

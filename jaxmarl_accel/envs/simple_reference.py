@@ -110,7 +110,7 @@ def make(
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=goal)
 
-    def decode(actions: jax.Array, params: ReferenceParams):
+    def decode(actions: jax.Array, params: ReferenceParams) -> tuple[jax.Array, jax.Array]:
         accel = params.world.accel
         if continuous_actions:
             force = core.decode_continuous_moves(actions, accel)

@@ -121,7 +121,9 @@ def make(
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=goal)
 
-    def decode(actions: jax.Array, params: SpeakerListenerParams):
+    def decode(
+        actions: jax.Array, params: SpeakerListenerParams
+    ) -> tuple[jax.Array, jax.Array]:
         accel = params.world.accel[1:]
         if continuous_actions:
             said = jnp.clip(actions[0, :DIM_C], 0.0, 1.0)
@@ -144,7 +146,9 @@ def make(
         dist2 = jnp.sum((state.pos[1] - state.pos[n + state.goal[0]]) ** 2)
         return jnp.full((n,), -dist2, jnp.float32)
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: SpeakerListenerParams):
+    def heuristic(
+        key: jax.Array, state: core.MPEState, params: SpeakerListenerParams
+    ) -> jax.Array:
         heard = jnp.argmax(state.comm[0])
         move = seek_action(state.pos[n + heard][None], state.pos[1:2], state.vel[1:2],
                            continuous_actions)
