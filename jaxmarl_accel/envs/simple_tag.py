@@ -147,10 +147,8 @@ def make(
     is_pred_j = jnp.asarray(is_pred)
 
     def init(key: jax.Array, params: TagParams) -> core.MPEState:
-        key_agents, key_obstacles = jax.random.split(key)
-        pos = jnp.concatenate([
-            core.uniform_positions(key_agents, n, 1.0),
-            core.uniform_positions(key_obstacles, n_obs, params.obstacle_bound)])
+        bound = jnp.concatenate([jnp.ones(n), jnp.full(n_obs, params.obstacle_bound)])
+        pos = core.uniform_positions(key, n + n_obs, 1.0) * bound[:, None]
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))

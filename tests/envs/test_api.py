@@ -131,6 +131,7 @@ def test_auto_reset_final_obs_and_episode_length():
     assert np.asarray(states.step).tolist() == [1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1, 2]
     # a fresh episode starts at rest
     assert np.all(np.asarray(states.vel[4]) == 0)
+    assert np.abs(np.asarray(states.pos[:, 4:])).max() <= 0.9  # obstacles start in [-0.9, 0.9]
 
 
 def _evaluate_modes(env, params, modes, num_episodes=200):
