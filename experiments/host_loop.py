@@ -41,9 +41,9 @@ def tree_bytes(tree: Any) -> int:
 
 
 def available_bytes() -> tuple[int, str]:
-    """Free memory of the default device: the accelerator's allocator limit, or the host's
+    """Free memory of this process's first device: the accelerator's allocator limit, or the host's
     available RAM on CPU. Returns the bytes and a name for messages."""
-    device = jax.devices()[0]
+    device = jax.local_devices()[0]
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and "bytes_limit" in stats:
         return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), str(device)
@@ -241,7 +241,7 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
                "final_eval_return_per_team": [team_means(v, teams) for v in final],
                "random_return_per_team": team_means(base["random"], teams),
                "heuristic_return_per_team": team_means(base["heuristic"], teams)})
-    first_algo = sharded.first_seed(state.algo) if render else None
+    first_algo = jax.device_get(sharded.first_seed(state.algo)) if render else None
     if not writer:
         return 0
     path = outputs.write_summary(out_dir, summary)

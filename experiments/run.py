@@ -32,13 +32,31 @@ CONFIG_NAME = "config.json"
 AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
 
 
+def distributed_parser() -> argparse.ArgumentParser:
+    """The multi-host flags, parsed on their own first: ``jax.distributed.initialize()``
+    must run before anything (even importing the scenarios) touches a JAX backend."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("multi-host (jax.distributed)")
+    group.add_argument("--distributed", action="store_true",
+                       help="multi-host run: call jax.distributed.initialize() first; start the "
+                            "same command on every host")
+    group.add_argument("--coordinator-address", default=None,
+                       help="with --distributed: host:port of process 0 (default: "
+                            "$JAX_COORDINATOR_ADDRESS or auto-detected on TPU pods, SLURM, MPI)")
+    group.add_argument("--num-processes", type=int, default=None,
+                       help="with --distributed: number of processes (hosts)")
+    group.add_argument("--process-id", type=int, default=None,
+                       help="with --distributed: index of this process, 0 .. num-processes - 1")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
     from jaxmarl_accel.config import INDEX_SHARING, LAYOUTS, PREY_MODES, SAMPLERS, TrainConfig
     from jaxmarl_accel.envs import SCENARIOS
 
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.run", description=__doc__,
+        prog="python -m experiments.run", description=__doc__, parents=[distributed_parser()],
         formatter_class=argparse.RawDescriptionHelpFormatter)
     run = parser.add_argument_group("run")
     run.add_argument("--seeds", type=int, default=1,
@@ -74,16 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
     devices.add_argument("--env-shards", type=int, default=None,
                          help="devices each seed's envs are split over (default: 1 when the "
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
-    devices.add_argument("--distributed", action="store_true",
-                         help="multi-host run: call jax.distributed.initialize() first; start the "
-                              "same command on every host")
-    devices.add_argument("--coordinator-address", default=None,
-                         help="with --distributed: host:port of process 0 (default: "
-                              "$JAX_COORDINATOR_ADDRESS or auto-detected on TPU pods, SLURM, MPI)")
-    devices.add_argument("--num-processes", type=int, default=None,
-                         help="with --distributed: number of processes (hosts)")
-    devices.add_argument("--process-id", type=int, default=None,
-                         help="with --distributed: index of this process, 0 .. num-processes - 1")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
     choices = {"env": tuple(SCENARIOS), "sampler": SAMPLERS, "layout": LAYOUTS,
                "index_sharing": INDEX_SHARING, "prey": PREY_MODES,
@@ -139,6 +147,13 @@ def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    early, _ = distributed_parser().parse_known_args(argv)
+    if early.distributed:
+        import jax
+
+        jax.distributed.initialize(coordinator_address=early.coordinator_address,
+                                   num_processes=early.num_processes,
+                                   process_id=early.process_id)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.seeds < 1:
@@ -148,12 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     devices = parse_devices(parser, args.devices)
     if args.env_shards is not None and args.env_shards < 1:
         parser.error(f"--env-shards must be >= 1, got {args.env_shards}")
-    if args.distributed:
-        import jax
-
-        jax.distributed.initialize(coordinator_address=args.coordinator_address,
-                                   num_processes=args.num_processes,
-                                   process_id=args.process_id)
     try:
         if args.resume:
             path = os.path.join(args.resume, CONFIG_NAME)

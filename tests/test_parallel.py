@@ -71,7 +71,7 @@ def test_plan_layout_errors(args, match):
 def test_state_shardings_split_seeds_and_env_axes():
     mesh = make_mesh(Layout(1, 1), jax.devices()[:1])
     shapes = {"algo": jax.ShapeDtypeStruct((4, 3), np.float32)}
-    assert state_shardings(mesh, shapes)["algo"].spec == ("seeds",)
+    assert tuple(state_shardings(mesh, shapes)["algo"].spec) == ("seeds",)
     from jaxmarl_accel.train import TrainState
 
     leaf = jax.ShapeDtypeStruct((4, 10, 3), np.float32)
