@@ -107,13 +107,13 @@ def make(
                        + [LANDMARK_COLOR] * num_l),
         accel=np.full(n, 5.0))
     params = AdversaryParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32))
-    others = jnp.asarray(core.others_index(n), jnp.int32)
     is_good = jnp.arange(n) >= num_a
 
     def init(key: jax.Array, params: AdversaryParams) -> core.MPEState:
-        key_pos, key_goal = jax.random.split(key)
-        pos = core.uniform_positions(key_pos, n + num_l, 1.0)
-        goal = jax.random.randint(key_goal, (1,), 0, num_l, jnp.int32)
+        draw = core.uniform_positions(key, n + num_l + 1, 1.0)  # last row: the goal(s)
+        pos = draw[:-1]
+        unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
+        goal = jnp.minimum((unit * num_l).astype(jnp.int32), num_l - 1)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((n, 0)),
                              step=jnp.zeros((), jnp.int32), goal=goal)
 
@@ -121,7 +121,8 @@ def make(
         agent_pos = state.pos[:n]
         goal_rel = state.pos[n + state.goal[0]] - agent_pos
         land_rel = (state.pos[n:][None] - agent_pos[:, None]).reshape(n, -1)
-        other_rel = (agent_pos[others] - agent_pos[:, None]).reshape(n, -1)
+        other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+        other_rel = other_rel.reshape(n, -1)
         good = jnp.concatenate([goal_rel, land_rel, other_rel], axis=1)
         adversary = jnp.concatenate([land_rel, other_rel, jnp.zeros((n, 2))], axis=1)
         return jnp.where(is_good[:, None], good, adversary).astype(jnp.float32)
@@ -142,4 +143,6 @@ def make(
         return seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
-    return build_env(spec, init, decode, observe, reward, heuristic), params
+    nothing = slice(0, 0)  # no entity collides: no contact forces to compute
+    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)
+    return env, params

@@ -108,13 +108,13 @@ def make(
                        + list(LANDMARK_COLORS)),
         accel=np.full(n, 5.0))
     params = PushParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32))
-    others = jnp.asarray(core.others_index(n), jnp.int32)
     is_good = jnp.arange(n) >= num_a
 
     def init(key: jax.Array, params: PushParams) -> core.MPEState:
-        key_pos, key_goal = jax.random.split(key)
-        pos = core.uniform_positions(key_pos, n + num_l, 1.0)
-        goal = jax.random.randint(key_goal, (1,), 0, num_l, jnp.int32)
+        draw = core.uniform_positions(key, n + num_l + 1, 1.0)  # last row: the goal(s)
+        pos = draw[:-1]
+        unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
+        goal = jnp.minimum((unit * num_l).astype(jnp.int32), num_l - 1)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((n, 0)),
                              step=jnp.zeros((), jnp.int32), goal=goal)
 
@@ -124,7 +124,8 @@ def make(
         own_color = jnp.full((3,), 0.25).at[state.goal[0] + 1].set(0.75)
         land_rel = (state.pos[n:][None] - agent_pos[:, None]).reshape(n, -1)
         land_color = params.world.color[n:].reshape(-1)
-        other_rel = (agent_pos[others] - agent_pos[:, None]).reshape(n, -1)
+        other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+        other_rel = other_rel.reshape(n, -1)
         good = jnp.concatenate(
             [vel, goal_rel, jnp.broadcast_to(own_color, (n, 3)), land_rel,
              jnp.broadcast_to(land_color, (n, 3 * num_l)), other_rel], axis=1)
@@ -151,4 +152,5 @@ def make(
         return seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
-    return build_env(spec, init, decode, observe, reward, heuristic), params
+    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=slice(0, n))
+    return env, params

@@ -114,9 +114,10 @@ def make(
                                    episode_length=jnp.asarray(episode_length, jnp.int32))
 
     def init(key: jax.Array, params: SpeakerListenerParams) -> core.MPEState:
-        key_pos, key_goal = jax.random.split(key)
-        pos = core.uniform_positions(key_pos, n + num_l, 1.0)
-        goal = jax.random.randint(key_goal, (1,), 0, num_l, jnp.int32)
+        draw = core.uniform_positions(key, n + num_l + 1, 1.0)  # last row: the goal(s)
+        pos = draw[:-1]
+        unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
+        goal = jnp.minimum((unit * num_l).astype(jnp.int32), num_l - 1)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=goal)
@@ -157,4 +158,6 @@ def make(
             return jnp.concatenate([said[None], move]).astype(jnp.float32)
         return jnp.concatenate([state.goal[:1], move]).astype(jnp.int32)
 
-    return build_env(spec, init, decode, observe, reward, heuristic), params
+    nothing = slice(0, 0)  # no entity collides: no contact forces to compute
+    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)
+    return env, params
