@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-buffer-gb", type=pos_float, default=1.0,
                    help="lower the capacity so that one buffer stays under this many GiB "
                         "(default 1.0; 48-predator tag transitions are ~100 KB)")
+    p.add_argument("--max-memory-fraction", type=pos_float, default=0.8,
+                   help="skip an agent count whose estimated peak memory (update + buffers) "
+                        "exceeds this fraction of the memory available now (default 0.8)")
     p.add_argument("--fill", type=pos_float, default=1.0,
                    help="fraction of the capacity filled with random transitions before "
                         "timing (default 1.0)")
@@ -135,7 +138,7 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
     if args.batch_size > args.capacity:
         parser.error(f"--batch-size ({args.batch_size}) exceeds --capacity ({args.capacity})")
     bad = [n for n in args.neighbors if args.batch_size % n]
-    if bad:
+    if bad and args.compare:
         parser.error(f"--neighbors {bad} must divide --batch-size {args.batch_size}")
     if args.sampler == "neighbor" and args.batch_size % 4:
         parser.error("--sampler neighbor (4 neighbors) needs --batch-size divisible by 4")
@@ -161,7 +164,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     for agents in args.agents:
         start = time.perf_counter()
         log(f"[{agents} agents] measuring ...")
-        record = cm.measure_config(args, agents, log)
+        try:
+            record = cm.measure_config(args, agents, log)
+        except cm.SkipConfig as why:
+            log(f"[{agents} agents] SKIPPED: {why}")
+            continue
         d = cr.derive(args, record, policy_delay)
         records.append(record)
         derived.append(d)
@@ -172,8 +179,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"{chk['update_sum_over_whole']:.2f}; largest phase "
             f"{max(d['shares_end_to_end'], key=d['shares_end_to_end'].get)}")
         written = cr.write_outputs(args, settings, records, derived)  # partial results kept
-    print(cr.table_60k(args, records, derived))
-    log("wrote " + ", ".join(written))
+        log("wrote " + ", ".join(written))
+    if records:
+        print(cr.table_60k(args, records, derived))
     return records
 
 

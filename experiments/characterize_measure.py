@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from experiments import characterize_phases as cp
 from jaxmarl_accel.algos import AlgoConfig, make_algo
-from jaxmarl_accel.buffers import Buffer, estimate_bytes, make_buffer
+from jaxmarl_accel.buffers import Buffer, available_bytes, estimate_bytes, make_buffer
 from jaxmarl_accel.config import TrainConfig, steps_per_round
 from jaxmarl_accel.train import make_policy, make_trainer
 from jaxmarl_accel.types import Transition
@@ -55,6 +55,18 @@ def example_transition(spec: Any, action_dim: int) -> Transition:
     return Transition(obs=obs, action=jnp.zeros((spec.num_agents, action_dim), jnp.float32),
                       reward=jnp.zeros(spec.num_agents, jnp.float32), next_obs=obs,
                       done=jnp.zeros(spec.num_agents, jnp.float32))
+
+
+class SkipConfig(Exception):
+    """Raised when a configuration would not fit in memory (reported, not measured)."""
+
+
+def update_bytes(num_agents: int, batch_size: int, obs_dim: int, action_dim: int) -> int:
+    """Rough peak bytes of one parallel update: the actor step builds every agent's
+    centralized critic input ``[N, B, N * (obs_dim + action_dim)]`` float32 and XLA keeps about
+    three such arrays alive (forward input, its cotangent, the target-Q input); measured
+    10.7 GB RSS at 48 predators (N=64, obs 194, B=1024) against 9.7 GB estimated."""
+    return 3 * num_agents * batch_size * num_agents * (obs_dim + action_dim) * 4
 
 
 def capacity_for(args: argparse.Namespace, example: Transition) -> int:
@@ -98,6 +110,14 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     example = example_transition(spec, algo.action_dim)
     capacity = capacity_for(args, example)
     per_transition = estimate_bytes(example, capacity=1)
+    need = update_bytes(spec.num_agents, args.batch_size, spec.obs_dim, algo.action_dim)
+    need += 2 * capacity * per_transition  # the main buffer and one comparison buffer
+    free, source = available_bytes()
+    log(f"  memory: ~{need / 2**30:.1f} GiB needed (update + buffers), "
+        f"{free / 2**30:.1f} GiB available ({source})")
+    if need > args.max_memory_fraction * free:
+        raise SkipConfig(f"needs ~{need / 2**30:.1f} GiB, more than "
+                         f"{args.max_memory_fraction:.0%} of the {free / 2**30:.1f} GiB available")
     config = train_config(args, agents, capacity)
     trainer = make_trainer(config)
     env, params, buffer = trainer.env, trainer.env_params, trainer.buffer

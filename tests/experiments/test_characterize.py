@@ -30,7 +30,7 @@ def _batch(key, b, n, obs_dim, adim):
 
 def test_phases_compose_to_algo_update():
     """target_q -> q_loss -> p_loss (with the new critic) -> target_update == algo.update."""
-    env, _ = make("simple_spread", num_agents=3)
+    env, _ = make("simple_spread", num_agents=2)
     spec, config = env.spec, AlgoConfig()
     algo = make_algo("maddpg", spec, config)
     learner = cp.learner_phases("maddpg", spec, config)
@@ -66,7 +66,7 @@ def test_time_loop_carries_and_counts():
 
 def test_bad_flags_give_one_line_errors(capsys):
     for argv in (["--out", "x", "--agents", "0"], ["--out", "x", "--fill", "2"],
-                 ["--out", "x", "--batch-size", "100", "--neighbors", "16"]):
+                 ["--out", "x", "--batch-size", "100", "--neighbors", "16", "--capacity", "500"]):
         with pytest.raises(SystemExit):
             characterize.main(argv)
         err = capsys.readouterr().err.strip()
