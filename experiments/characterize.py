@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="steps per episode in that extrapolation (default 25)")
     p.add_argument("--reps", type=pos_int, default=None,
                    help="timed calls per phase after the warm-up call (default 5; --quick 3)")
+    p.add_argument("--statistic", default="median", choices=["median", "min"],
+                   help="per-phase figure used for the totals, checks and ratios (the CSVs "
+                        "hold both); 'min' is steadier on a machine shared with other work "
+                        "(default median)")
     p.add_argument("--budget-s", type=pos_float, default=30.0,
                    help="stop repeating a phase once it has used this many seconds, keeping "
                         "at least 2 calls (default 30)")

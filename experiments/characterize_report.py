@@ -12,8 +12,8 @@ from experiments.characterize_phases import PHASES, ROLLOUT_PHASES, UPDATE_PHASE
 
 EXTRAPOLATION_NOTE = (
     "EXTRAPOLATED, not trained: 60K-episode times = (env steps / num_envs) x per-vector-step "
-    "time + (env steps / update_every) x per-update time, from the medians measured here on "
-    "a filled buffer; learning-start delay, evaluation and logging are not included.")
+    "time + (env steps / update_every) x per-update time, from the per-phase times measured "
+    "here on a filled buffer; learning-start delay, evaluation and logging are not included.")
 
 
 def phase_counts(args: argparse.Namespace, policy_delay: int) -> dict[str, float]:
@@ -28,12 +28,10 @@ def phase_counts(args: argparse.Namespace, policy_delay: int) -> dict[str, float
     return counts
 
 
-def med(t: Timing) -> float:
-    return t.median
-
-
 def derive(args: argparse.Namespace, rec: dict[str, Any], policy_delay: int) -> dict[str, Any]:
-    """Per-configuration totals, the phase-sum checks and the papers' comparison ratios."""
+    """Per-configuration totals, the phase-sum checks and the papers' comparison ratios,
+    from the ``--statistic`` (median or min) of each timing."""
+    med = lambda t: t.stat(args.statistic)  # noqa: E731
     counts = phase_counts(args, policy_delay)
     ph, whole = rec["phases"], rec["whole"]
     per_60k = {p: counts[p] * med(ph[p]) for p in PHASES}
