@@ -131,7 +131,7 @@ def available_bytes() -> tuple[int, str]:
     Uses the default device's ``memory_stats()`` (accelerators); on CPU, where JAX gives no
     statistics, the host's available memory (``/proc/meminfo`` MemAvailable, else sysconf).
     """
-    device = jax.devices()[0]
+    device = jax.local_devices()[0]
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and "bytes_limit" in stats:
         free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
