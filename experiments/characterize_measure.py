@@ -227,7 +227,7 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     whole["update_step"], (_, buf) = timer(lambda c, consts, key: update_whole(c, key), carry,
                                            (), copy=False)
     log(f"  whole update step {1e3 * whole['update_step'].median:.2f} ms")
-    learner_modes = ("parallel", "sequential") if args.compare else (args.learners,)
+    learner_modes = ("parallel", "sequential") if args.compare else ()
     for mode in learner_modes:
         mode_algo = make_algo(args.algo, spec, AlgoConfig(learners=mode))
         body = lambda s, c, key, a=mode_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
