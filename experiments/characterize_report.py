@@ -182,10 +182,11 @@ def plot(args: argparse.Namespace, records: list[dict[str, Any]],
         ax.set_xlabel("agents" + (" (predators)" if args.env == "simple_tag" else ""))
         ax.set_ylabel("% of time")
         ax.set_title(title)
-    axes[0].legend(fontsize=8, loc="lower left")
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=8, loc="lower center", ncol=len(PHASES))
     fig.suptitle(f"{args.env} {args.algo}, {args.sampler}, {args.layout}: phase shares of "
                  "the 60K-episode time (extrapolated from measured phases)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     out = [os.path.join(args.out, "phases.png")]
     fig.savefig(out[0], dpi=110)
     plt.close(fig)
