@@ -23,6 +23,7 @@ import orbax.checkpoint as ocp
 
 from experiments import outputs
 from jaxmarl_accel import config as cfg
+from jaxmarl_accel.buffers import available_bytes
 from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
 from jaxmarl_accel.parallel import Layout, auto_layout, make_sharded_trainer, plan_layout
 from jaxmarl_accel.train import Trainer, make_trainer
@@ -40,31 +41,23 @@ def tree_bytes(tree: Any) -> int:
                for leaf in jax.tree.leaves(tree))
 
 
-def available_bytes() -> tuple[int, str]:
-    """Free memory of this process's first device: the accelerator's allocator limit, or the host's
-    available RAM on CPU. Returns the bytes and a name for messages."""
-    device = jax.local_devices()[0]
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0)), str(device)
-    with open("/proc/meminfo") as handle:
-        for line in handle:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024, "host RAM"
-    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")), "host RAM"
-
-
 def check_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> int:
-    """Refuse (ValueError) before compiling when the training state cannot fit; with the
-    seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of it."""
+    """Refuse (ValueError) before compiling when the training state cannot fit.
+
+    With the seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of the
+    state. Saving a checkpoint copies the whole state into host memory, so on the CPU
+    (where device and host memory are one) a run needs twice the state.
+    """
     needed = tree_bytes(abstract_state)
-    per_device = needed // seed_shards
     free, where = available_bytes()
-    if per_device > 0.9 * free:
+    on_host = "host" in where
+    want = 2 * needed if on_host else needed // seed_shards
+    if want > 0.9 * free:
+        scope = "in all (the state plus its copy while checkpointing)" if on_host else "per device"
         raise ValueError(
-            f"the training state of {seeds} seed(s) needs {per_device / 2**30:.2f} GiB per "
-            f"device but {where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, "
-            "--seeds or --num-envs")
+            f"the training state of {seeds} seed(s) needs {want / 2**30:.2f} GiB {scope} but "
+            f"{where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, --seeds or "
+            "--num-envs")
     return needed
 
 
