@@ -348,6 +348,15 @@ def uniform_positions(key: jax.Array, count: int, bound: float | jax.Array) -> j
     return ((2.0 * unit - 1.0) * bound).reshape(count, 2)
 
 
+
+def positions_and_goal(key: jax.Array, count: int, num_choices: int) -> tuple[jax.Array, jax.Array]:
+    """``count`` positions uniform in ``[-1, 1)^2`` and one goal index uniform in
+    ``[0, num_choices)`` (shape ``[1]``), from a single :func:`uniform_positions` draw."""
+    draw = uniform_positions(key, count + 1, 1.0)  # last row: the goal
+    unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
+    goal = jnp.minimum((unit * num_choices).astype(jnp.int32), num_choices - 1)
+    return draw[:-1], goal
+
 def validate_actions(actions: jax.Array, shape: tuple[int, ...], continuous: bool, name: str):
     """Trace-time check of a joint action's shape and dtype (raises ``ValueError``)."""
     kind = "float" if continuous else "int"

@@ -110,10 +110,7 @@ def make(
     is_good = jnp.arange(n) >= num_a
 
     def init(key: jax.Array, params: AdversaryParams) -> core.MPEState:
-        draw = core.uniform_positions(key, n + num_l + 1, 1.0)  # last row: the goal(s)
-        pos = draw[:-1]
-        unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
-        goal = jnp.minimum((unit * num_l).astype(jnp.int32), num_l - 1)
+        pos, goal = core.positions_and_goal(key, n + num_l, num_l)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((n, 0)),
                              step=jnp.zeros((), jnp.int32), goal=goal)
 

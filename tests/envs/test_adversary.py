@@ -10,30 +10,10 @@ from jaxmarl.environments.mpe import SimpleAdversaryMPE
 from jaxmarl.environments.mpe.simple import State as RefState
 
 from jaxmarl_accel.envs import make
+from tests.envs.rollouts import STEPS
+from tests.envs.rollouts import rollout as _rollout
 
-STEPS = 25
 SEEDS = 4
-
-
-def _rollout(env, params, key, scripted=None):
-    """One episode: initial state, then per step actions, final obs [T, N, D], rewards [T, N].
-
-    ``scripted``: bool [N], agents that follow the heuristic (the others act at random).
-    """
-    key_reset, key_steps = jax.random.split(key)
-    _, state0 = env.reset(key_reset, params)
-
-    def body(state, key):
-        key_act, key_step = jax.random.split(key)
-        actions = env.random_action(key_act)
-        if scripted is not None:
-            mask = scripted.reshape(scripted.shape + (1,) * (actions.ndim - 1))
-            actions = jnp.where(mask, env.heuristic_action(key_act, state, params), actions)
-        _, state, reward, _, truncated, info = env.step(key_step, state, actions, params)
-        return state, (actions, info["final_obs"], reward, truncated)
-
-    _, out = jax.lax.scan(body, state0, jax.random.split(key_steps, STEPS))
-    return state0, out
 
 
 @pytest.mark.parametrize(("num_good", "continuous"), [(2, False), (3, True)])
