@@ -137,12 +137,17 @@ def main(args: argparse.Namespace) -> None:
         for agents in args.agents:
             for seeds in args.seeds:
                 for learners in args.learners:
-                    r = bench_one(args, env, agents, seeds, learners, rate)
+                    try:
+                        r = bench_one(args, env, agents, seeds, learners, rate)
+                    except ValueError as error:  # e.g. the buffer does not fit right now
+                        print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}  skipped: {error}",
+                              flush=True)
+                        continue
                     records.append(r)
+                    if args.json:
+                        with open(args.json, "w") as handle:
+                            json.dump(records, handle, indent=2)
                     print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}"
                           f"{r['env_steps_per_s']:>11,.0f}{r['env_steps_per_s_per_seed']:>10,.0f}"
                           f"{r['compile_s']:>10.1f}{r.get('update_ms', float('nan')):>8.2f}"
                           f"{r.get('share_of_matmul_rate', float('nan')):>9.2f}", flush=True)
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(records, handle, indent=2)
