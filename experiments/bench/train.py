@@ -19,11 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.run import AGENT_KWARGS
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.train import make_trainer
-
-AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
