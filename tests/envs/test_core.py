@@ -56,9 +56,15 @@ def _loop_step(pos, vel, force, world):
     return new_pos, new_vel
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_world_step_matches_pairwise_loops(seed):
-    num_entities, num_agents = 9, 5
+def test_contact_paths_cover_the_thresholds():
+    # the entity counts below exercise every contact-force path
+    assert 4 <= core.PAIR_GATHER_MAX_ENTITIES < 9 <= core.PAIRWISE_MAX_ENTITIES < 45
+
+
+# 4: pair differences by gather; 9: by incidence matmul; 45: the dense [E, E] path
+@pytest.mark.parametrize(("seed", "num_entities"), [(0, 4), (1, 9), (2, 9), (3, 45)])
+def test_world_step_matches_pairwise_loops(seed, num_entities):
+    num_agents = num_entities // 2 + 1
     world = _world(num_entities, seed)
     rng = np.random.default_rng(seed)
     pos = rng.uniform(-0.5, 0.5, (num_entities, 2)).astype(np.float32)
@@ -73,9 +79,11 @@ def test_world_step_matches_pairwise_loops(seed):
     assert np.all(speed <= np.asarray(world.max_speed) + 1e-5)
 
 
-def test_coincident_entities_give_finite_forces():
-    world = _world(4, 0).replace(collide=jnp.ones(4, bool), movable=jnp.ones(4, bool))
-    pos = jnp.zeros((4, 2))
+@pytest.mark.parametrize("num_entities", [4, 9, 45])
+def test_coincident_entities_give_finite_forces(num_entities):
+    world = _world(num_entities, 0).replace(
+        collide=jnp.ones(num_entities, bool), movable=jnp.ones(num_entities, bool))
+    pos = jnp.zeros((num_entities, 2))
     new_pos, new_vel = jax.jit(core.world_step)(pos, pos, jnp.ones((2, 2)), world)
     assert np.isfinite(np.asarray(new_pos)).all() and np.isfinite(np.asarray(new_vel)).all()
 
