@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 LEARNERS = ("parallel", "sequential")
+CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +48,11 @@ class AlgoConfig:
         ``0.5 * log(valid actions)`` (discrete) or ``-act_dim`` (continuous).
       log_std_min: lower clip of the MASAC Gaussian log standard deviation (continuous).
       log_std_max: upper clip of that log standard deviation.
+      continuous_policy: actor head for continuous-action envs: ``"sigmoid"`` (deterministic
+        ``[0, 1]`` actions with Gaussian exploration), ``"gaussian"`` (squashed Gaussian),
+        ``"gumbel_softmax"`` (soft Gumbel-softmax samples over the action components, how
+        the original MADDPG code drives MPE's move vector), or ``"auto"``: gaussian for
+        MASAC, sigmoid otherwise. Ignored for discrete-action envs.
     """
 
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -69,6 +75,7 @@ class AlgoConfig:
     target_entropy: float | None = None
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    continuous_policy: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.hidden_sizes or any(
@@ -89,6 +96,9 @@ class AlgoConfig:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.learners not in LEARNERS:
             raise ValueError(f"learners must be one of {LEARNERS}, got {self.learners!r}")
+        if self.continuous_policy not in CONTINUOUS_POLICIES:
+            raise ValueError(f"continuous_policy must be one of {CONTINUOUS_POLICIES}, got "
+                             f"{self.continuous_policy!r}")
         if not isinstance(self.policy_delay, int) or self.policy_delay < 1:
             raise ValueError(f"policy_delay must be an int >= 1, got {self.policy_delay!r}")
         if self.auto_alpha and not self.alpha > 0:

@@ -16,6 +16,7 @@ the batch, with ``F(net) = 2 * sum_k d_k d_{k+1}`` the forward cost of an MLP an
 from __future__ import annotations
 
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.policies import make_policy
 from jaxmarl_accel.envs.base import EnvSpec
 
 _ALGOS = ("maddpg", "matd3", "masac")
@@ -47,9 +48,8 @@ def update_matmul_flops(
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     n, hidden = spec.num_agents, list(config.hidden_sizes)
-    stochastic_continuous = name == "masac" and spec.continuous
-    adim = spec.act_dim if spec.continuous else spec.num_actions
-    out = 2 * adim if stochastic_continuous else adim
+    policy = make_policy(spec, config, stochastic=name == "masac")
+    adim, out = policy.action_dim, policy.out_size
     f_a, f1_a = _mlp_flops([spec.obs_dim, *hidden, out])
     f_c, f1_c = _mlp_flops([n * (spec.obs_dim + adim), *hidden, 1])
     critics = 1 if name == "maddpg" else 2

@@ -43,7 +43,10 @@ def smoothed_next_action(
 def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
     """MATD3: twin critics, ``config.policy_delay``, smoothing noise, first critic for actor."""
     next_action = functools.partial(
-        smoothed_next_action, continuous=spec.continuous, std=config.target_noise,
+        smoothed_next_action,
+        # Gumbel-softmax actors are smoothed on their logits, like discrete ones
+        continuous=spec.continuous and config.continuous_policy != "gumbel_softmax",
+        std=config.target_noise,
         clip=config.target_noise_clip)
     return Variant(num_critics=2, policy_delay=config.policy_delay, stochastic=False,
                    entropy=False, target_from_online=False, next_action=next_action,

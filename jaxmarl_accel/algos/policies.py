@@ -21,6 +21,12 @@ Three kinds:
 * squashed Gaussian (MASAC continuous; Haarnoja et al. 2018, App. C): ``out = [mean,
   log_std]``, ``a = (tanh(u) + 1) / 2`` with ``u ~ N(mean, std)``, bonus ``-log pi(a)``
   including the change-of-variables term.
+* Gumbel-softmax on continuous actions (``continuous_policy="gumbel_softmax"``): the
+  original MADDPG code on MPE. The actor's outputs are logits over the action components,
+  the action is the soft sample ``softmax((out + g) / T)`` (a point of the simplex), and the
+  env reads it as continuous move intensities (force ``accel * (a_right - a_left, a_up -
+  a_down)``). Exploration executes and stores that soft sample; ``exploit`` is
+  ``softmax(out / T)``.
 """
 
 from __future__ import annotations
@@ -114,6 +120,31 @@ def _deterministic(spec: EnvSpec, config: AlgoConfig) -> Policy:
     return Policy(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
 
 
+def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> Policy:
+    temperature = config.gumbel_temperature
+
+    def sample(out, mask, key):
+        del mask
+        soft = jax.nn.softmax((out + jax.random.gumbel(key, out.shape)) / temperature)
+        logp = jax.nn.log_softmax(out)
+        return soft, -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+    def explore(out, mask, key):
+        a, _ = sample(out, mask, key)
+        return a, a
+
+    def exploit(out, mask):
+        del mask
+        a = jax.nn.softmax(out / temperature)
+        return a, a
+
+    def reg(out, mask):
+        del mask
+        return jnp.mean(out**2)
+
+    return Policy(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+
+
 def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> Policy:
     act_dim = spec.act_dim
 
@@ -154,12 +185,14 @@ def make_policy(spec: EnvSpec, config: AlgoConfig, stochastic: bool) -> Policy:
     Args:
       spec: the environment spec (discrete or continuous actions).
       config: learner hyperparameters.
-      stochastic: continuous actions use a squashed Gaussian (MASAC) instead of a
-        deterministic sigmoid actor (MADDPG, MATD3). Discrete actions are always a
-        Gumbel-softmax categorical.
+      stochastic: with ``config.continuous_policy="auto"``, continuous actions use a
+        squashed Gaussian (MASAC) instead of a deterministic sigmoid actor (MADDPG, MATD3).
+        Discrete actions are always a Gumbel-softmax categorical.
     """
     if not spec.continuous:
         return _discrete(spec, config)
-    if stochastic:
-        return _squashed_gaussian(spec, config)
-    return _deterministic(spec, config)
+    kind = config.continuous_policy
+    if kind == "auto":
+        kind = "gaussian" if stochastic else "sigmoid"
+    return {"sigmoid": _deterministic, "gaussian": _squashed_gaussian,
+            "gumbel_softmax": _gumbel_softmax_continuous}[kind](spec, config)

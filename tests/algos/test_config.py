@@ -22,7 +22,7 @@ def test_defaults_are_the_papers_settings():
     {"gamma": 1.5}, {"tau": -0.1}, {"grad_clip": 0.0}, {"actor_reg": -1.0},
     {"learners": "async"}, {"policy_delay": 0}, {"target_noise": -0.2},
     {"alpha": -0.05}, {"auto_alpha": True, "alpha": 0.0}, {"gumbel_temperature": 0.0},
-    {"log_std_min": 2.0, "log_std_max": -5.0},
+    {"log_std_min": 2.0, "log_std_max": -5.0}, {"continuous_policy": "beta"},
 ])
 def test_bad_config_raises_value_error(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs)) if len(kwargs) == 1 else None):

@@ -80,3 +80,23 @@ def test_continuous_quadratic_game_finds_optimum(name):
     state, _ = _train(fns, spec, action_vec, reward)
     greedy, _ = fns.act(state, jnp.ones((2, 2)), jax.random.key(1), False)
     np.testing.assert_allclose(np.asarray(greedy), TARGETS, atol=0.12)
+
+
+@pytest.mark.parametrize("name", ["maddpg", "matd3"])
+def test_gumbel_softmax_continuous_actor_moves_mass_to_the_paying_component(name):
+    # the original MADDPG code's treatment of MPE's move vector: soft samples on the simplex
+    spec = make_spec(2, continuous=True, obs_dim=2, act_dim=5)
+    fns = compiled(name, spec, AlgoConfig(continuous_policy="gumbel_softmax"))
+    rng = np.random.default_rng(0)
+    action_vec = rng.dirichlet(np.ones(5), (STEPS, BATCH, 2)).astype(np.float32)
+    paying = (2, 4)  # agent i is paid the mass it puts on component paying[i]
+    reward = action_vec[..., 0, paying[0]] + action_vec[..., 1, paying[1]]
+    state, _ = _train(fns, spec, action_vec, reward)
+    greedy, vec = fns.act(state, jnp.ones((2, 2)), jax.random.key(1), False)
+    np.testing.assert_array_equal(greedy, vec)
+    np.testing.assert_allclose(np.sum(np.asarray(greedy), -1), 1.0, rtol=1e-5)
+    assert greedy[0, paying[0]] > 0.8 and greedy[1, paying[1]] > 0.8
+    samples, stored = fns.act(state, jnp.ones((500, 2, 2)), jax.random.key(2), True)
+    np.testing.assert_array_equal(samples, stored)  # the env executes what is stored
+    np.testing.assert_allclose(np.sum(np.asarray(samples), -1), 1.0, rtol=1e-5)
+    assert np.mean(np.argmax(np.asarray(samples), -1) == np.array(paying)) > 0.6
