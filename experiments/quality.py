@@ -8,8 +8,11 @@ Each entry is one ``experiments.run`` invocation (paper settings, 1.5M env steps
 seed, 8 seeds) in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
 ``table.json``) lists the median normalized score with its interquartile range per entry,
-and for predator-prey the touches per episode (predator return / 10, since every
-predator-prey contact pays each predator 10).
+for predator-prey the touches per episode (predator return / 10, since every
+predator-prey contact pays each predator 10), and for speaker-listener the share of seeds
+that learned to communicate: whose final return beats the best scripted team that does not
+communicate (:func:`~jaxmarl_accel.envs.simple_speaker_listener.silent_policy`, a listener
+steering to the landmarks' centroid, evaluated over ``SILENT_EPISODES`` episodes).
 """
 
 from __future__ import annotations
@@ -35,6 +38,21 @@ SUITE: dict[str, list[str]] = {
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
 }
 TOUCH_REWARD = 10.0
+SILENT_EPISODES = 2048
+
+
+def silent_return(env_kwargs: dict[str, Any]) -> float:
+    """Mean episode return of the non-communicating scripted speaker-listener team."""
+    import jax
+
+    from jaxmarl_accel.envs import make
+    from jaxmarl_accel.envs.evaluate import evaluate_policy
+    from jaxmarl_accel.envs.simple_speaker_listener import silent_policy
+
+    env, params = make("simple_speaker_listener", **env_kwargs)
+    policy = silent_policy(env.spec.continuous)
+    result = evaluate_policy(env, params, policy, jax.random.PRNGKey(0), SILENT_EPISODES)
+    return float(result.agent_returns.mean())
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="further experiments.run flags for every entry (put last)")
 
 
-def entry_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
+def entry_row(name: str, summary: dict[str, Any],
+              env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One table row from an entry's ``summary.json`` (``env_kwargs``: the run's scenario
+    arguments, needed to rebuild the speaker-listener silent baseline)."""
+    env_kwargs = env_kwargs or {}
     row = {"entry": name, "env": summary["env"], "algo": summary["algo"],
            "sampler": summary["sampler"], "seeds": summary["seeds"],
            "env_steps_per_seed": summary["env_steps_per_seed"],
@@ -66,6 +88,11 @@ def entry_row(name: str, summary: dict[str, Any]) -> dict[str, Any]:
             "final_eval_return_per_team"])
         row["median_touches"] = touches[len(touches) // 2]
         row["random_touches"] = summary["random_return_per_team"]["predator"] / TOUCH_REWARD
+    if summary["env"] == "simple_speaker_listener":
+        threshold = silent_return(env_kwargs)
+        finals = summary["final_eval_return_per_seed"]
+        row["silent_return"] = threshold
+        row["communicating_seeds"] = sum(r > threshold for r in finals)
     return row
 
 
@@ -75,7 +102,13 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
         path = os.path.join(out_dir, name, "summary.json")
         if os.path.exists(path):
             with open(path) as handle:
-                rows.append(entry_row(name, json.load(handle)))
+                summary = json.load(handle)
+            config_path = os.path.join(out_dir, name, "config.json")
+            env_kwargs = {}
+            if os.path.exists(config_path):
+                with open(config_path) as handle:
+                    env_kwargs = json.load(handle)["train"].get("env_kwargs", {})
+            rows.append(entry_row(name, summary, env_kwargs))
     lines = ["| entry | env | algo | sampler | seeds | env steps/seed | median NS | NS IQR | "
              "median return | random | scripted |", "|" + "---|" * 11]
     for r in rows:
@@ -89,6 +122,11 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
             lines.append(f"\n{r['entry']}: median touches per episode {r['median_touches']:.2f} "
                          f"vs {r['random_touches']:.2f} for random predators against the same "
                          "prey.")
+        if "communicating_seeds" in r:
+            lines.append(f"\n{r['entry']}: {r['communicating_seeds']} of {r['seeds']} seeds "
+                         "learned to communicate (final return above "
+                         f"{r['silent_return']:.2f}, the best scripted team that does not "
+                         "communicate).")
     with open(os.path.join(out_dir, "table.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     with open(os.path.join(out_dir, "table.json"), "w") as handle:

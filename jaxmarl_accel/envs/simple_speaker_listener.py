@@ -83,6 +83,32 @@ def seek_action(target: jax.Array, pos: jax.Array, vel: jax.Array, continuous: b
     return core.direction_to_move(direction)
 
 
+def silent_policy(continuous_actions: bool = False):
+    """The best scripted play without communication, as a ``policy_fn`` for evaluation.
+
+    A listener that hears nothing cannot tell the goal from the other landmarks; since the
+    goal is uniform, the expected reward ``-E|p - g|^2 = -|p - c|^2 - const`` is highest at
+    the landmarks' centroid ``c``, so the listener steers there (:func:`seek_action`) and the
+    speaker always says symbol 0. A team that beats this return must use the speaker's
+    message: it is the threshold for "learned to communicate".
+
+    Returns:
+      ``policy_fn(key, obs, state, params) -> actions`` of one environment (``[2]`` int32,
+      or ``[2, 5]`` float32 with ``continuous_actions``).
+    """
+    n = 2
+
+    def policy_fn(key: jax.Array, obs: jax.Array, state: core.MPEState, params) -> jax.Array:
+        del key, obs, params
+        centroid = jnp.mean(state.pos[n:], axis=0, keepdims=True)
+        move = seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
+        if continuous_actions:
+            return jnp.concatenate([jnp.zeros((1, core.NUM_MOVES)), move]).astype(jnp.float32)
+        return jnp.concatenate([jnp.zeros((1,), jnp.int32), move]).astype(jnp.int32)
+
+    return policy_fn
+
+
 def make(
     episode_length: int = 25, continuous_actions: bool = False
 ) -> tuple[Env, SpeakerListenerParams]:

@@ -133,3 +133,18 @@ def test_heuristic_beats_random():
     run = jax.jit(jax.vmap(episode, (0, None)))
     scripted, random = run(keys, True).mean(), run(keys, False).mean()
     assert scripted > 0.5 * random  # returns are negative: scripted loses < half as much
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_silent_policy_sits_between_random_and_communicating(continuous):
+    from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
+    from jaxmarl_accel.envs.simple_speaker_listener import silent_policy
+
+    env, params = make("simple_speaker_listener", continuous_actions=continuous)
+    key = jax.random.PRNGKey(3)
+    returns = {name: float(evaluate_policy(env, params, fn, key, 256).agent_returns[1])
+               for name, fn in (("random", random_policy(env)), ("silent", silent_policy(
+                   continuous)), ("talking", heuristic_policy(env)))}
+    assert returns["random"] < returns["silent"] < returns["talking"]
+    # hearing the goal is worth a lot: the silent listener loses much more
+    assert returns["talking"] > 0.6 * returns["silent"]

@@ -1,0 +1,41 @@
+"""The learning-quality table: rows, touches and the speaker-listener communication share."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from experiments import quality
+
+
+def _summary(env: str, finals: list[float], per_team: list[dict], random_team: dict) -> dict:
+    return {"env": env, "algo": "maddpg", "sampler": "uniform", "seeds": len(finals),
+            "env_steps_per_seed": 1000, "median_normalized_score": 0.5,
+            "iqr_normalized_score": [0.4, 0.6], "median_return": sorted(finals)[len(finals) // 2],
+            "random_return": -30.0, "heuristic_return": -8.0,
+            "final_eval_return_per_seed": finals, "final_eval_return_per_team": per_team,
+            "random_return_per_team": random_team}
+
+
+def _write(root, name: str, summary: dict, env_kwargs: dict) -> None:
+    os.makedirs(root / name)
+    (root / name / "summary.json").write_text(json.dumps(summary))
+    (root / name / "config.json").write_text(json.dumps({"train": {"env_kwargs": env_kwargs}}))
+
+
+def test_table_reports_touches_and_communication_share(tmp_path):
+    finals = [-6.0, -10.0, -25.0, -40.0]  # the silent team scores about -16.5
+    _write(tmp_path, "speaker-listener", _summary(
+        "simple_speaker_listener", finals, [{"speaker": f, "listener": f} for f in finals],
+        {"speaker": -60.0, "listener": -60.0}), {})
+    _write(tmp_path, "tag-3v1", _summary(
+        "simple_tag", [1.0, 2.0, 3.0], [{"predator": 30.0 * k, "prey": -1.0} for k in (1, 2, 3)],
+        {"predator": 10.0, "prey": -5.0}), {"num_predators": 3})
+    rows = {row["entry"]: row for row in quality.build_table(str(tmp_path))}
+    talk = rows["speaker-listener"]
+    assert -25.0 < talk["silent_return"] < -10.0
+    assert talk["communicating_seeds"] == 2
+    assert rows["tag-3v1"]["median_touches"] == 6.0 and rows["tag-3v1"]["random_touches"] == 1.0
+    table = (tmp_path / "table.md").read_text()
+    assert "2 of 4 seeds learned to communicate" in table
+    assert "median touches per episode 6.00 vs 1.00" in table
