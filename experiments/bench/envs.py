@@ -11,7 +11,9 @@ rewards are returned so that nothing the env computes can be dead-code eliminate
   by ``block_until_ready``, with the two sides' calls interleaved so that both see the
   same background load;
 * compile time: ahead-of-time ``jit(...).lower(...).compile()`` of that same scan program
-  (tracing + lowering + XLA compilation), measured the same way for both.
+  (tracing + lowering + XLA compilation), measured the same way for both: the fastest of
+  ``--compile-repeats`` compilations, with JAX's in-memory caches cleared before each, since
+  a single compilation of about a second varies by 10-30% between runs.
 
 Usage: ``python -m experiments.bench envs --json results/bench_envs.json``; a quick run:
 ``python -m experiments.bench envs --scenarios spread --agents 3 --envs 100 --repeats 1``.
@@ -169,17 +171,26 @@ class Prepared(NamedTuple):
     compile_s: float
 
 
-def _prepare(side: Side, case: Case, steps: int, seed: int) -> Prepared:
-    """Builds inputs (outside the timed region) and AOT-compiles the rollout of one side."""
+def _prepare(
+    side: Side, case: Case, steps: int, seed: int, compile_repeats: int = 1
+) -> Prepared:
+    """Builds inputs (outside the timed region) and AOT-compiles the rollout of one side.
+
+    The compile time is the fastest of ``compile_repeats`` full compilations (tracing,
+    lowering, XLA), each after ``jax.clear_caches()`` so that none is served from a cache.
+    """
     key_init, key_steps, key_actions = jax.random.split(jax.random.PRNGKey(seed), 3)
     carry = jax.block_until_ready(jax.jit(side.init)(key_init))
     keys = jax.random.split(key_steps, steps)
     actions = jax.block_until_ready(
         _random_actions(key_actions, side.action_sizes, steps, case.num_envs)
     )
-    start = time.perf_counter()
-    compiled = jax.jit(_rollout_fn(side)).lower(carry, keys, actions).compile()
-    compile_s = time.perf_counter() - start
+    compile_s = float("inf")
+    for _ in range(compile_repeats):
+        jax.clear_caches()
+        start = time.perf_counter()
+        compiled = jax.jit(_rollout_fn(side)).lower(carry, keys, actions).compile()
+        compile_s = min(compile_s, time.perf_counter() - start)
     return Prepared(lambda: compiled(carry, keys, actions), compile_s)
 
 
@@ -224,7 +235,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Both sides run the same program: envs vmapped, --steps steps in one lax.scan with "
         "auto-reset, the same pre-generated random discrete actions and keys. Throughput = "
         "envs*steps / best wall time of --repeats calls after compilation; compile time = "
-        "AOT jit(...).lower(...).compile() of that program, measured alike for both. "
+        "the fastest of --compile-repeats AOT jit(...).lower(...).compile() of that program, "
+        "caches cleared before each, measured alike for both. "
         "Spread uses N landmarks; tag 2 obstacles; the other scenarios their mpe2 defaults."
     )
     parser.add_argument(
@@ -257,6 +269,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "fastest counts (default: 3)",
     )
     parser.add_argument(
+        "--compile-repeats", type=int, default=3,
+        help="compilations per side and configuration (caches cleared before each); the "
+        "fastest counts (default: 3)",
+    )
+    parser.add_argument(
         "--sides", type=_csv(str), default=["ours", "ref"],
         help="which implementations to run: ours, ref or both (default: ours,ref)",
     )
@@ -272,8 +289,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError(f"--agents: every N must be >= 1, got {args.agents}")
     if any(e < 1 for e in args.envs):
         raise ValueError(f"--envs: every count must be >= 1, got {args.envs}")
-    if args.steps < 1 or args.repeats < 1:
-        raise ValueError("--steps and --repeats must be >= 1")
+    if args.steps < 1 or args.repeats < 1 or args.compile_repeats < 1:
+        raise ValueError("--steps, --repeats and --compile-repeats must be >= 1")
     if not set(args.sides) <= {"ours", "ref"} or not args.sides:
         raise ValueError(f"--sides: expected a subset of ours,ref, got {args.sides}")
     for teams in args.tag_teams:
@@ -301,7 +318,8 @@ def main(args: argparse.Namespace) -> None:
     records = []
     builders = {"ours": _ours, "ref": _reference}
     for case in _cases(args):
-        prepared = {name: _prepare(builders[name](case), case, args.steps, args.seed)
+        prepared = {name: _prepare(builders[name](case), case, args.steps, args.seed,
+                                   args.compile_repeats)
                     for name in ("ours", "ref") if name in args.sides}
         rates = _throughputs(prepared, case, args.steps, args.repeats)
         ours, ref = ((rates.get(name), prepared[name].compile_s if name in prepared else None)

@@ -23,7 +23,8 @@ def _args(*argv: str) -> argparse.Namespace:
 def test_tiny_run_writes_records(tmp_path, capsys):
     path = tmp_path / "out" / "bench.json"
     bench.main(_args("--scenarios", "spread,reference", "--agents", "2", "--envs", "3",
-                     "--steps", "4", "--repeats", "1", "--json", str(path)))
+                     "--steps", "4", "--repeats", "1", "--compile-repeats", "2",
+                     "--json", str(path)))
     records = json.loads(path.read_text())
     assert [(r["scenario"], r["num_agents"], r["num_envs"]) for r in records] == [
         ("spread", 2, 3), ("reference", 2, 3)]
@@ -35,7 +36,8 @@ def test_tiny_run_writes_records(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "argv", [("--scenarios", "nope"), ("--agents", "0"), ("--tag-teams", "3x1"),
-             ("--sides", "theirs"), ("--steps", "0")])
+             ("--sides", "theirs"), ("--steps", "0"),
+             ("--compile-repeats", "0")])
 def test_bad_flags_raise(argv):
     with pytest.raises(ValueError):
         bench.main(_args(*argv))
