@@ -38,6 +38,7 @@ SUITE: dict[str, list[str]] = {
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
 }
 TOUCH_REWARD = 10.0
+EVAL_EPISODES = 256  # per evaluation and seed: the final score's standard error ~0.01 NS
 SILENT_EPISODES = 2048
 
 
@@ -150,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             command = [sys.executable, "-m", "experiments.run", "--quiet"]
             command += ["--resume", entry_dir] if resume else [
                 *SUITE[name], "--seeds", str(args.seeds), "--total-env-steps",
-                str(args.total_env_steps), "--out", entry_dir, *args.extra]
+                str(args.total_env_steps), "--eval-episodes", str(EVAL_EPISODES),
+                "--out", entry_dir, *args.extra]
             print(f"{name}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
             if subprocess.call(command) != 0:
                 print(f"{name}: failed", file=sys.stderr)

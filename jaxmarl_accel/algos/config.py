@@ -31,9 +31,14 @@ class AlgoConfig:
       learners: ``"parallel"`` (all agents in one ``vmap``) or ``"sequential"`` (agent by
         agent in a ``lax.scan``, the loop of the reference implementations).
       gumbel_temperature: temperature of the Gumbel-softmax relaxation (discrete actions).
-      straight_through: if True the relaxed discrete action is replaced by its one-hot in
-        the forward pass while gradients flow through the soft sample; the original code
-        uses the soft sample (False).
+      straight_through: if True (default) the relaxed discrete action is replaced by its
+        one-hot in the forward pass while gradients flow through the soft sample
+        (straight-through Gumbel-softmax, Jang et al. 2017). Our discrete envs execute the
+        sampled move and the replay stores its one-hot, so the critics are trained on
+        one-hot actions only; straight-through evaluates them on one-hot actions in the
+        actor step and the target too. False uses the soft sample there, as the original
+        code does; the original code also executes and stores that soft sample, which is
+        ``continuous_policy="gumbel_softmax"`` on a continuous-action env.
       explore_noise: standard deviation of the Gaussian exploration noise of deterministic
         continuous actors (MADDPG, MATD3), in action units (actions lie in ``[0, 1]``).
       policy_delay: MATD3 updates actors and targets once every this many updates.
@@ -64,7 +69,7 @@ class AlgoConfig:
     actor_reg: float = 1e-3
     learners: str = "parallel"
     gumbel_temperature: float = 1.0
-    straight_through: bool = False
+    straight_through: bool = True
     explore_noise: float = 0.1
     policy_delay: int = 2
     target_noise: float = 0.2

@@ -10,9 +10,12 @@ A :class:`Policy` turns raw actor outputs ``out [..., out_size]`` into
 Three kinds:
 
 * discrete (all algorithms): Gumbel-softmax over masked logits (Jang et al. 2017;
-  ``SoftCategoricalPd`` of the original MADDPG code, temperature 1, soft sample: the loss
-  differentiates through ``softmax(logits + g)``; optionally straight-through). The bonus
-  is the exact entropy ``-sum_a p log p`` of the categorical (used by MASAC only).
+  ``SoftCategoricalPd`` of the original MADDPG code, temperature 1): the loss
+  differentiates through ``softmax(logits + g)``. By default (``straight_through``) the
+  forward value is that sample's one-hot, so the critics, which the replay trains on
+  one-hot actions, are also evaluated on one-hot actions in the actor step and the
+  target; otherwise it is the soft sample itself. The bonus is the exact entropy
+  ``-sum_a p log p`` of the categorical (used by MASAC only).
   Exploration samples ``argmax(logits + g)`` (the same Gumbel draw's hard action, i.e. a
   categorical sample); the stored action vector is its one-hot, so that the critics
   are trained on the actions the env executed. Invalid (padded) actions get logit -1e9.
