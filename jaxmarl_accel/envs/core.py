@@ -46,6 +46,7 @@ NUM_MOVES = 5  # discrete movement actions: no-op, -x, +x, -y, +y (mpe2's encodi
 
 # The unit force of each discrete move, [NUM_MOVES, 2].
 MOVE_DIRECTIONS = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]], dtype=np.float32)
+SEEK_GAINS = (4.0, 1.5)  # kp, kd of seek_action (per unit of accel)
 
 
 @struct.dataclass
@@ -172,6 +173,28 @@ def direction_to_move(direction: jax.Array) -> jax.Array:
     """
     sq_err = jnp.sum((jnp.asarray(MOVE_DIRECTIONS)[None] - direction[:, None]) ** 2, -1)
     return jnp.argmin(sq_err, axis=-1).astype(jnp.int32)
+
+
+def seek_action(target: jax.Array, pos: jax.Array, vel: jax.Array, continuous: bool) -> jax.Array:
+    """Moves that steer agents to targets with a proportional-derivative controller.
+
+    The desired force ``kp * (target - pos) - kd * vel`` (per unit of accel, gains
+    :data:`SEEK_GAINS`) is mapped to the nearest discrete move or to mpe2's move vector.
+    The scripted policies of speaker_listener, reference, adversary and push use it.
+
+    Args:
+      target, pos, vel: ``[A, 2]`` target position, position and velocity of A agents
+        (axis 0: agent; axis 1: x, y).
+      continuous: return ``[A, 5]`` move vectors in ``[0, 1]`` instead of ``[A]`` moves.
+
+    Returns:
+      ``[A]`` int32 moves in ``[0, 5)`` or ``[A, 5]`` float32 move vectors (axis 0: agent).
+    """
+    kp, kd = SEEK_GAINS
+    direction = kp * (target - pos) - kd * vel
+    if continuous:
+        return moves_to_continuous(direction)
+    return direction_to_move(direction)
 
 
 def _pairwise_xy(pos_a: jax.Array, pos_b: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -26,7 +26,7 @@ Scripted policy: good agents are assigned distinct landmarks by
 :func:`~.assignment.assign` with the goal forced into the assignment (one good agent sits
 on the goal, the others cover decoys); adversaries head for the landmark nearest to any
 good agent (their best guess of the goal from what they observe). Both steer with the
-proportional-derivative controller of :func:`~.simple_speaker_listener.seek_action`.
+proportional-derivative controller of :func:`~.core.seek_action`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
-from jaxmarl_accel.envs.simple_speaker_listener import seek_action
 
 ADVERSARY_COLOR = (0.85, 0.35, 0.35)
 AGENT_COLOR = (0.35, 0.35, 0.85)
@@ -137,7 +136,7 @@ def make(
         guess = jnp.argmin(jnp.min(dist[num_a:], axis=0))
         adversary_target = jnp.broadcast_to(landmark_pos[guess], (num_a, 2))
         target = jnp.concatenate([adversary_target, good_target])
-        return seek_action(target, agent_pos, state.vel[:n], continuous_actions)
+        return core.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute

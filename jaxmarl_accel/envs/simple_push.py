@@ -30,7 +30,7 @@ Scripted policy: good agents steer to the goal. An adversary cannot see the goal
 guesses the landmark nearest to the good agent nearest to it and blocks that agent: it
 steers to the point 0.1 from the guessed landmark towards the good agent, where it sits
 between the two (its own reward only loses those 0.1). Both steer with the
-proportional-derivative controller of :func:`~.simple_speaker_listener.seek_action`.
+proportional-derivative controller of :func:`~.core.seek_action`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from flax import struct
 from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
-from jaxmarl_accel.envs.simple_speaker_listener import seek_action
 
 NUM_LANDMARKS = 2
 ADVERSARY_COLOR = (0.75, 0.25, 0.25)
@@ -146,7 +145,7 @@ def make(
         block = guess + BLOCK_OFFSET * unit
         goal = jnp.broadcast_to(state.pos[n + state.goal[0]], (num_good, 2))
         target = jnp.concatenate([block, goal])
-        return seek_action(target, agent_pos, state.vel[:n], continuous_actions)
+        return core.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
     env = build_env(spec, init, decode, observe, reward, heuristic, colliders=slice(0, n))

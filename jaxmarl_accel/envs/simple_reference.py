@@ -30,7 +30,7 @@ radii are mpe2's 0.05 (jaxmarl draws 0.15 / 0.2; only drawing sees them).
 Scripted policy: agent i says ``goal[o]`` (the landmark it knows the other must reach) and
 steers to the landmark named by the other's current comm (its argmax, i.e. what was said at
 the previous step) with the proportional-derivative controller of
-:func:`~.simple_speaker_listener.seek_action`.
+:func:`~.core.seek_action`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from flax import struct
 from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env
-from jaxmarl_accel.envs.simple_speaker_listener import seek_action
 
 NUM_AGENTS = 2
 NUM_LANDMARKS = 3
@@ -137,8 +136,8 @@ def make(
 
     def heuristic(key: jax.Array, state: core.MPEState, params: ReferenceParams) -> jax.Array:
         heard = jnp.argmax(state.comm[other], axis=-1)
-        move = seek_action(state.pos[n + heard], state.pos[:n], state.vel[:n],
-                           continuous_actions)
+        move = core.seek_action(state.pos[n + heard], state.pos[:n], state.vel[:n],
+                                continuous_actions)
         say = state.goal[other]
         if continuous_actions:
             return jnp.concatenate([move, jax.nn.one_hot(say, DIM_C)], axis=1)

@@ -29,7 +29,7 @@ Intended differences from the references: episodes last ``episode_length`` steps
 
 Scripted policy: the speaker says the goal index; the listener reads the speaker's current
 comm (its argmax, i.e. what was said at the previous step) and steers to that landmark
-with the proportional-derivative controller of :func:`seek_action`.
+with the proportional-derivative controller of :func:`~.core.seek_action`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ NUM_LANDMARKS = 3
 DIM_C = 3
 AGENT_COLOR = (0.25, 0.25, 0.25)
 LANDMARK_COLORS = ((0.65, 0.15, 0.15), (0.15, 0.65, 0.15), (0.15, 0.15, 0.65))
-PD_GAINS = (4.0, 1.5)  # kp, kd of the scripted controller (per unit of accel)
 
 
 @struct.dataclass
@@ -63,34 +62,14 @@ class SpeakerListenerParams:
     episode_length: jax.Array
 
 
-def seek_action(target: jax.Array, pos: jax.Array, vel: jax.Array, continuous: bool) -> jax.Array:
-    """Moves that steer agents to targets with a proportional-derivative controller.
-
-    The desired force ``kp * (target - pos) - kd * vel`` (per unit of accel, gains
-    :data:`PD_GAINS`) is mapped to the nearest discrete move or to mpe2's move vector.
-
-    Args:
-      target, pos, vel: ``[A, 2]`` target position, position and velocity of A agents.
-      continuous: return ``[A, 5]`` move vectors in ``[0, 1]`` instead of ``[A]`` moves.
-
-    Returns:
-      ``[A]`` int32 moves in ``[0, 5)`` or ``[A, 5]`` float32 move vectors.
-    """
-    kp, kd = PD_GAINS
-    direction = kp * (target - pos) - kd * vel
-    if continuous:
-        return core.moves_to_continuous(direction)
-    return core.direction_to_move(direction)
-
-
 def silent_policy(continuous_actions: bool = False):
     """The best scripted play without communication, as a ``policy_fn`` for evaluation.
 
     A listener that hears nothing cannot tell the goal from the other landmarks; since the
     goal is uniform, the expected reward ``-E|p - g|^2 = -|p - c|^2 - const`` is highest at
-    the landmarks' centroid ``c``, so the listener steers there (:func:`seek_action`) and the
-    speaker always says symbol 0. A team that beats this return must use the speaker's
-    message: it is the threshold for "learned to communicate".
+    the landmarks' centroid ``c``, so the listener steers there (:func:`~.core.seek_action`)
+    and the speaker always says symbol 0. A team that beats this return must use the
+    speaker's message: it is the threshold for "learned to communicate".
 
     Returns:
       ``policy_fn(key, obs, state, params) -> actions`` of one environment (``[2]`` int32,
@@ -101,7 +80,7 @@ def silent_policy(continuous_actions: bool = False):
     def policy_fn(key: jax.Array, obs: jax.Array, state: core.MPEState, params) -> jax.Array:
         del key, obs, params
         centroid = jnp.mean(state.pos[n:], axis=0, keepdims=True)
-        move = seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
+        move = core.seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
         if continuous_actions:
             return jnp.concatenate([jnp.zeros((1, core.NUM_MOVES)), move]).astype(jnp.float32)
         return jnp.concatenate([jnp.zeros((1,), jnp.int32), move]).astype(jnp.int32)
@@ -177,8 +156,8 @@ def make(
         key: jax.Array, state: core.MPEState, params: SpeakerListenerParams
     ) -> jax.Array:
         heard = jnp.argmax(state.comm[0])
-        move = seek_action(state.pos[n + heard][None], state.pos[1:2], state.vel[1:2],
-                           continuous_actions)
+        move = core.seek_action(state.pos[n + heard][None], state.pos[1:2], state.vel[1:2],
+                                continuous_actions)
         if continuous_actions:
             said = jax.nn.one_hot(state.goal[0], core.NUM_MOVES)
             return jnp.concatenate([said[None], move]).astype(jnp.float32)

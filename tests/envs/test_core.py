@@ -102,6 +102,20 @@ def test_action_decoding_follows_mpe2():
     np.testing.assert_allclose(roundtrip, direction, atol=1e-6)
 
 
+def test_seek_action_steers_to_the_target_and_damps_velocity():
+    pos = jnp.array([[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]])
+    target = jnp.array([[0.3, 0.0], [0.5, 0.2], [0.0, 0.0]])
+    vel = jnp.array([[0.0, 0.0], [0.0, 0.0], [0.4, 0.0]])  # agent 2 sits on its target
+    seek = jax.jit(core.seek_action, static_argnums=3)
+    np.testing.assert_array_equal(seek(target, pos, vel, False), [2, 3, 1])  # +x, -y, brake
+    moves = seek(target, pos, vel, True)
+    assert moves.shape == (3, core.NUM_MOVES) and moves.dtype == jnp.float32
+    kp, kd = core.SEEK_GAINS
+    desired = np.clip(kp * (target - pos) - kd * vel, -1.0, 1.0)
+    np.testing.assert_allclose(core.decode_continuous_moves(moves, jnp.ones(3)), desired,
+                               atol=1e-6)
+
+
 @settings(max_examples=12, deadline=None)
 @given(st.integers(1, 8), st.integers(0, 2), st.integers(0, 2**31 - 1))
 def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
