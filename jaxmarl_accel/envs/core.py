@@ -421,14 +421,34 @@ def uniform_positions(key: jax.Array, count: int, bound: float | jax.Array) -> j
     return ((2.0 * unit - 1.0) * bound).reshape(count, 2)
 
 
+def positions_and_goal(
+    key: jax.Array, count: int, num_choices: int, num_goals: int = 1
+) -> tuple[jax.Array, jax.Array]:
+    """Positions and goal indices from a single :func:`uniform_positions` draw.
 
-def positions_and_goal(key: jax.Array, count: int, num_choices: int) -> tuple[jax.Array, jax.Array]:
-    """``count`` positions uniform in ``[-1, 1)^2`` and one goal index uniform in
-    ``[0, num_choices)`` (shape ``[1]``), from a single :func:`uniform_positions` draw."""
-    draw = uniform_positions(key, count + 1, 1.0)  # last row: the goal
-    unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
+    The goals are read from the rows drawn after the ``count`` positions, two per row, so
+    the positions do not depend on ``num_goals`` and goal ``g`` does not depend on how many
+    goals follow it (one or two goals read the same single extra row).
+
+    Args:
+      key: PRNG key.
+      count: number of positions ``E`` (static).
+      num_choices: number of values a goal can take (static, >= 1).
+      num_goals: number of goal indices ``G`` (static, >= 1).
+
+    Returns:
+      ``(pos, goal)``: ``pos`` ``[E, 2]`` float32 positions uniform in ``[-1, 1)^2`` (axis 0:
+      entity; axis 1: x, y) and ``goal`` ``[G]`` int32 indices, each uniform in
+      ``[0, num_choices)``.
+    """
+    if num_goals < 1:
+        raise ValueError(f"num_goals must be >= 1, got {num_goals}")
+    goal_rows = -(-num_goals // 2)  # ceil(num_goals / 2): two goals per drawn row
+    draw = uniform_positions(key, count + goal_rows, 1.0)  # rows after count: the goals
+    unit = 0.5 * (draw[count:].reshape(-1)[:num_goals] + 1.0)  # uniform in [0, 1)
     goal = jnp.minimum((unit * num_choices).astype(jnp.int32), num_choices - 1)
-    return draw[:-1], goal
+    return draw[:count], goal
+
 
 def validate_actions(actions: jax.Array, shape: tuple[int, ...], continuous: bool, name: str):
     """Trace-time check of a joint action's shape and dtype (raises ``ValueError``)."""

@@ -119,10 +119,9 @@ def make(
                                    episode_length=jnp.asarray(episode_length, jnp.int32))
 
     def init(key: jax.Array, params: SpeakerListenerParams) -> core.MPEState:
-        draw = core.uniform_positions(key, n + num_l + 1, 1.0)  # last row: the goal(s)
-        pos = draw[:-1]
-        unit = 0.5 * (draw[-1, :1] + 1.0)  # uniform in [0, 1)
-        goal = jnp.minimum((unit * num_l).astype(jnp.int32), num_l - 1)
+        """Reset: ``pos``, ``vel`` ``[E, 2]`` (entities uniform in ``[-1, 1)^2``, at rest),
+        ``comm`` ``[2, DIM_C]`` zeros, ``goal`` ``[1]`` the goal landmark (uniform)."""
+        pos, goal = core.positions_and_goal(key, n + num_l, num_l)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=goal)

@@ -150,3 +150,19 @@ def test_uniform_positions_are_uniform_and_keyed():
     assert np.unique(flat[:, 0]).size > 3990  # different keys, different draws
     same = core.uniform_positions(jax.random.key(7), 3, 1.0)
     np.testing.assert_array_equal(same, core.uniform_positions(jax.random.PRNGKey(7), 3, 1.0))
+
+
+def test_positions_and_goal_share_one_draw():
+    keys = jax.random.split(jax.random.PRNGKey(1), 3000)
+    draws = {g: jax.jit(jax.vmap(lambda k, g=g: core.positions_and_goal(k, 5, 3, g)))(keys)
+             for g in (1, 2, 3)}
+    pos, goal = (np.asarray(x) for x in draws[3])
+    assert pos.shape == (3000, 5, 2) and goal.shape == (3000, 3) and goal.dtype == np.int32
+    for g in (1, 2):  # fewer goals: the same positions and a prefix of the same goals
+        np.testing.assert_array_equal(draws[g][0], pos)
+        np.testing.assert_array_equal(draws[g][1], goal[:, :g])
+    np.testing.assert_array_equal(pos, jax.vmap(lambda k: core.uniform_positions(k, 5, 1.0))(keys))
+    counts = np.stack([np.bincount(goal[:, j], minlength=3) for j in range(3)])
+    assert counts.shape == (3, 3) and np.abs(counts / 3000 - 1 / 3).max() < 0.04
+    with pytest.raises(ValueError, match="num_goals"):
+        core.positions_and_goal(keys[0], 5, 3, 0)
