@@ -267,7 +267,7 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
         obs, next_state, _, _, _, _ = env.step(env_key, env_state, action, params)
         return (obs, next_state), env_state
 
-    keys = jax.random.split(run_key, env.spec.episode_length)
+    keys = jax.random.split(run_key, int(params.episode_length))
     _, states = jax.jit(lambda: jax.lax.scan(step, (obs, env_state), keys))()
     frames = render_rollout(states, params, env.spec)
     write_gif(os.path.join(out_dir, "episode.gif"), frames)

@@ -23,7 +23,7 @@ def rollout_states(env, params, key: jax.Array, steps: int, policy: str = "heuri
     """States ``s_0 .. s_{steps-1}`` of one env (leaves with a leading time axis ``T``).
 
     Each stored state is the one an action was taken in; with auto-reset, a state after
-    ``spec.episode_length`` steps starts a new episode.
+    ``params.episode_length`` steps starts a new episode.
     """
     key_reset, key_steps = jax.random.split(key)
     _, state0 = env.reset(key_reset, params)

@@ -3,9 +3,10 @@
 ``env, params = make("simple_spread", num_agents=6)`` builds a scenario: ``env`` is a static
 :class:`Env` bundle of pure functions, ``params`` a pytree of its numeric settings.
 
-Episode length: ``params.episode_length`` (traced) decides truncation; ``spec.episode_length``
-is the value given to ``make`` (default 25), the static length for scans over one episode.
-Change both together (``make(..., episode_length=T)``) unless a test means otherwise.
+Episode length: ``params.episode_length`` (traced) is the live value: it decides truncation,
+and :func:`~.evaluate.evaluate_policy` and other one-episode rollouts take their (static)
+length from it by default. ``spec.episode_length`` is only the make-time default (the value
+given to ``make``, 25 unless set): it is static and does not follow ``params.replace``.
 
 Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
 ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with

@@ -43,7 +43,9 @@ class EnvSpec:
       num_actions: padded number of discrete actions (max over agents).
       action_sizes: number of valid discrete actions of each agent, length N.
       act_dim: padded continuous action width (max over agents).
-      episode_length: steps per episode before truncation.
+      episode_length: the make-time default of ``params.episode_length``. Static and never
+        updated: the live episode length (the one that decides truncation) is
+        ``params.episode_length``, which may be replaced without rebuilding the env.
     """
 
     name: str

@@ -6,7 +6,7 @@ with every ``R`` measured by :func:`evaluate_policy` in the same scenario.
 A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions`` of
 one environment; :func:`heuristic_policy` and :func:`random_policy` adapt an env's scripted
 and uniform policies to it. Returns are per agent, summed over one episode of
-``num_steps`` (default ``spec.episode_length``) steps from a reset.
+``num_steps`` (default ``params.episode_length``) steps from a reset.
 """
 
 from __future__ import annotations
@@ -64,18 +64,23 @@ def evaluate_policy(
 
     Args:
       env: the environment.
-      params: its params pytree (its ``episode_length`` should equal ``num_steps``).
+      params: its params pytree; episodes end after ``params.episode_length`` steps.
       policy_fn: ``(key, obs, state, params) -> actions`` for one environment.
       key: PRNG key.
       num_episodes: number of episodes (static).
-      num_steps: steps per episode (static; default ``env.spec.episode_length``).
+      num_steps: steps run from each reset (static). Default ``params.episode_length``
+        (one episode), which must then be concrete (``params`` not traced).
 
     Returns:
       :class:`EvalResult`.
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
-    steps = env.spec.episode_length if num_steps is None else num_steps
+    if num_steps is None:
+        try:
+            num_steps = int(params.episode_length)
+        except jax.errors.ConcretizationTypeError as err:
+            raise ValueError("params.episode_length is traced: pass num_steps") from err
 
     def one_step(carry: _Carry, _) -> tuple[_Carry, jax.Array]:
         key, key_act, key_step = jax.random.split(carry.key, 3)
@@ -86,7 +91,7 @@ def evaluate_policy(
     def one_episode(key: jax.Array) -> jax.Array:
         key_reset, key_run = jax.random.split(key)
         obs, state = env.reset(key_reset, params)
-        _, rewards = jax.lax.scan(one_step, _Carry(obs, state, key_run), None, length=steps)
+        _, rewards = jax.lax.scan(one_step, _Carry(obs, state, key_run), None, length=num_steps)
         return jnp.sum(rewards, axis=0)
 
     returns = jax.jit(jax.vmap(one_episode))(jax.random.split(key, num_episodes))

@@ -181,6 +181,18 @@ def test_evaluate_policy_matches_a_python_loop():
     assert heuristic_policy(env)(key, obs, state, params).shape == (2,)
 
 
+def test_evaluate_policy_episode_follows_params_not_spec():
+    env, params = make("simple_spread", num_agents=2, episode_length=4)
+    short = params.replace(episode_length=jnp.int32(2))
+    assert env.spec.episode_length == 4  # the make-time default; params hold the live value
+    policy, key = random_policy(env), jax.random.PRNGKey(5)
+    default = evaluate_policy(env, short, policy, key, 3).episode_returns
+    np.testing.assert_array_equal(default, evaluate_policy(env, short, policy, key, 3, 2)
+                                  .episode_returns)
+    with pytest.raises(ValueError, match="num_steps"):
+        jax.jit(lambda p: evaluate_policy(env, p, policy, key, 3).mean_return)(short)
+
+
 def test_spread_heuristic_targets_distinct_landmarks():
     env, params = make("simple_spread", num_agents=12)  # greedy assignment above 8
     _, state = env.reset(jax.random.PRNGKey(0), params)
