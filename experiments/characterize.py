@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replay storage layout of the main breakdown (default transition_major)")
     p.add_argument("--learners", default="parallel", choices=["parallel", "sequential"],
                    help="learners of the whole update step (default parallel: one vmap over "
-                        "agents); the phases are always the parallel rebuild")
+                        "agents); the phases always use the parallel learners")
     p.add_argument("--batch-size", type=pos_int, default=None,
                    help="mini-batch (default 1024, the papers'; --quick: 256)")
     p.add_argument("--capacity", type=pos_int, default=None,

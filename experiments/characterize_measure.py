@@ -136,8 +136,7 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     e = args.num_envs
     behaviour = jax.vmap(make_policy(env, algo, False, True), in_axes=(None, 0, 0, 0, None))
     env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    learner = cp.learner_phases(args.algo, spec, AlgoConfig())
-    actor_opt, critic_opt = jax.jit(learner.init_opt)(algo_state)
+    learner = make_algo(args.algo, spec, AlgoConfig()).phases  # all agents in one vmap
 
     def act(a_state, obs, e_state, key):
         return behaviour(a_state, jax.random.split(key, e), obs, e_state, params)
@@ -191,26 +190,31 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
 
     def q_body(carry, consts, key):
         a_state, exp, weights, y = consts
-        return learner.q_loss(a_state.replace(critic=carry[0]), carry[1], exp, weights, y, key)
+        a_state = a_state.replace(critic=carry[0], critic_opt=carry[1])
+        a_state, _ = learner.critic_step(a_state, exp, weights, y)
+        return a_state.critic, a_state.critic_opt
 
-    ph["q_loss"], _ = timer(q_body, (algo_state.critic, critic_opt),
+    ph["q_loss"], _ = timer(q_body, (algo_state.critic, algo_state.critic_opt),
                             (algo_state, exp, weights, y))
 
     def p_body(carry, consts, key):
         a_state, exp = consts
-        return learner.p_loss(a_state.replace(actor=carry[0]), carry[1], exp, key)
+        a_state, _ = learner.actor_step(a_state.replace(actor=carry[0], actor_opt=carry[1]),
+                                        exp, key)
+        return a_state.actor, a_state.actor_opt
 
-    ph["p_loss"], _ = timer(p_body, (algo_state.actor, actor_opt), (algo_state, exp))
+    ph["p_loss"], _ = timer(p_body, (algo_state.actor, algo_state.actor_opt), (algo_state, exp))
 
     def target_update_body(carry, consts, key):
         a_state = consts[0].replace(target_actor=carry[0], target_critic=carry[1])
-        return learner.target_update(a_state, key)
+        a_state = learner.target_update(a_state)
+        return a_state.target_actor, a_state.target_critic
 
     ph["target_update"], _ = timer(target_update_body,
                                    (algo_state.target_actor, algo_state.target_critic),
                                    (algo_state,))
     log(f"  q_loss {1e3 * ph['q_loss'].median:.2f} ms, p_loss {1e3 * ph['p_loss'].median:.2f} ms")
-    del actor_opt, critic_opt, y
+    del y
     _, _, reward, _, _, info = jax.jit(step)(env_state, env_action, key0)
     trans = Transition(obs=obs, action=action_vec, reward=reward, next_obs=info["final_obs"],
                        done=jnp.zeros_like(reward))

@@ -10,15 +10,14 @@ Phases (paper 000 Fig. 2/3, paper 002 section V):
   optimizer step), ``target_update`` (soft update of all target networks), and
   ``priority_update`` (PER-style samplers only; identity otherwise).
 
-The learner's own ``update`` keeps these steps in private closures, so the three learner
-phases here are rebuilt from the public pieces (``algos.networks``, ``algos.policies``, the
-algorithm module's ``variant``) with the same shapes and arithmetic; the check
-``sum of phases / whole step`` compares them with the real ``algo.update``.
+``target_q``, ``q_loss``, ``p_loss`` and ``target_update`` run the learner's own steps
+``algo.phases.target_q``, ``critic_step``, ``actor_step`` and ``target_update`` (whose
+composition is ``algo.update``); the check ``sum of phases / whole step`` compares their
+times with the whole update.
 """
 
 from __future__ import annotations
 
-import importlib
 import statistics
 import time
 from collections.abc import Callable
@@ -26,13 +25,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
-from jax.flatten_util import ravel_pytree
-
-from jaxmarl_accel.algos import AlgoConfig, AlgoState, networks
-from jaxmarl_accel.algos.policies import make_policy
-from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Transition
 
 PyTree = Any
 ROLLOUT_PHASES = ("action_selection", "env_step", "buffer_add")
@@ -111,104 +103,3 @@ def time_loop(body: Callable, carry: PyTree, consts: tuple, *, seed: int, reps: 
         if len(samples) >= 2 and sum(samples) * inner > budget_s:
             break
     return Timing(compile_s, tuple(samples), inner), carry
-
-
-def algo_variant(name: str, spec: EnvSpec, config: AlgoConfig) -> Any:
-    """The skeleton plug-ins of algorithm ``name`` (its module's public ``variant``)."""
-    return importlib.import_module(f"jaxmarl_accel.algos.{name}").variant(spec, config)
-
-
-class LearnerPhases(NamedTuple):
-    """The learner's phases as pure functions of the same inputs as ``algo.update``.
-
-    Attributes:
-      target_q: ``(algo_state, batch [B, N, ...], key) -> y [N, B]``.
-      q_loss: ``(algo_state, critic_opt, batch, weights [B], y [N, B], key) -> (critic,
-        critic_opt)`` for all N agents.
-      p_loss: ``(algo_state, actor_opt, batch, key) -> (actor, actor_opt)``.
-      target_update: ``(algo_state, key) -> (target_actor, target_critic)``.
-      init_opt: ``algo_state -> (actor_opt, critic_opt)``, optimizer states of the rebuild.
-    """
-
-    target_q: Callable
-    q_loss: Callable
-    p_loss: Callable
-    target_update: Callable
-    init_opt: Callable
-
-
-def learner_phases(name: str, spec: EnvSpec, config: AlgoConfig) -> LearnerPhases:
-    """Rebuild the learner steps of ``algos/core.py`` (``critic_loss``, ``actor_loss``,
-    target update) phase by phase, all agents in one ``vmap`` (the parallel learners)."""
-    variant = algo_variant(name, spec, config)
-    policy = make_policy(spec, config, variant.stochastic)
-    actor_mlp = networks.MLP(config.hidden_sizes, policy.out_size)
-    critic_mlp = networks.MLP(config.hidden_sizes, 1)
-    n = spec.num_agents
-    mask = spec.action_mask if not spec.continuous else jnp.ones((n, policy.action_dim), bool)
-    clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip else []
-    critic_tx = optax.chain(*clip, optax.adam(config.critic_lr))
-    actor_tx = optax.chain(*clip, optax.adam(config.actor_lr))
-    alpha = config.alpha if variant.entropy else 0.0
-
-    def flat_step(tx, grads, opt_state, params):
-        flat, unravel = ravel_pytree(params)
-        updates, opt_state = tx.update(ravel_pytree(grads)[0], opt_state, flat)
-        return unravel(flat + updates), opt_state
-
-    def init_opt(state: AlgoState):
-        actor_opt = jax.vmap(lambda p: actor_tx.init(ravel_pytree(p)[0]))(state.actor)
-        critic_opt = jax.vmap(lambda p: critic_tx.init(ravel_pytree(p)[0]))(state.critic)
-        return actor_opt, critic_opt
-
-    def target_q(state: AlgoState, batch: Transition, key: jax.Array) -> jax.Array:
-        params = state.actor if variant.target_from_online else state.target_actor
-        out = networks.apply_actors(actor_mlp, params, batch.next_obs)
-        next_action, bonus = variant.next_action(policy, out, mask, key)
-        x_next = networks.critic_input(batch.next_obs, next_action)
-
-        def one(target_critic, i):
-            q_next = jnp.min(networks.apply_critics(critic_mlp, target_critic, x_next), axis=0)
-            soft = q_next + alpha * bonus[:, i]
-            return batch.reward[:, i] + config.gamma * (1.0 - batch.done[:, i]) * soft
-
-        return jax.vmap(one)(state.target_critic, jnp.arange(n))
-
-    def q_loss(state, critic_opt, batch, weights, y, key):
-        del key
-        x = networks.critic_input(batch.obs, batch.action)
-
-        def loss(critic, y_i):
-            q = networks.apply_critics(critic_mlp, critic, x)
-            return jnp.mean(weights * jnp.sum((q - y_i) ** 2, axis=0))
-
-        def one(critic, opt, y_i):
-            return flat_step(critic_tx, jax.grad(loss)(critic, y_i), opt, critic)
-
-        return jax.vmap(one)(state.critic, critic_opt, y)
-
-    def p_loss(state, actor_opt, batch, key):
-        def loss(actor, critic, i, agent_key):
-            out = actor_mlp.apply(actor, jnp.take(batch.obs, i, axis=1))
-            own, bonus = policy.sample(out, mask[i], agent_key)
-            select = jax.nn.one_hot(i, n)[None, :, None]
-            joint = batch.action * (1.0 - select) + own[:, None, :] * select
-            used = jax.tree.map(lambda x: x[: variant.actor_critics], critic)
-            q = jnp.min(networks.apply_critics(
-                critic_mlp, used, networks.critic_input(batch.obs, joint)), axis=0)
-            return (-jnp.mean(q) - alpha * jnp.mean(bonus)
-                    + config.actor_reg * policy.reg(out, mask[i]))
-
-        def one(actor, critic, opt, i, agent_key):
-            grads = jax.grad(loss)(actor, critic, i, agent_key)
-            return flat_step(actor_tx, grads, opt, actor)
-
-        keys = jax.random.split(key, n)
-        return jax.vmap(one)(state.actor, state.critic, actor_opt, jnp.arange(n), keys)
-
-    def target_update(state: AlgoState, key: jax.Array):
-        del key
-        return (optax.incremental_update(state.actor, state.target_actor, config.tau),
-                optax.incremental_update(state.critic, state.target_critic, config.tau))
-
-    return LearnerPhases(target_q, q_loss, p_loss, target_update, init_opt)

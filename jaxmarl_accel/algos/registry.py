@@ -19,7 +19,8 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig) -> Algo:
       config: learner hyperparameters.
 
     Returns:
-      :class:`Algo` with ``init``, ``act`` and ``update`` (see its docstring for shapes).
+      :class:`Algo` with ``init``, ``act``, ``update`` and its ``phases`` (see its docstring
+      for shapes).
     """
     if name not in _VARIANTS:
         raise ValueError(f"name must be one of {sorted(_VARIANTS)}, got {name!r}")
