@@ -5,7 +5,8 @@
     python -m experiments.quality --out results/quality --table    # only rebuild the table
 
 Each entry is one ``experiments.run`` invocation (paper settings, 1.5M env steps per
-seed, 8 seeds) in its own subprocess; an entry whose ``summary.json`` exists is skipped,
+seed, 8 seeds, every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
+in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
 ``table.json``) lists the median normalized score with its interquartile range per entry,
 for predator-prey the touches per episode (predator return / 10, since every
@@ -38,7 +39,7 @@ SUITE: dict[str, list[str]] = {
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
 }
 TOUCH_REWARD = 10.0
-EVAL_EPISODES = 256  # per evaluation and seed: the final score's standard error ~0.01 NS
+EVAL_EPISODES = 256  # deterministic episodes per evaluation and seed (32 is the run default)
 SILENT_EPISODES = 2048
 
 
