@@ -5,7 +5,9 @@ capacity (batch 1024, predator-prey observation widths), flashbax's flat, item a
 prioritised buffers at the same sizes, and this machine's memory-copy bandwidth, in one
 process. Times are medians (``ms``) and minima (``ms_min``) per call over repeated
 timings after compilation (``block_until_ready``), each timing a compiled loop of calls as
-inside the training scan (see :func:`time_calls`); compile time is reported separately.
+inside the training scan (see :func:`time_calls`); ``call_ms`` (and ``ref_call_ms``) is
+the median of single jitted calls from Python, dispatch included. Compile time is
+reported separately.
 Neighbor sampling uses paper 000's Fig. 8 setting by default: 16 neighbors x 64
 references. Configurations whose storage exceeds ``--max-gb`` are skipped and listed.
 
@@ -23,7 +25,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import flashbax as fbx
 import jax
@@ -74,16 +76,26 @@ def random_storage(num_agents: int, capacity: int, layout: str, key: jax.Array) 
                                                              strict=True)])
 
 
+class Timing(NamedTuple):
+    """Timings of one sampling function (milliseconds per call)."""
+
+    compile_s: float  # compiling the function alone
+    ms: float  # median per call inside a compiled loop of calls
+    ms_min: float  # fastest per call inside that loop
+    call_ms: float  # median of single jitted calls from Python (dispatch included)
+
+
 def time_calls(
     fn: Callable, state: Any, repeats: int, budget_s: float, loop_s: float = 0.02
-) -> tuple[float, float, float]:
-    """(compile seconds, median ms, min ms per call) of ``fn(state, key)``.
+) -> Timing:
+    """Time ``fn(state, key)`` inside a compiled loop and as single calls.
 
-    Each timed call runs ``fn`` ``k`` times in one compiled ``fori_loop`` (every iteration
+    Each loop timing runs ``fn`` ``k`` times in one compiled ``fori_loop`` (every iteration
     with its own key, its output carried so that none is dead code), the way a sampler
     runs inside the training scan, so the per-call dispatch of a lone jitted function is
-    amortized; ``k`` is sized from a first call to take about ``loop_s`` seconds. Compile
-    seconds are those of ``fn`` alone.
+    amortized; ``k`` is sized from a first call to take about ``loop_s`` seconds. The
+    single calls are how a Python loop calling ``jit(fn)`` sees it. Compile seconds are
+    those of ``fn`` alone.
     """
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(state, jax.random.key(0)).compile()
@@ -99,16 +111,20 @@ def time_calls(
     jax.block_until_ready(looped(state, jax.random.key(0), jnp.int32(1)))
     first = time.perf_counter() - start
     calls = int(min(max(loop_s / max(first / 2, 1e-6), 2), 1000))
-    samples, spent = [], 0.0
+    samples, singles, spent = [], [], 0.0
     for i in range(repeats):
         start = time.perf_counter()
         jax.block_until_ready(looped(state, jax.random.key(i + 1), jnp.int32(calls - 1)))
         elapsed = time.perf_counter() - start
         samples.append(elapsed / calls)
-        spent += elapsed
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(state, jax.random.key(i + 1)))
+        singles.append(time.perf_counter() - start)
+        spent += elapsed + singles[-1]
         if spent > budget_s and len(samples) >= 3:
             break
-    return compile_s, 1e3 * statistics.median(samples), 1e3 * min(samples)
+    return Timing(compile_s, 1e3 * statistics.median(samples), 1e3 * min(samples),
+                  1e3 * statistics.median(singles))
 
 
 def out_bytes(fn: Callable, state: Any) -> int:
@@ -119,7 +135,7 @@ def out_bytes(fn: Callable, state: Any) -> int:
 def copy_bandwidth(num_bytes: int, repeats: int) -> tuple[float, float]:
     """GB/s (bytes copied / s) of a jitted JAX array copy and of numpy ``copyto``."""
     x = jnp.ones((num_bytes // 4,), jnp.float32)
-    _, ms, _ = time_calls(lambda a, k: a + 1.0, x, repeats, 2.0)
+    ms = time_calls(lambda a, k: a + 1.0, x, repeats, 2.0).ms
     src, dst = np.ones(num_bytes // 4, np.float32), np.empty(num_bytes // 4, np.float32)
     samples = []
     for _ in range(repeats):
@@ -140,8 +156,8 @@ def contiguous_copy_ms(experience: Transition, batch: int, layout: str, repeats:
         fn = lambda e, k: jax.tree.map(lambda x: x[:batch], e)  # noqa: E731
     else:
         fn = lambda e, k: jax.tree.map(lambda x: x[:, :batch], e)  # noqa: E731
-    _, ms, ms_min = time_calls(fn, experience, repeats, budget)
-    return ms, ms_min
+    timing = time_calls(fn, experience, repeats, budget)
+    return timing.ms, timing.ms_min
 
 
 def our_state(sampler: str, config: dict, experience: Transition, capacity: int) -> BufferState:
@@ -157,8 +173,8 @@ def our_state(sampler: str, config: dict, experience: Transition, capacity: int)
 
 
 def flashbax_rows(num_agents: int, capacity: int, batch: int, repeats: int,
-                  budget: float) -> dict[str, tuple[float, float, float]]:
-    """(compile s, median ms, min ms) of flashbax flat, item and prioritised sampling."""
+                  budget: float) -> dict[str, Timing]:
+    """Timings of flashbax's flat, item and prioritised buffers' ``sample``."""
     rows, envs = {}, 100
     ex = example(num_agents)
     builders = {
@@ -245,9 +261,10 @@ def main(args: argparse.Namespace) -> None:
                 continue
             refs = {} if args.no_flashbax else flashbax_rows(
                 num_agents, capacity, args.batch, args.repeats, args.budget_s)
-            for name, (compile_s, ms, _) in refs.items():
-                print(f"N={num_agents:2d} C={capacity:.0e} flashbax {name:11s} {ms:9.3f} ms "
-                      f"compile {compile_s:.1f}s")
+            for name, timing in refs.items():
+                print(f"N={num_agents:2d} C={capacity:.0e} flashbax {name:11s} "
+                      f"{timing.ms:9.3f} ms (single call {timing.call_ms:.3f} ms) "
+                      f"compile {timing.compile_s:.1f}s")
             for layout in LAYOUTS:
                 experience = random_storage(num_agents, capacity, layout, jax.random.key(3))
                 runs = [(s, "shared", {}) for s in args.samplers]
@@ -264,19 +281,22 @@ def main(args: argparse.Namespace) -> None:
                                   index_sharing=sharing, **kwargs)
                     state = our_state(sampler, config, experience, capacity)
                     sample = make_buffer(sampler, **config).sample
-                    compile_s, ms, ms_min = time_calls(sample, state, args.repeats,
-                                                       args.budget_s)
+                    timing = time_calls(sample, state, args.repeats, args.budget_s)
+                    compile_s, ms = timing.compile_s, timing.ms
                     ref = {"uniform": "flat", "per": "prioritised"}.get(sampler)
-                    ref_ms = round(refs[ref][1], 4) if ref in refs and sharing == "shared" \
-                        else None
+                    ref_t = refs[ref] if ref in refs and sharing == "shared" else None
+                    ref_ms = round(ref_t.ms, 4) if ref_t else None
                     rec = record(sampler, layout, sharing, num_agents, capacity, args.batch,
                                  ms, out_bytes(sample, state), ref_ms,
-                                 compile_s=round(compile_s, 3), ms_min=round(ms_min, 4),
-                                 ref_ms_min=round(refs[ref][2], 4) if ref_ms else None,
+                                 compile_s=round(compile_s, 3),
+                                 ms_min=round(timing.ms_min, 4),
+                                 call_ms=round(timing.call_ms, 4),
+                                 ref_ms_min=round(ref_t.ms_min, 4) if ref_t else None,
+                                 ref_call_ms=round(ref_t.call_ms, 4) if ref_t else None,
                                  obs_dim=obs_dim(num_agents),
                                  **kwargs)
                     if sampler == "uniform" and sharing == "shared" and "item" in refs:
-                        rec["ref_item_ms"] = round(refs["item"][1], 4)
+                        rec["ref_item_ms"] = round(refs["item"].ms, 4)
                     if sampler == "uniform" and sharing == "shared":
                         copy_ms, copy_min = contiguous_copy_ms(
                             experience, args.batch, layout, args.repeats, args.budget_s)
@@ -307,7 +327,8 @@ def summarize(records: list[dict], copy_gbs: float, skipped: list) -> None:
             best_gbs = rec["gb_per_s"] * rec["ms"] / rec["ms_min"]
             print(f"  uniform {rec['layout']} N={rec['num_agents']} C={rec['capacity']:.0e}: "
                   f"flashbax flat / ours = {rec['ref_ms'] / rec['ms']:.2f} "
-                  f"[min {rec['ref_ms_min'] / rec['ms_min']:.2f}] (goal 5 at N=24); "
+                  f"[min {rec['ref_ms_min'] / rec['ms_min']:.2f}; single calls "
+                  f"{rec['ref_call_ms'] / rec['call_ms']:.2f}] (goal 5 at N=24); "
                   f"{rec['gb_per_s'] / copy_gbs:.2f} [min {best_gbs / copy_gbs:.2f}] of copy "
                   "bandwidth (goal 0.5)")
             if rec.get("contiguous_copy_ms"):
