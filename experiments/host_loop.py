@@ -24,7 +24,12 @@ import orbax.checkpoint as ocp
 from experiments import outputs
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.buffers import available_bytes
-from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
+from jaxmarl_accel.envs.evaluate import (
+    evaluate_policy,
+    heuristic_policy,
+    random_policy,
+    scripted_team,
+)
 from jaxmarl_accel.parallel import Layout, auto_layout, make_sharded_trainer, plan_layout
 from jaxmarl_accel.train import Trainer, make_trainer
 
@@ -136,11 +141,19 @@ def _duration(seconds: float) -> str:
 
 
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
-    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies."""
+    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies.
+
+    With scripted prey (``--prey heuristic``) the prey are scripted in both baselines too,
+    so the trained predators are compared with random and scripted predators against the
+    same prey.
+    """
     env, params = trainer.env, trainer.env_params
     random_key, heuristic_key = jax.random.split(key)
+    random_fn = random_policy(env)
+    if trainer.config.prey == "heuristic":
+        random_fn = scripted_team(env, random_fn, "prey")
     results = {
-        "random": evaluate_policy(env, params, random_policy(env), random_key, episodes),
+        "random": evaluate_policy(env, params, random_fn, random_key, episodes),
         "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
                                      episodes)}
     return {name: np.asarray(result.agent_returns) for name, result in results.items()}

@@ -52,6 +52,25 @@ def random_policy(env: Env) -> Policy:
     return lambda key, obs, state, params: env.random_action(key)
 
 
+def scripted_team(env: Env, policy_fn: Policy, team: str) -> Policy:
+    """``policy_fn`` with the rows of ``team``'s agents replaced by the scripted policy.
+
+    E.g. random predators against scripted prey: ``scripted_team(env, random_policy(env),
+    "prey")``. Actions are ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
+    """
+    if team not in env.spec.teams:
+        raise ValueError(f"team {team!r} not in the scenario's teams {sorted(set(env.spec.teams))}")
+    rows = jnp.asarray([t == team for t in env.spec.teams])
+
+    def policy(key, obs, state, params):
+        own_key, scripted_key = jax.random.split(key)
+        actions = policy_fn(own_key, obs, state, params)
+        scripted = env.heuristic_action(scripted_key, state, params)
+        return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
+
+    return policy
+
+
 def evaluate_policy(
     env: Env,
     params: Any,

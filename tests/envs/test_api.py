@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import SCENARIOS, make
-from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
+from jaxmarl_accel.envs.evaluate import (
+    evaluate_policy,
+    heuristic_policy,
+    random_policy,
+    scripted_team,
+)
 
 
 def _two_steps(env, params, num_envs: int, scripted: bool = True):
@@ -191,6 +196,27 @@ def test_evaluate_policy_episode_follows_params_not_spec():
                                   .episode_returns)
     with pytest.raises(ValueError, match="num_steps"):
         jax.jit(lambda p: evaluate_policy(env, p, policy, key, 3).mean_return)(short)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_scripted_team_replaces_only_that_teams_rows(continuous):
+    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
+                       continuous_actions=continuous)
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    mixed = jax.jit(scripted_team(env, random_policy(env), "prey"))
+    key = jax.random.PRNGKey(3)
+    actions = mixed(key, obs, state, params)
+    own_key, scripted_key = jax.random.split(key)
+    prey = np.asarray([t == "prey" for t in env.spec.teams])
+    expected_prey = env.heuristic_action(scripted_key, state, params)
+    expected_rest = env.random_action(own_key)
+    # jit vs eager rounding of the continuous scripted action: 1 ulp
+    np.testing.assert_allclose(np.asarray(actions)[prey], np.asarray(expected_prey)[prey],
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(actions)[~prey], np.asarray(expected_rest)[~prey],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="team 'goalkeeper'"):
+        scripted_team(env, random_policy(env), "goalkeeper")
 
 
 def test_spread_heuristic_targets_distinct_landmarks():
