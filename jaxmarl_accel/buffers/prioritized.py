@@ -8,8 +8,9 @@ get the largest priority seen so far. The sum tree stores ``p^a``.
 Prioritized locality (paper 000, IV-B1 and VI-C): reference points drawn by PER; each
 reference r takes ``k_r`` consecutive transitions, ``k_r`` chosen by its normalized priority
 ``u_r = p_r^a / max_refs p^a`` (below ``t1``: ``n1``, below ``t2``: ``n2``, else ``n3``;
-paper: 0.33 / 0.66 and 1 / 2 / 4); references are used in draw order until exactly B slots
-are filled (the last may be cut). A window is ``[t_r, t_r + k_r)`` in chronological
+paper: 0.33 / 0.66 and 1 / 2 / 4); the B stratified PER draws are used in a spread order
+of their strata (:func:`spread_order`, rotated at random) until exactly B slots are filled
+(the last window may be cut). A window is ``[t_r, t_r + k_r)`` in chronological
 positions, shifted back to end at the newest transition when it would pass it, so it never
 reaches unwritten slots nor crosses the write head. IS weights follow Lemma 1,
 ``w_j = (1 / size * 1 / P(j))^beta``, with the locality-aware probability
@@ -19,8 +20,11 @@ draw's window covers j, over the expected slots per draw), normalized by the bat
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from jaxmarl_accel.buffers import storage, sum_tree
@@ -152,6 +156,19 @@ def locality_probability(
     return jnp.sum(jnp.where(covers, values, 0.0), axis=1) / sum_tree.total(tree)
 
 
+def spread_order(batch_size: int) -> np.ndarray:
+    """A fixed order of the B strata whose every prefix is spread over all of them, ``[B]``.
+
+    Stratum ``i * s mod B`` comes i-th, with the stride ``s`` coprime to B nearest to
+    ``B (sqrt 5 - 1) / 2`` (golden-ratio stepping), so the first m entries are a permutation
+    prefix that is close to evenly spaced for every m.
+    """
+    golden = round(batch_size * (math.sqrt(5.0) - 1.0) / 2.0)
+    stride = min((s for s in range(1, batch_size + 1) if math.gcd(s, batch_size) == 1),
+                 key=lambda s: (abs(s - golden), s))
+    return (np.arange(batch_size, dtype=np.int64) * stride % batch_size).astype(np.int32)
+
+
 def make_prioritized_locality(
     *,
     capacity: int,
@@ -166,12 +183,17 @@ def make_prioritized_locality(
 ) -> SamplerKit:
     """Information-prioritized locality sampler (paper 000, IV-B1, Lemma 1)."""
     init, on_add, update = _priority_kit_parts(capacity, alpha)
+    order = spread_order(batch_size)  # static, embedded as a constant
 
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
         tree = state.sampler.tree
-        refs = jnp.minimum(sum_tree.stratified_sample(tree, key, batch_size), capacity - 1)
-        # draws are stratified in slot order; shuffle so the used prefix is not biased
-        refs = jax.random.permutation(jax.random.fold_in(key, 1), refs)
+        # PER's stratified draws, visited in a spread order rotated by a random offset: each
+        # reference is marginally one PER draw, and the prefix of references that fills the
+        # batch covers the whole priority mass, not only its low-slot end
+        rotation = jax.random.randint(jax.random.fold_in(key, 1), (), 0, batch_size)
+        targets = sum_tree.stratified_targets(tree, key, batch_size)
+        refs = sum_tree.find(tree, targets[(order + rotation) % batch_size])
+        refs = jnp.minimum(refs, capacity - 1)
         values = sum_tree.leaves(tree, refs)
         scale = jnp.max(values)
         ref_counts = locality_counts(values, scale, thresholds, counts)
@@ -189,8 +211,6 @@ def make_prioritized_locality(
         weights = normalized_is_weights(
             state.size, prob, beta_at(state.sampler.step, beta, beta_final, beta_steps)
         )
-        order = jnp.argsort(indices)  # ascending reads; a mini-batch is a set
-        indices, weights = indices[order], weights[order]
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights)
 

@@ -95,12 +95,19 @@ def find(tree: jax.Array, targets: jax.Array) -> jax.Array:
     return node - num_leaves
 
 
+def stratified_targets(tree: jax.Array, key: jax.Array, batch_size: int) -> jax.Array:
+    """One uniform prefix-sum target in each of ``batch_size`` equal strata, float32 ``[B]``.
+
+    Target ``i`` lies in stratum ``i``, ``[i, i + 1) * total / B``, so the targets ascend.
+    """
+    stratum = total(tree) / batch_size
+    offsets = jax.random.uniform(key, (batch_size,), jnp.float32)
+    return (jnp.arange(batch_size, dtype=jnp.float32) + offsets) * stratum
+
+
 def stratified_sample(tree: jax.Array, key: jax.Array, batch_size: int) -> jax.Array:
     """Draw ``batch_size`` slots proportionally to priority, one per equal stratum, ``[B]``.
 
     Proportional prioritization with stratified targets (Schaul et al. 2016, appendix B.2.1).
     """
-    stratum = total(tree) / batch_size
-    offsets = jax.random.uniform(key, (batch_size,), jnp.float32)
-    targets = (jnp.arange(batch_size, dtype=jnp.float32) + offsets) * stratum
-    return find(tree, targets)
+    return find(tree, stratified_targets(tree, key, batch_size))

@@ -5,11 +5,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
 from jaxmarl_accel.buffers import sum_tree
+from jaxmarl_accel.buffers.prioritized import spread_order
 from tests.buffers.helpers import fill, jitted
 
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -155,3 +157,14 @@ def test_updates_from_batches_drawn_too_early_never_touch_unwritten_slots():
                 np.testing.assert_array_equal(leaves(state)[size:], 0.0)
             if size == 0:
                 np.testing.assert_array_equal(np.asarray(batch.weights) >= 0, True)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 7, 64, 100, 1024])
+def test_spread_order_is_a_permutation_whose_prefixes_cover_all_strata(batch_size):
+    order = spread_order(batch_size)
+    np.testing.assert_array_equal(np.sort(order), np.arange(batch_size))
+    # every prefix of m strata leaves no gap wider than 6 B / m strata (a random permutation
+    # leaves gaps of about ln(m) B / m): the used references span the whole priority mass
+    for m in range(1, batch_size + 1):
+        edges = np.sort(np.append(order[:m], order[0] + batch_size))
+        assert np.diff(edges).max() <= max(6 * batch_size / m, 1)
