@@ -280,17 +280,19 @@ def make_prioritized_locality_buffer(
 
 def make_reuse_buffer(
     *, capacity: int, batch_size: int, layout: str = "transition_major",
-    index_sharing: str = "shared", reuse_ratio: float = 0.5, window: int | None = None,
+    index_sharing: str = "shared", reuse_ratio: float = 0.5, reuse_window: int | None = None,
     decay: float = 0.99, reduction: str = "max",
 ) -> Buffer:
-    """AccMER: reuse the top ``reuse_ratio * batch_size`` slots for ``window`` updates.
+    """AccMER: reuse the top ``reuse_ratio * batch_size`` slots for ``reuse_window`` updates.
 
-    ``window`` defaults to ``capacity // batch_size`` (paper 004: every floor(d / b) steps).
+    ``reuse_window`` (a number of updates; not the neighbor sampler's ``window``, which is a
+    slice shape) defaults to ``capacity // batch_size`` (paper 004: every floor(d / b) steps).
     """
     common = _common(capacity, batch_size, layout, index_sharing)
     _choice("reduction", reduction, REDUCTIONS)
     reuse_ratio = _number("reuse_ratio", reuse_ratio, 0.0, 1.0)
-    window = capacity // batch_size if window is None else _positive_int("window", window)
+    window = (capacity // batch_size if reuse_window is None
+              else _positive_int("reuse_window", reuse_window))
     decay = _number("decay", decay, 0.0, 1.0, open_low=True)
     kit = make_reuse(reuse_ratio=reuse_ratio, window=window, decay=decay, **common)
     return _assemble(kit, sampler="reuse", index_sharing=index_sharing, min_size=batch_size,

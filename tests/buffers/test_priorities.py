@@ -115,7 +115,7 @@ def test_prioritized_locality_with_one_neighbor_is_per():
 @given(seed=st.integers(0, 2**16), ratio=st.sampled_from([0.5, 1.0]), num_adds=st.integers(3, 20))
 def test_reuse_keeps_top_k_for_a_window_then_refreshes(seed, ratio, num_adds):
     batch_size, window, decay = 8, 3, 0.9
-    buf = jitted("reuse", (("reuse_ratio", ratio), ("window", window), ("decay", decay)),
+    buf = jitted("reuse", (("reuse_ratio", ratio), ("reuse_window", window), ("decay", decay)),
                  capacity=CAPACITY, batch_size=batch_size)
     state = fill(buf, 3, num_adds, 3)
     size = int(state.size)

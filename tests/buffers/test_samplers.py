@@ -117,7 +117,7 @@ def test_samplers_run_inside_a_scan_vmapped_over_seeds():
     num_agents, num_envs = 3, 4
 
     def run(sampler, key):
-        buffer = make_buffer(sampler, capacity=64, batch_size=8, window=5) if sampler == (
+        buffer = make_buffer(sampler, capacity=64, batch_size=8, reuse_window=5) if sampler == (
             "reuse") else make_buffer(sampler, capacity=64, batch_size=8)
 
         def step(state, step_key):
