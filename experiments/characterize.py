@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     settings = {k: v for k, v in vars(args).items()}
     settings.update(jax_version=jax.__version__, devices=[str(d) for d in jax.devices()],
                     machine=platform.platform(), started=time.strftime("%Y-%m-%d %H:%M:%S"),
-                    note="timed on a shared machine; absolute times are noisy, compare ratios")
+                    note="absolute times depend on the machine and its load; compare ratios")
     log = lambda msg: print(msg, flush=True)  # noqa: E731
     log(f"characterize: {args.env} {args.algo} sampler={args.sampler} layout={args.layout} "
         f"agents={args.agents} batch={args.batch_size} on {jax.devices()[0]}")

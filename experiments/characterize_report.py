@@ -69,9 +69,10 @@ def derive(args: argparse.Namespace, rec: dict[str, Any], policy_delay: int) -> 
             med(cmp_["uniform_agent_major"]["sample"]) / uni)
         ratios["vic_sampling_per_over_prioritized_locality"] = (
             med(cmp_["per"]["sample"]) / med(cmp_["prioritized_locality"]["sample"]))
+        both = {k: med(cmp_[k]["sample"]) + med(cmp_[k]["priority_update"])
+                for k in ("per", "prioritized_locality")}
         ratios["vic_sample_and_priority_per_over_prioritized_locality"] = (
-            med(cmp_["per"]["sample_and_priority"])
-            / med(cmp_["prioritized_locality"]["sample_and_priority"]))
+            both["per"] / both["prioritized_locality"])
     if "learner_update_sequential" in whole and "learner_update_parallel" in whole:
         rest = (med(whole["rollout_step"]) + med(ph["sampling"]) + med(ph["priority_update"]))
         ips = {m: 1.0 / (rest + med(whole[f"learner_update_{m}"]))
