@@ -55,7 +55,7 @@ def complement_uniform(
     num_excluded = excluded.shape[0]
     positions = jnp.sort(storage.chronological(excluded, state, capacity))
     allowed = jnp.maximum(state.size - num_excluded, 1)
-    rank = jnp.sort(jax.random.randint(key, (num,), 0, allowed, jnp.int32))  # ascending reads
+    rank = jax.random.randint(key, (num,), 0, allowed, jnp.int32)
     shift = jnp.searchsorted(positions - jnp.arange(num_excluded), rank, side="right")
     return storage.slot_of(rank + shift.astype(jnp.int32), state, capacity).astype(jnp.int32)
 
