@@ -10,7 +10,8 @@ given to ``make``, 25 unless set): it is static and does not follow ``params.rep
 
 Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
 ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
-:func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`),
+:func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`
+and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`),
 then add one line ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules
 are imported on first use, so a scenario's import cost is paid only by those who make it.
 """

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree
 
 
@@ -38,9 +38,9 @@ def moves_decoder(continuous: bool, dim_c: int = 0) -> Callable:
     def decode(actions: jax.Array, params: PyTree) -> tuple[jax.Array, jax.Array]:
         accel = params.world.accel
         if continuous:
-            force = core.decode_continuous_moves(actions, accel)
+            force = moves.decode_continuous_moves(actions, accel)
         else:
-            force = core.decode_discrete_moves(actions, accel)
+            force = moves.decode_discrete_moves(actions, accel)
         return force, jnp.zeros((actions.shape[0], dim_c), jnp.float32)
 
     return decode
@@ -71,7 +71,7 @@ def build_env(
         return observe(state, params), state
 
     def step(key: jax.Array, state: core.MPEState, actions: jax.Array, params: PyTree):
-        core.validate_actions(actions, spec.action_shape, spec.continuous, spec.name)
+        moves.validate_actions(actions, spec.action_shape, spec.continuous, spec.name)
         force, comm = decode(actions, params)
         pos, vel = core.world_step(state.pos, state.vel, force, params.world, colliders)
         next_state = state.replace(pos=pos, vel=vel, comm=comm, step=state.step + 1)

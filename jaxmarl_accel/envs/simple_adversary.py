@@ -26,7 +26,7 @@ Scripted policy: good agents are assigned distinct landmarks by
 :func:`~.assignment.assign` with the goal forced into the assignment (one good agent sits
 on the goal, the others cover decoys); adversaries head for the landmark nearest to any
 good agent (their best guess of the goal from what they observe). Both steer with the
-proportional-derivative controller of :func:`~.core.seek_action`.
+proportional-derivative controller of :func:`~.moves.seek_action`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
@@ -96,8 +96,8 @@ def make(
         name="simple_adversary", num_agents=n, obs_dim=good_size,
         obs_sizes=(good_size - 2,) * num_a + (good_size,) * num_good,
         teams=("adversary",) * num_a + ("agent",) * num_good, continuous=continuous_actions,
-        num_actions=core.NUM_MOVES, action_sizes=(core.NUM_MOVES,) * n,
-        act_dim=core.NUM_MOVES, episode_length=episode_length)
+        num_actions=moves.NUM_MOVES, action_sizes=(moves.NUM_MOVES,) * n,
+        act_dim=moves.NUM_MOVES, episode_length=episode_length)
     world = core.make_world_params(
         size=np.r_[np.full(n, 0.15), np.full(num_l, 0.08)],
         movable=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
@@ -136,7 +136,7 @@ def make(
         guess = jnp.argmin(jnp.min(dist[num_a:], axis=0))
         adversary_target = jnp.broadcast_to(landmark_pos[guess], (num_a, 2))
         target = jnp.concatenate([adversary_target, good_target])
-        return core.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
+        return moves.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute

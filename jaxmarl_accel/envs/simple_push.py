@@ -30,7 +30,7 @@ Scripted policy: good agents steer to the goal. An adversary cannot see the goal
 guesses the landmark nearest to the good agent nearest to it and blocks that agent: it
 steers to the point 0.1 from the guessed landmark towards the good agent, where it sits
 between the two (its own reward only loses those 0.1). Both steer with the
-proportional-derivative controller of :func:`~.core.seek_action`.
+proportional-derivative controller of :func:`~.moves.seek_action`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
 
@@ -97,8 +97,8 @@ def make(
         name="simple_push", num_agents=n, obs_dim=good_size,
         obs_sizes=(adversary_size,) * num_a + (good_size,) * num_good,
         teams=("adversary",) * num_a + ("agent",) * num_good, continuous=continuous_actions,
-        num_actions=core.NUM_MOVES, action_sizes=(core.NUM_MOVES,) * n,
-        act_dim=core.NUM_MOVES, episode_length=episode_length)
+        num_actions=moves.NUM_MOVES, action_sizes=(moves.NUM_MOVES,) * n,
+        act_dim=moves.NUM_MOVES, episode_length=episode_length)
     world = core.make_world_params(
         size=np.full(n + num_l, 0.05),
         movable=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
@@ -145,7 +145,7 @@ def make(
         block = guess + BLOCK_OFFSET * unit
         goal = jnp.broadcast_to(state.pos[n + state.goal[0]], (num_good, 2))
         target = jnp.concatenate([block, goal])
-        return core.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
+        return moves.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
     env = build_env(spec, init, decode, observe, reward, heuristic, colliders=slice(0, n))

@@ -30,7 +30,7 @@ radii are mpe2's 0.05 (jaxmarl draws 0.15 / 0.2; only drawing sees them).
 Scripted policy: agent i says ``goal[o]`` (the landmark it knows the other must reach) and
 steers to the landmark named by the other's current comm (its argmax, i.e. what was said at
 the previous step) with the proportional-derivative controller of
-:func:`~.core.seek_action`.
+:func:`~.moves.seek_action`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env
 
@@ -85,11 +85,11 @@ def make(
         raise ValueError(f"episode_length must be an int >= 1, got {episode_length!r}")
     n, num_l = NUM_AGENTS, NUM_LANDMARKS
     obs_dim = 2 + 2 * num_l + 3 + DIM_C
-    num_actions = core.NUM_MOVES * DIM_C
+    num_actions = moves.NUM_MOVES * DIM_C
     spec = EnvSpec(
         name="simple_reference", num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
         teams=("agent",) * n, continuous=continuous_actions, num_actions=num_actions,
-        action_sizes=(num_actions,) * n, act_dim=core.NUM_MOVES + DIM_C,
+        action_sizes=(num_actions,) * n, act_dim=moves.NUM_MOVES + DIM_C,
         episode_length=episode_length)
     world = core.make_world_params(
         size=np.full(n + num_l, 0.05),
@@ -112,12 +112,12 @@ def make(
     def decode(actions: jax.Array, params: ReferenceParams) -> tuple[jax.Array, jax.Array]:
         accel = params.world.accel
         if continuous_actions:
-            force = core.decode_continuous_moves(actions, accel)
-            comm = jnp.clip(actions[:, core.NUM_MOVES:], 0.0, 1.0)
+            force = moves.decode_continuous_moves(actions, accel)
+            comm = jnp.clip(actions[:, moves.NUM_MOVES:], 0.0, 1.0)
         else:
             index = jnp.clip(actions, 0, num_actions - 1)
-            force = core.decode_discrete_moves(index % core.NUM_MOVES, accel)
-            comm = jax.nn.one_hot(index // core.NUM_MOVES, DIM_C)
+            force = moves.decode_discrete_moves(index % moves.NUM_MOVES, accel)
+            comm = jax.nn.one_hot(index // moves.NUM_MOVES, DIM_C)
         return force, comm.astype(jnp.float32)
 
     def observe(state: core.MPEState, params: ReferenceParams) -> jax.Array:
@@ -135,12 +135,12 @@ def make(
 
     def heuristic(key: jax.Array, state: core.MPEState, params: ReferenceParams) -> jax.Array:
         heard = jnp.argmax(state.comm[other], axis=-1)
-        move = core.seek_action(state.pos[n + heard], state.pos[:n], state.vel[:n],
+        move = moves.seek_action(state.pos[n + heard], state.pos[:n], state.vel[:n],
                                 continuous_actions)
         say = state.goal[other]
         if continuous_actions:
             return jnp.concatenate([move, jax.nn.one_hot(say, DIM_C)], axis=1)
-        return (move + core.NUM_MOVES * say).astype(jnp.int32)
+        return (move + moves.NUM_MOVES * say).astype(jnp.int32)
 
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
     env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)

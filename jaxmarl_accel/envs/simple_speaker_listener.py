@@ -29,7 +29,7 @@ Intended differences from the references: episodes last ``episode_length`` steps
 
 Scripted policy: the speaker says the goal index; the listener reads the speaker's current
 comm (its argmax, i.e. what was said at the previous step) and steers to that landmark
-with the proportional-derivative controller of :func:`~.core.seek_action`.
+with the proportional-derivative controller of :func:`~.moves.seek_action`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env
 
@@ -67,7 +67,7 @@ def silent_policy(continuous_actions: bool = False):
 
     A listener that hears nothing cannot tell the goal from the other landmarks; since the
     goal is uniform, the expected reward ``-E|p - g|^2 = -|p - c|^2 - const`` is highest at
-    the landmarks' centroid ``c``, so the listener steers there (:func:`~.core.seek_action`)
+    the landmarks' centroid ``c``, so the listener steers there (:func:`~.moves.seek_action`)
     and the speaker always says symbol 0. A team that beats this return must use the
     speaker's message: it is the threshold for "learned to communicate".
 
@@ -80,9 +80,9 @@ def silent_policy(continuous_actions: bool = False):
     def policy_fn(key: jax.Array, obs: jax.Array, state: core.MPEState, params) -> jax.Array:
         del key, obs, params
         centroid = jnp.mean(state.pos[n:], axis=0, keepdims=True)
-        move = core.seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
+        move = moves.seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
         if continuous_actions:
-            return jnp.concatenate([jnp.zeros((1, core.NUM_MOVES)), move]).astype(jnp.float32)
+            return jnp.concatenate([jnp.zeros((1, moves.NUM_MOVES)), move]).astype(jnp.float32)
         return jnp.concatenate([jnp.zeros((1,), jnp.int32), move]).astype(jnp.int32)
 
     return policy_fn
@@ -106,8 +106,8 @@ def make(
     spec = EnvSpec(
         name="simple_speaker_listener", num_agents=n, obs_dim=2 + 2 * num_l + DIM_C,
         obs_sizes=(num_l, 2 + 2 * num_l + DIM_C), teams=("speaker", "listener"),
-        continuous=continuous_actions, num_actions=core.NUM_MOVES,
-        action_sizes=(DIM_C, core.NUM_MOVES), act_dim=core.NUM_MOVES,
+        continuous=continuous_actions, num_actions=moves.NUM_MOVES,
+        action_sizes=(DIM_C, moves.NUM_MOVES), act_dim=moves.NUM_MOVES,
         episode_length=episode_length)
     world = core.make_world_params(
         size=np.r_[np.full(n, 0.075), np.full(num_l, 0.04)],
@@ -132,10 +132,10 @@ def make(
         accel = params.world.accel[1:]
         if continuous_actions:
             said = jnp.clip(actions[0, :DIM_C], 0.0, 1.0)
-            force = core.decode_continuous_moves(actions[1:], accel)
+            force = moves.decode_continuous_moves(actions[1:], accel)
         else:
             said = jax.nn.one_hot(jnp.clip(actions[0], 0, DIM_C - 1), DIM_C)
-            force = core.decode_discrete_moves(jnp.clip(actions[1:], 0, core.NUM_MOVES - 1),
+            force = moves.decode_discrete_moves(jnp.clip(actions[1:], 0, moves.NUM_MOVES - 1),
                                                accel)
         comm = jnp.stack([said, jnp.zeros(DIM_C)]).astype(jnp.float32)
         return jnp.concatenate([jnp.zeros((1, 2)), force]), comm
@@ -155,10 +155,10 @@ def make(
         key: jax.Array, state: core.MPEState, params: SpeakerListenerParams
     ) -> jax.Array:
         heard = jnp.argmax(state.comm[0])
-        move = core.seek_action(state.pos[n + heard][None], state.pos[1:2], state.vel[1:2],
+        move = moves.seek_action(state.pos[n + heard][None], state.pos[1:2], state.vel[1:2],
                                 continuous_actions)
         if continuous_actions:
-            said = jax.nn.one_hot(state.goal[0], core.NUM_MOVES)
+            said = jax.nn.one_hot(state.goal[0], moves.NUM_MOVES)
             return jnp.concatenate([said[None], move]).astype(jnp.float32)
         return jnp.concatenate([state.goal[:1], move]).astype(jnp.int32)
 

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
@@ -119,8 +119,8 @@ def make(
     obs_dim = 4 + 2 * seen_landmarks + (2 + DIM_C) * seen_agents
     spec = EnvSpec(
         name="simple_spread", num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
-        teams=("agent",) * n, continuous=continuous_actions, num_actions=core.NUM_MOVES,
-        action_sizes=(core.NUM_MOVES,) * n, act_dim=core.NUM_MOVES,
+        teams=("agent",) * n, continuous=continuous_actions, num_actions=moves.NUM_MOVES,
+        action_sizes=(moves.NUM_MOVES,) * n, act_dim=moves.NUM_MOVES,
         episode_length=episode_length)
     world = core.make_world_params(
         size=np.r_[np.full(n, 0.15), np.full(num_l, 0.05)],
@@ -174,8 +174,8 @@ def make(
         kp, kd = PD_GAINS
         direction = kp * (target - agent_pos) - kd * state.vel[:n]
         if continuous_actions:
-            return core.moves_to_continuous(direction)
-        return core.direction_to_move(direction)
+            return moves.moves_to_continuous(direction)
+        return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
                     heuristic, colliders=slice(0, n))

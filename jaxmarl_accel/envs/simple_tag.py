@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.scenario import build_env, moves_decoder
 
@@ -130,8 +130,8 @@ def make(
     spec = EnvSpec(
         name="simple_tag", num_agents=n, obs_dim=max(sizes), obs_sizes=sizes,
         teams=("predator",) * n_pred + ("prey",) * n_prey, continuous=continuous_actions,
-        num_actions=core.NUM_MOVES, action_sizes=(core.NUM_MOVES,) * n,
-        act_dim=core.NUM_MOVES, episode_length=episode_length)
+        num_actions=moves.NUM_MOVES, action_sizes=(moves.NUM_MOVES,) * n,
+        act_dim=moves.NUM_MOVES, episode_length=episode_length)
     is_pred = np.r_[np.ones(n_pred, bool), np.zeros(n_prey, bool)]
     world = core.make_world_params(
         size=np.r_[np.where(is_pred, 0.075, 0.05), np.full(n_obs, 0.2)],
@@ -206,8 +206,8 @@ def make(
         chase = chase / (jnp.linalg.norm(chase, axis=-1, keepdims=True) + 1e-6)
         direction = jnp.concatenate([chase, flee])
         if continuous_actions:
-            return core.moves_to_continuous(direction)
-        return core.direction_to_move(direction)
+            return moves.moves_to_continuous(direction)
+        return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
                     heuristic)

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.assignment import assign
 
 
@@ -90,15 +90,15 @@ def test_coincident_entities_give_finite_forces(num_entities):
 
 def test_action_decoding_follows_mpe2():
     accel = jnp.array([2.0, 2.0, 2.0, 2.0, 2.0])
-    force = core.decode_discrete_moves(jnp.arange(5), accel)
-    np.testing.assert_array_equal(force, 2.0 * core.MOVE_DIRECTIONS)
-    out_of_range = core.decode_discrete_moves(jnp.array([-1, 5, 99]), accel[:3])
+    force = moves.decode_discrete_moves(jnp.arange(5), accel)
+    np.testing.assert_array_equal(force, 2.0 * moves.MOVE_DIRECTIONS)
+    out_of_range = moves.decode_discrete_moves(jnp.array([-1, 5, 99]), accel[:3])
     np.testing.assert_array_equal(out_of_range, np.zeros((3, 2)))  # a no-op
     cont = jnp.array([[0.3, 0.2, 0.9, 1.5, -0.4]])
-    np.testing.assert_allclose(core.decode_continuous_moves(cont, accel[:1]), [[1.4, -2.0]])
+    np.testing.assert_allclose(moves.decode_continuous_moves(cont, accel[:1]), [[1.4, -2.0]])
     direction = jnp.array([[0.9, 0.2], [0.1, -0.2], [-0.3, -0.8]])
-    np.testing.assert_array_equal(core.direction_to_move(direction), [2, 0, 3])
-    roundtrip = core.decode_continuous_moves(core.moves_to_continuous(direction), jnp.ones(3))
+    np.testing.assert_array_equal(moves.direction_to_move(direction), [2, 0, 3])
+    roundtrip = moves.decode_continuous_moves(moves.moves_to_continuous(direction), jnp.ones(3))
     np.testing.assert_allclose(roundtrip, direction, atol=1e-6)
 
 
@@ -106,13 +106,13 @@ def test_seek_action_steers_to_the_target_and_damps_velocity():
     pos = jnp.array([[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]])
     target = jnp.array([[0.3, 0.0], [0.5, 0.2], [0.0, 0.0]])
     vel = jnp.array([[0.0, 0.0], [0.0, 0.0], [0.4, 0.0]])  # agent 2 sits on its target
-    seek = jax.jit(core.seek_action, static_argnums=3)
+    seek = jax.jit(moves.seek_action, static_argnums=3)
     np.testing.assert_array_equal(seek(target, pos, vel, False), [2, 3, 1])  # +x, -y, brake
-    moves = seek(target, pos, vel, True)
-    assert moves.shape == (3, core.NUM_MOVES) and moves.dtype == jnp.float32
-    kp, kd = core.SEEK_GAINS
+    vectors = seek(target, pos, vel, True)
+    assert vectors.shape == (3, moves.NUM_MOVES) and vectors.dtype == jnp.float32
+    kp, kd = moves.SEEK_GAINS
     desired = np.clip(kp * (target - pos) - kd * vel, -1.0, 1.0)
-    np.testing.assert_allclose(core.decode_continuous_moves(moves, jnp.ones(3)), desired,
+    np.testing.assert_allclose(moves.decode_continuous_moves(vectors, jnp.ones(3)), desired,
                                atol=1e-6)
 
 
