@@ -28,7 +28,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo, make_algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.envs import Env, make
-from jaxmarl_accel.envs.evaluate import evaluate_policy
+from jaxmarl_accel.envs.evaluate import evaluate_policy, script_rows
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
@@ -131,10 +131,8 @@ def make_policy(env: Env, algo: Algo, prey_heuristic: bool, explore: bool) -> Ca
         env_action, action_vec = algo.act(algo_state, obs, act_key, explore)
         if not prey_heuristic:
             return env_action, action_vec
-        scripted = env.heuristic_action(prey_key, env_state, params)
-        mask = is_prey.reshape((-1,) + (1,) * (env_action.ndim - 1))
-        env_action = jnp.where(mask, scripted, env_action)
-        action_vec = jnp.where(is_prey[:, None], action_vector(env, scripted), action_vec)
+        env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
+        action_vec = jnp.where(is_prey[:, None], action_vector(env, env_action), action_vec)
         return env_action, action_vec
 
     return policy

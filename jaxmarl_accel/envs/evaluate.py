@@ -65,10 +65,18 @@ def scripted_team(env: Env, policy_fn: Policy, team: str) -> Policy:
     def policy(key, obs, state, params):
         own_key, scripted_key = jax.random.split(key)
         actions = policy_fn(own_key, obs, state, params)
-        scripted = env.heuristic_action(scripted_key, state, params)
-        return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
+        return script_rows(env, rows, actions, scripted_key, state, params)
 
     return policy
+
+
+def script_rows(
+    env: Env, rows: jax.Array, actions: jax.Array, key: jax.Array, state: Any, params: Any
+) -> jax.Array:
+    """``actions`` with the agents marked in ``rows`` (bool ``[N]``) replaced by the scripted
+    policy's actions drawn with ``key``; actions ``[N]`` or ``[N, act_dim]`` (axis 0: agent)."""
+    scripted = env.heuristic_action(key, state, params)
+    return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
 
 
 def evaluate_policy(
