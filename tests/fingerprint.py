@@ -1,0 +1,129 @@
+"""A fingerprint of the training program: per-leaf hashes of the ``TrainState`` after two
+chunks from a fixed key, for every algorithm x sampler x layout x learners mode (and a few
+extra settings), plus the ``metrics.csv`` of a short CLI run.
+
+``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``.
+Regenerate it (only when a change of numbers is intended, and say why in the commit) with::
+
+    JAX_PLATFORMS=cpu python -m tests.fingerprint --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.config import TrainConfig
+
+PATH = os.path.join(os.path.dirname(__file__), "data", "fingerprint.json")
+ALGOS = ("maddpg", "matd3", "masac")
+SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
+LAYOUTS = ("transition_major", "agent_major")
+LEARNERS = ("parallel", "sequential")
+CLI_ARGS = ["--algo", "matd3", "--seeds", "2", "--total-env-steps", "400", "--eval-every", "200",
+            "--buffer-capacity", "500", "--batch-size", "32", "--num-envs", "4",
+            "--update-every", "20", "--learning-starts", "40", "--eval-episodes", "2",
+            "--hidden-sizes", "16", "16", "--baseline-episodes", "4", "--devices", "1",
+            "--quiet"]
+
+
+def config(algo: str, sampler: str, layout: str, learners: str, **over: Any) -> TrainConfig:
+    """A small run: 3-agent spread, 4 envs, one update per 20 env steps, 2 chunks of 2 rounds."""
+    fields = dict(
+        env="simple_spread", env_kwargs=(("num_agents", 3),), algo=algo,
+        algo_config=AlgoConfig(hidden_sizes=(16, 16), learners=learners), sampler=sampler,
+        layout=layout, buffer_capacity=256, batch_size=32, num_envs=4, total_env_steps=80,
+        update_every=20, learning_starts=32, eval_every=40, eval_episodes=2)
+    fields.update(over)
+    return TrainConfig(**fields)
+
+
+def configs() -> dict[str, TrainConfig]:
+    """Every fingerprinted configuration by name."""
+    out = {f"{a}-{s}-{lay}-{lrn}": config(a, s, lay, lrn)
+           for a, s, lay, lrn in itertools.product(ALGOS, SAMPLERS, LAYOUTS, LEARNERS)}
+    for algo in ALGOS:
+        out[f"{algo}-continuous"] = config(
+            algo, "uniform", "transition_major", "parallel",
+            env_kwargs=(("continuous_actions", True), ("num_agents", 3)))
+        out[f"{algo}-per_agent-per"] = config(algo, "per", "transition_major", "parallel",
+                                              index_sharing="per_agent")
+    out["maddpg-tag-prey-heuristic"] = config(
+        "maddpg", "uniform", "transition_major", "parallel", env="simple_tag",
+        env_kwargs=(("num_predators", 3),), prey="heuristic")
+    out["maddpg-gumbel-continuous"] = config(
+        "maddpg", "uniform", "transition_major", "parallel",
+        env_kwargs=(("continuous_actions", True), ("num_agents", 3)),
+        algo_config=AlgoConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
+    return out
+
+
+def leaf_hashes(tree: Any) -> list[str]:
+    """Sorted ``shape/dtype/sha256`` of every leaf (order- and name-independent)."""
+    out = []
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        arr = np.ascontiguousarray(np.asarray(leaf))
+        out.append(f"{arr.shape}/{arr.dtype}/{hashlib.sha256(arr.tobytes()).hexdigest()[:16]}")
+    return sorted(out)
+
+
+def leaf_sums(tree: Any) -> list[float]:
+    """Sorted float64 sums of |leaf| (the comparison used across JAX versions)."""
+    out = []
+    for leaf in jax.tree.leaves(tree):
+        if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            continue
+        out.append(float(np.sum(np.abs(np.asarray(leaf, np.float64)))))
+    return sorted(out)
+
+
+def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
+    """Hashes and sums of the state and chunk metrics after two chunks from ``PRNGKey(0)``."""
+    from jaxmarl_accel.train import make_trainer
+
+    trainer = make_trainer(cfg)
+    state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    return {"state": leaf_hashes(state), "metrics": leaf_hashes(metrics),
+            "state_sums": leaf_sums(state)}
+
+
+def cli_metrics() -> str:
+    """The ``metrics.csv`` text of a short CLI run (2 seeds, 2 chunks)."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-m", "experiments.run", *CLI_ARGS, "--out", out],
+                       check=True, capture_output=True,
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(out, "metrics.csv")) as handle:
+            return handle.read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true", help=f"write {PATH}")
+    args = parser.parse_args()
+    record = {"jax": jax.__version__, "platform": jax.default_backend(),
+              "configs": {name: fingerprint(cfg) for name, cfg in configs().items()},
+              "cli_metrics_csv": cli_metrics()}
+    text = json.dumps(record, indent=1, sort_keys=True)
+    if args.write:
+        with open(PATH, "w") as handle:
+            handle.write(text + "\n")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
