@@ -8,13 +8,14 @@ writes files (orbax coordinates the checkpoint writes of all processes).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -24,13 +25,20 @@ import orbax.checkpoint as ocp
 from experiments import outputs
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.buffers import available_bytes
-from jaxmarl_accel.envs.evaluate import (
-    evaluate_policy,
+from jaxmarl_accel.envs.evaluate import evaluate_policy
+from jaxmarl_accel.envs.policies import (
     heuristic_policy,
+    learner_policy,
     random_policy,
     scripted_team,
 )
-from jaxmarl_accel.parallel import Layout, auto_layout, make_sharded_trainer, plan_layout
+from jaxmarl_accel.sharding import (
+    DeviceLayout,
+    ShardedTrainer,
+    auto_layout,
+    make_sharded_trainer,
+    plan_layout,
+)
 from jaxmarl_accel.train import Trainer, make_trainer
 
 CONFIG_NAME = "config.json"
@@ -67,7 +75,7 @@ def check_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> int:
 
 
 def choose_layout(seeds: int, num_envs: int, devices: int | str,
-                  env_shards: int | None = None) -> Layout:
+                  env_shards: int | None = None) -> DeviceLayout:
     """The device layout for ``--devices`` (a count, or ``"auto"``: the most devices, of
     ``jax.device_count()``, that the seeds and envs divide evenly over)."""
     available = jax.device_count()
@@ -165,52 +173,114 @@ def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
             for team in dict.fromkeys(teams)}
 
 
-def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str, resume: bool,
-                 render: bool, baseline_episodes: int, checkpoint_every: int, quiet: bool,
-                 config_json: Callable[[], dict[str, Any]], devices: int | str = 1,
-                 env_shards: int | None = None) -> int:
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is executed and recorded (what the trained numbers do not depend on).
+
+    Attributes:
+      seeds: seeds trained at once (vmapped).
+      seed: base PRNG seed; seed i uses ``split(PRNGKey(seed))[i]``.
+      out_dir: output folder.
+      resume: continue from the newest checkpoint in ``out_dir`` (if any).
+      render: render one evaluation episode of seed 0 to ``episode.gif`` / ``.png``.
+      baseline_episodes: episodes of the random and scripted baselines of the score.
+      checkpoint_every: save a checkpoint every this many chunks.
+      quiet: no progress output.
+      devices: devices to shard the seeds over (a count, or ``"auto"``).
+      env_shards: devices each seed's envs are split over (None: chosen automatically).
+    """
+
+    seeds: int
+    seed: int
+    out_dir: str
+    resume: bool = False
+    render: bool = False
+    baseline_episodes: int = 1000
+    checkpoint_every: int = 1
+    quiet: bool = False
+    devices: int | str = 1
+    env_shards: int | None = None
+
+
+class Started(NamedTuple):
+    """A run ready to train: its state, the metric rows so far and the next chunk."""
+
+    state: Any
+    rows: list[dict[str, float]]
+    start: int
+
+
+def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     """Run (or resume) a multi-seed training run; returns the process exit code.
 
-    ``devices`` (a count or ``"auto"``) and ``env_shards`` choose the device layout
-    (:func:`choose_layout`); 1 device is the single-device program.
+    Compile one chunk, restore or initialize the state (:func:`restore_or_init`), train
+    the remaining chunks (:func:`train_chunks`), then write the summary, curve and
+    rendering (:func:`summarize_run`).
     """
     trainer = make_trainer(config)
-    layout = choose_layout(seeds, config.num_envs, devices, env_shards)
-    sharded = make_sharded_trainer(trainer, layout, seeds)
-    abstract = sharded.abstract_state
-    state_bytes = check_fits(abstract, seeds, layout.seed_shards)
+    layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
+    sharded = make_sharded_trainer(trainer, layout, options.seeds)
+    state_bytes = check_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
     writer = jax.process_index() == 0
     if writer:
-        os.makedirs(out_dir, exist_ok=True)
+        os.makedirs(options.out_dir, exist_ok=True)
     manager = ocp.CheckpointManager(
-        os.path.abspath(os.path.join(out_dir, "checkpoints")),
+        os.path.abspath(os.path.join(options.out_dir, "checkpoints")),
         options=ocp.CheckpointManagerOptions(max_to_keep=2))
     t0 = time.perf_counter()
-    compiled = sharded.run_chunk.lower(abstract, np.int32(0)).compile()
+    compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    quiet = quiet or not writer
-    log = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
-    log(f"compiled one chunk for {seeds} seed(s) on {layout.num_devices} device(s) "
+    log = _logger(options.quiet or not writer)
+    log(f"compiled one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s)) in "
         f"{compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB")
-    if resume and manager.latest_step() is not None:
-        last = manager.latest_step()
+    started = restore_or_init(config, options, sharded, manager, writer, log)
+    t0 = time.perf_counter()
+    finished = train_chunks(trainer, options, compiled, manager, started, writer)
+    if finished is None:
+        return 1
+    timing = {"compile_s": compile_s, "train_s_this_process": time.perf_counter() - t0}
+    summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
+                  writer, log)
+    return 0
+
+
+def _logger(quiet: bool) -> Callable[..., None]:
+    return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
+
+
+def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
+                    manager: ocp.CheckpointManager, writer: bool,
+                    log: Callable[..., None]) -> Started:
+    """The newest checkpoint's state and metric rows when resuming, else a fresh state
+    (and ``config.json`` written)."""
+    last = manager.latest_step() if options.resume else None
+    if last is not None:
+        abstract = sharded.abstract_state
         items = manager.restore(last, args=ocp.args.StandardRestore(checkpoint_items(abstract)))
         state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
-        rows = [r for r in outputs.read_rows(out_dir) if r["chunk"] <= last]
-        start = last + 1
-        log(f"resuming {out_dir} after chunk {last}")
-    else:
-        if resume:
-            log(f"no checkpoint in {out_dir}; starting from the beginning")
-        if writer:
-            with open(os.path.join(out_dir, CONFIG_NAME), "w") as handle:
-                json.dump(config_json(), handle, indent=2)
-        state, rows, start = sharded.init(np.asarray(jax.random.PRNGKey(seed))), [], 0
+        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= last]
+        log(f"resuming {options.out_dir} after chunk {last}")
+        return Started(state, rows, last + 1)
+    if options.resume:
+        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
+    if writer:
+        with open(os.path.join(options.out_dir, CONFIG_NAME), "w") as handle:
+            json.dump({"train": cfg.config_to_dict(config), "seeds": options.seeds,
+                       "seed": options.seed}, handle, indent=2)
+    return Started(sharded.init(np.asarray(jax.random.PRNGKey(options.seed))), [], 0)
+
+
+def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
+                 manager: ocp.CheckpointManager, started: Started, writer: bool) -> Started | None:
+    """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each;
+    returns the final state and all rows, or None after a non-finite metric (reported on
+    stderr, the last good checkpoint kept)."""
+    config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk = config.eval_every
-    bar = ProgressBar(config.total_env_steps, start * steps_per_chunk, quiet)
-    train_t0 = time.perf_counter()
-    for chunk in range(start, trainer.num_chunks):
+    bar = ProgressBar(config.total_env_steps, started.start * steps_per_chunk,
+                      options.quiet or not writer)
+    for chunk in range(started.start, trainer.num_chunks):
         state, metrics = compiled(state, np.int32(chunk))
         metrics = jax.device_get(metrics)
         try:
@@ -219,46 +289,55 @@ def run_training(config: cfg.TrainConfig, *, seeds: int, seed: int, out_dir: str
             bar.close()
             last = manager.latest_step()
             kept = f"checkpoint after chunk {last} kept" if last is not None else "no checkpoint"
-            print(f"error: {error}; stopping ({kept} in {out_dir}/checkpoints)", file=sys.stderr)
+            print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
+                  file=sys.stderr)
             manager.close()
-            return 1
+            return None
         rows.extend(outputs.metric_rows(chunk, metrics))
         if writer:
-            outputs.write_rows(out_dir, rows)
-        if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
+            outputs.write_rows(options.out_dir, rows)
+        if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
             manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
-        bar.update((chunk + 1) * steps_per_chunk, seeds, float(np.mean(metrics.eval_return)))
+        bar.update((chunk + 1) * steps_per_chunk, options.seeds,
+                   float(np.mean(metrics.eval_return)))
     manager.wait_until_finished()
     manager.close()
     bar.close()
-    train_s = time.perf_counter() - train_t0
-    num_agents = trainer.env.spec.num_agents
-    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(num_agents)]
+    return Started(state, rows, trainer.num_chunks)
+
+
+def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer, state: Any,
+                  rows: list[dict[str, float]], layout: DeviceLayout, timing: dict[str, float],
+                  writer: bool, log: Callable[..., None]) -> None:
+    """Final scores against the random and scripted baselines: ``summary.json``, the
+    learning curve and (with ``options.render``) one rendered episode."""
+    config, spec = trainer.config, trainer.env.spec
+    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
-    base = baseline_returns(trainer, jax.random.PRNGKey(seed + 1), baseline_episodes)
-    teams = trainer.env.spec.teams
+    base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
+                            options.baseline_episodes)
     summary = outputs.summarize(
         final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
-               "seeds": seeds, "env_steps_per_seed": config.total_env_steps,
+               "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
                "devices": layout.num_devices,
                "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
-               "compile_s": compile_s, "train_s_this_process": train_s,
-               "final_eval_return_per_team": [team_means(v, teams) for v in final],
-               "random_return_per_team": team_means(base["random"], teams),
-               "heuristic_return_per_team": team_means(base["heuristic"], teams)})
-    first_algo = jax.device_get(sharded.first_seed(state.algo)) if render else None
+               **timing,
+               "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
+               "random_return_per_team": team_means(base["random"], spec.teams),
+               "heuristic_return_per_team": team_means(base["heuristic"], spec.teams)})
+    first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
     if not writer:
-        return 0
-    path = outputs.write_summary(out_dir, summary)
-    outputs.plot_curve(out_dir, rows, f"{config.algo} on {config.env} ({seeds} seeds)",
+        return
+    path = outputs.write_summary(options.out_dir, summary)
+    outputs.plot_curve(options.out_dir, rows,
+                       f"{config.algo} on {config.env} ({options.seeds} seeds)",
                        summary["random_return"], summary["heuristic_return"])
-    if render:
-        render_episode(trainer, first_algo, out_dir, jax.random.PRNGKey(seed + 2))
+    if options.render:
+        render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
     log(f"median normalized score {summary['median_normalized_score']:.3f} "
         f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
         f"{summary['iqr_normalized_score'][1]:.3f}); summary in {path}")
-    return 0
 
 
 def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array) -> None:
@@ -266,10 +345,8 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     (no seed axis) and save GIF and PNG."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
-    from jaxmarl_accel.train import make_policy
-
     env, params = trainer.env, trainer.env_params
-    policy = make_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
+    policy = learner_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = env.reset(reset_key, params)
 

@@ -26,8 +26,11 @@ learners                    :func:`make_algo`, :class:`Algo`, :class:`AlgoConfig
 training                    :func:`make_train`, :func:`make_trainer`, :class:`Trainer`,
                             :class:`TrainConfig`, :class:`TrainState`,
                             :class:`ChunkMetrics`, :class:`Transition`
-devices                     :func:`plan_layout`, :class:`Layout`,
+data path                   :func:`transition_step`, :func:`learn_step`,
+                            :func:`learner_policy`
+devices                     :func:`plan_layout`, :class:`DeviceLayout`,
                             :func:`make_sharded_trainer`, :class:`ShardedTrainer`
+                            (``Layout``: deprecated alias of ``DeviceLayout``)
 ==========================  ==========================================================
 """
 
@@ -59,10 +62,17 @@ _EXPORTS: dict[str, str] = {
     "ChunkMetrics": "jaxmarl_accel.train",
     "TrainConfig": "jaxmarl_accel.config",
     "Transition": "jaxmarl_accel.types",
-    "plan_layout": "jaxmarl_accel.parallel",
-    "Layout": "jaxmarl_accel.parallel",
-    "make_sharded_trainer": "jaxmarl_accel.parallel",
-    "ShardedTrainer": "jaxmarl_accel.parallel",
+    "transition_step": "jaxmarl_accel.steps",
+    "learn_step": "jaxmarl_accel.steps",
+    "learner_policy": "jaxmarl_accel.envs.policies",
+    "plan_layout": "jaxmarl_accel.sharding",
+    "DeviceLayout": "jaxmarl_accel.sharding",
+    "make_sharded_trainer": "jaxmarl_accel.sharding",
+    "ShardedTrainer": "jaxmarl_accel.sharding",
+}
+
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    "Layout": ("DeviceLayout", "jaxmarl_accel.Layout is deprecated: use DeviceLayout"),
 }
 
 __all__ = [
@@ -75,7 +85,7 @@ __all__ = [
     "Env",
     "EnvSpec",
     "EvalResult",
-    "Layout",
+    "DeviceLayout",
     "SampleBatch",
     "ShardedTrainer",
     "TrainConfig",
@@ -83,6 +93,8 @@ __all__ = [
     "Trainer",
     "Transition",
     "evaluate_policy",
+    "learn_step",
+    "learner_policy",
     "make",
     "make_algo",
     "make_buffer",
@@ -90,6 +102,7 @@ __all__ = [
     "make_train",
     "make_trainer",
     "plan_layout",
+    "transition_step",
 ]
 
 if TYPE_CHECKING:
@@ -98,13 +111,27 @@ if TYPE_CHECKING:
     from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.envs import Env, EnvSpec, make
     from jaxmarl_accel.envs.evaluate import EvalResult, evaluate_policy
-    from jaxmarl_accel.parallel import Layout, ShardedTrainer, make_sharded_trainer, plan_layout
+    from jaxmarl_accel.envs.policies import learner_policy
+    from jaxmarl_accel.sharding import (
+        DeviceLayout,
+        ShardedTrainer,
+        make_sharded_trainer,
+        plan_layout,
+    )
+    from jaxmarl_accel.steps import learn_step, transition_step
     from jaxmarl_accel.train import ChunkMetrics, Trainer, TrainState, make_train, make_trainer
     from jaxmarl_accel.types import Transition
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562)."""
+    """Import a public name from its module on first access (PEP 562); deprecated names
+    warn and return their replacement."""
+    if name in _DEPRECATED:
+        import warnings
+
+        new, message = _DEPRECATED[name]
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
     if name not in _EXPORTS:
         raise AttributeError(f"module 'jaxmarl_accel' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -97,6 +97,26 @@ class TrainConfig:
                              f"({self.buffer_capacity})")
 
 
+def config_to_dict(config: TrainConfig) -> dict[str, Any]:
+    """``config`` as plain JSON-ready values (keyword pairs as dicts, tuples as lists once
+    dumped); :func:`config_from_dict` inverts it."""
+    data = dataclasses.asdict(config)
+    data["env_kwargs"] = dict(config.env_kwargs)
+    data["sampler_kwargs"] = dict(config.sampler_kwargs)
+    return data
+
+
+def config_from_dict(data: dict[str, Any]) -> TrainConfig:
+    """The :class:`TrainConfig` of :func:`config_to_dict`'s output (also after a JSON round
+    trip, which turns tuples into lists); ``TypeError`` names unknown fields."""
+    train = dict(data)
+    train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
+                                         for k, v in train["algo_config"].items()})
+    train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
+    train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
+    return TrainConfig(**train)
+
+
 def steps_per_round(config: TrainConfig) -> int:
     """Env steps per round: ``iters_per_round * num_envs`` vectorized steps, then updates."""
     return max(config.num_envs, config.update_every)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-
 import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig, num_chunks, rounds_per_chunk, updates_per_round
-from jaxmarl_accel.envs import make
-from jaxmarl_accel.train import action_vector, make_policy, make_trainer
+from jaxmarl_accel.train import make_trainer
 
 
 def tiny_config(**overrides) -> TrainConfig:
@@ -91,35 +88,6 @@ def test_chunked_run_equals_whole_run_and_never_retraces(trainer, whole_run):
                                rtol=1e-5, atol=1e-5)
     chex.assert_trees_all_close(state.algo, whole_state.algo, rtol=1e-5, atol=1e-6)
     chex.clear_trace_counter()
-
-
-@pytest.mark.parametrize("continuous", [False, True])
-def test_prey_heuristic_policy_scripts_exactly_the_prey_rows(continuous):
-    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
-                       continuous_actions=continuous)
-    algo = make_algo("maddpg", env.spec, AlgoConfig(hidden_sizes=(8,)))
-    algo_state = algo.init(jax.random.key(0))
-    obs, env_state = env.reset(jax.random.key(1), params)
-    key = jax.random.key(2)
-    policy = jax.jit(make_policy(env, algo, prey_heuristic=True, explore=True))
-    env_action, action_vec = policy(algo_state, key, obs, env_state, params)
-    act_key, prey_key = jax.random.split(key)
-    learned, learned_vec = algo.act(algo_state, obs, act_key, True)
-    scripted = env.heuristic_action(prey_key, env_state, params)
-    prey = np.array([team == "prey" for team in env.spec.teams])
-    # the policy runs under jit, the references eagerly: equal up to float rounding
-    close = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
-    assert prey.sum() == 2
-    close(np.asarray(env_action)[prey], np.asarray(scripted)[prey])
-    close(np.asarray(env_action)[~prey], np.asarray(learned)[~prey])
-    close(np.asarray(action_vec)[prey],
-                                  np.asarray(action_vector(env, scripted))[prey])
-    close(np.asarray(action_vec)[~prey], np.asarray(learned_vec)[~prey])
-    # without the flag every row is the learners'
-    plain = jax.jit(make_policy(env, algo, prey_heuristic=False, explore=True))
-    close(
-        np.asarray(plain(algo_state, key, obs, env_state, params)[0]),
-        np.asarray(learned))
 
 
 def test_prey_heuristic_needs_a_scenario_with_prey():

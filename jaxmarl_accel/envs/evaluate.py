@@ -4,22 +4,20 @@ The normalized score of a learned policy is ``NS = (R - R_random) / (R_heuristic
 with every ``R`` measured by :func:`evaluate_policy` in the same scenario.
 
 A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions`` of
-one environment; :func:`heuristic_policy` and :func:`random_policy` adapt an env's scripted
-and uniform policies to it. Returns are per agent, summed over one episode of
+one environment (:mod:`jaxmarl_accel.envs.policies` has the scripted, random and learned
+ones). Returns are per agent, summed over one episode of
 ``num_steps`` (default ``params.episode_length``) steps from a reset.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-
-Policy = Callable[[jax.Array, jax.Array, Any, Any], jax.Array]
+from jaxmarl_accel.envs.policies import PolicyFn
 
 
 class EvalResult(NamedTuple):
@@ -42,47 +40,10 @@ class _Carry(NamedTuple):
     key: jax.Array
 
 
-def heuristic_policy(env: Env) -> Policy:
-    """The env's scripted policy as a ``policy_fn``."""
-    return lambda key, obs, state, params: env.heuristic_action(key, state, params)
-
-
-def random_policy(env: Env) -> Policy:
-    """The env's uniform random policy as a ``policy_fn``."""
-    return lambda key, obs, state, params: env.random_action(key)
-
-
-def scripted_team(env: Env, policy_fn: Policy, team: str) -> Policy:
-    """``policy_fn`` with the rows of ``team``'s agents replaced by the scripted policy.
-
-    E.g. random predators against scripted prey: ``scripted_team(env, random_policy(env),
-    "prey")``. Actions are ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
-    """
-    if team not in env.spec.teams:
-        raise ValueError(f"team {team!r} not in the scenario's teams {sorted(set(env.spec.teams))}")
-    rows = jnp.asarray([t == team for t in env.spec.teams])
-
-    def policy(key, obs, state, params):
-        own_key, scripted_key = jax.random.split(key)
-        actions = policy_fn(own_key, obs, state, params)
-        return script_rows(env, rows, actions, scripted_key, state, params)
-
-    return policy
-
-
-def script_rows(
-    env: Env, rows: jax.Array, actions: jax.Array, key: jax.Array, state: Any, params: Any
-) -> jax.Array:
-    """``actions`` with the agents marked in ``rows`` (bool ``[N]``) replaced by the scripted
-    policy's actions drawn with ``key``; actions ``[N]`` or ``[N, act_dim]`` (axis 0: agent)."""
-    scripted = env.heuristic_action(key, state, params)
-    return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
-
-
 def evaluate_policy(
     env: Env,
     params: Any,
-    policy_fn: Policy,
+    policy_fn: PolicyFn,
     key: jax.Array,
     num_episodes: int,
     num_steps: int | None = None,

@@ -2,7 +2,7 @@
 
 The sharded runs need several devices, and ``--xla_force_host_platform_device_count`` only
 takes effect before JAX starts, so they run in a subprocess (``python -m
-tests.test_parallel``) on 8 fake CPU devices: the reference is today's single-device
+tests.test_sharding``) on 8 fake CPU devices: the reference is today's single-device
 ``jit(vmap(run_chunk))``; the CLI then trains the same 8 seeds with one seed per device,
 is interrupted, and resumes from a checkpoint with each seed's envs split over 2 devices.
 Final parameters and every chunk's metrics must agree with the reference.
@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxmarl_accel.parallel import Layout, make_mesh, plan_layout, state_shardings
+from jaxmarl_accel.sharding import DeviceLayout, make_mesh, plan_layout, state_shardings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICES = 8
@@ -48,12 +48,13 @@ def test_layouts_divide_evenly_or_refuse(seeds, num_envs, devices, env_shards):
     assert layout.num_devices == devices
     assert seeds % layout.seed_shards == 0 and num_envs % layout.env_shards == 0
     if env_shards is None and seeds % devices == 0:
-        assert layout == Layout(devices, 1)
+        assert layout == DeviceLayout(devices, 1)
 
 
 @pytest.mark.parametrize("args, expected", [
-    ((8, 10, 8), Layout(8, 1)), ((16, 10, 8), Layout(8, 1)), ((2, 12, 8), Layout(2, 4)),
-    ((1, 10, 2), Layout(1, 2)), ((8, 10, 8, 2), Layout(4, 2)), ((3, 10, 1), Layout(1, 1))])
+    ((8, 10, 8), DeviceLayout(8, 1)), ((16, 10, 8), DeviceLayout(8, 1)),
+    ((2, 12, 8), DeviceLayout(2, 4)), ((1, 10, 2), DeviceLayout(1, 2)),
+    ((8, 10, 8, 2), DeviceLayout(4, 2)), ((3, 10, 1), DeviceLayout(1, 1))])
 def test_plan_layout_examples(args, expected):
     assert plan_layout(*args) == expected
 
@@ -69,7 +70,7 @@ def test_plan_layout_errors(args, match):
 
 
 def test_state_shardings_split_seeds_and_env_axes():
-    mesh = make_mesh(Layout(1, 1), jax.devices()[:1])
+    mesh = make_mesh(DeviceLayout(1, 1), jax.devices()[:1])
     shapes = {"algo": jax.ShapeDtypeStruct((4, 3), np.float32)}
     assert tuple(state_shardings(mesh, shapes)["algo"].spec) == ("seeds",)
     from jaxmarl_accel.train import TrainState
@@ -99,7 +100,7 @@ def test_sharded_runs_match_the_single_device_run(tmp_path):
                XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES} "
                          "--xla_backend_optimization_level=0 "
                          "--xla_llvm_disable_expensive_passes=true")
-    proc = subprocess.run([sys.executable, "-m", "tests.test_parallel", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", str(tmp_path)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -114,7 +115,7 @@ def _worker(out_root: str) -> None:
 
     from experiments import run
     from experiments.host_loop import checkpoint_items
-    from jaxmarl_accel.parallel import make_sharded_trainer
+    from jaxmarl_accel.sharding import make_sharded_trainer
     from jaxmarl_accel.train import make_trainer
 
     jax.config.update("jax_compilation_cache_dir", os.environ.get(
@@ -162,7 +163,7 @@ def _worker(out_root: str) -> None:
             row[col["eval_return"]])
     metric_diff = float(np.max(np.abs(cli_returns - reference_returns)))
 
-    sharded = make_sharded_trainer(trainer, Layout(DEVICES, 1), SEEDS)
+    sharded = make_sharded_trainer(trainer, DeviceLayout(DEVICES, 1), SEEDS)
     state = sharded.init(np.asarray(jax.random.PRNGKey(0)))
     jax.block_until_ready(sharded.run_chunk(state, np.int32(0)))  # compile (cache hit)
     state = sharded.init(np.asarray(jax.random.PRNGKey(0)))

@@ -1,0 +1,97 @@
+"""Joint policies of one environment: scripted, random, learned, and mixtures of them.
+
+A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions``
+of one environment, with actions ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
+:func:`heuristic_policy` and :func:`random_policy` adapt an env's scripted and uniform
+policies to it; :func:`scripted_team` hands one team's rows to the scripted policy.
+
+A learner's joint policy (:func:`learner_policy`) also returns the critic-facing action
+vector the replay stores: ``(algo_state, key, obs, env_state, params) -> (env_action,
+action_vec [N, action_dim])``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel.envs.base import Env
+
+PolicyFn = Callable[[jax.Array, jax.Array, Any, Any], jax.Array]
+LearnerPolicyFn = Callable[..., tuple[jax.Array, jax.Array]]
+
+
+def heuristic_policy(env: Env) -> PolicyFn:
+    """The env's scripted policy as a ``policy_fn``."""
+    return lambda key, obs, state, params: env.heuristic_action(key, state, params)
+
+
+def random_policy(env: Env) -> PolicyFn:
+    """The env's uniform random policy as a ``policy_fn``."""
+    return lambda key, obs, state, params: env.random_action(key)
+
+
+def team_rows(env: Env, team: str) -> jax.Array:
+    """Bool ``[N]``, True for the agents of ``team`` (ValueError if the env has no such team)."""
+    if team not in env.spec.teams:
+        raise ValueError(f"team {team!r} not in the scenario's teams {sorted(set(env.spec.teams))}")
+    return jnp.asarray([t == team for t in env.spec.teams])
+
+
+def scripted_team(env: Env, policy_fn: PolicyFn, team: str) -> PolicyFn:
+    """``policy_fn`` with the rows of ``team``'s agents replaced by the scripted policy.
+
+    E.g. random predators against scripted prey: ``scripted_team(env, random_policy(env),
+    "prey")``. Actions are ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
+    """
+    rows = team_rows(env, team)
+
+    def policy(key, obs, state, params):
+        own_key, scripted_key = jax.random.split(key)
+        actions = policy_fn(own_key, obs, state, params)
+        return script_rows(env, rows, actions, scripted_key, state, params)
+
+    return policy
+
+
+def script_rows(
+    env: Env, rows: jax.Array, actions: jax.Array, key: jax.Array, state: Any, params: Any
+) -> jax.Array:
+    """``actions`` with the agents marked in ``rows`` (bool ``[N]``) replaced by the scripted
+    policy's actions drawn with ``key``; actions ``[N]`` or ``[N, act_dim]`` (axis 0: agent)."""
+    scripted = env.heuristic_action(key, state, params)
+    return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
+
+
+def action_vector(env: Env, env_action: jax.Array) -> jax.Array:
+    """Critic-facing action vector of env actions: one-hot ``[..., N, num_actions]`` for
+    discrete actions ``[..., N]``, the float vector itself for continuous ones."""
+    if env.spec.continuous:
+        return env_action.astype(jnp.float32)
+    return jax.nn.one_hot(env_action, env.spec.num_actions, dtype=jnp.float32)
+
+
+def learner_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool) -> LearnerPolicyFn:
+    """Joint policy of one environment driven by a learner's ``algo.act``:
+    ``(algo_state, key, obs [N, obs_dim], env_state, params) -> (env_action,
+    action_vec [N, action_dim])``.
+
+    With ``scripted_prey`` the prey's rows come from the scenario's scripted policy
+    instead of the learners (and their action vectors are those actions' vectors);
+    ``explore`` (static) selects the learners' exploration noise.
+    """
+    is_prey = jnp.asarray([team == "prey" for team in env.spec.teams])
+
+    def policy(algo_state, key, obs, env_state, params):
+        act_key, prey_key = jax.random.split(key)
+        env_action, action_vec = algo.act(algo_state, obs, act_key, explore)
+        if not scripted_prey:
+            return env_action, action_vec
+        env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
+        action_vec = jnp.where(is_prey[:, None], action_vector(env, env_action), action_vec)
+        return env_action, action_vec
+
+    return policy

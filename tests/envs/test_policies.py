@@ -1,0 +1,56 @@
+"""Joint policies: learned rows, scripted rows and the action vectors the replay stores."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import numpy as np
+import pytest
+
+from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.policies import action_vector, learner_policy
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_action_vector_is_one_hot_or_the_action(continuous):
+    env, _ = make("simple_spread", num_agents=3, continuous_actions=continuous)
+    if continuous:
+        action = jax.random.uniform(jax.random.key(0), (4, 3, env.spec.act_dim))
+        np.testing.assert_array_equal(jax.jit(lambda a: action_vector(env, a))(action), action)
+    else:
+        action = jax.numpy.array([[0, 4, 2]])
+        vec = jax.jit(lambda a: action_vector(env, a))(action)
+        assert vec.shape == (1, 3, env.spec.num_actions)
+        np.testing.assert_array_equal(np.argmax(vec, -1), action)
+        np.testing.assert_array_equal(vec.sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_prey_heuristic_policy_scripts_exactly_the_prey_rows(continuous):
+    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
+                       continuous_actions=continuous)
+    algo = make_algo("maddpg", env.spec, AlgoConfig(hidden_sizes=(8,)))
+    algo_state = algo.init(jax.random.key(0))
+    obs, env_state = env.reset(jax.random.key(1), params)
+    key = jax.random.key(2)
+    policy = jax.jit(learner_policy(env, algo, scripted_prey=True, explore=True))
+    env_action, action_vec = policy(algo_state, key, obs, env_state, params)
+    act_key, prey_key = jax.random.split(key)
+    learned, learned_vec = algo.act(algo_state, obs, act_key, True)
+    scripted = env.heuristic_action(prey_key, env_state, params)
+    prey = np.array([team == "prey" for team in env.spec.teams])
+    # the policy runs under jit, the references eagerly: equal up to float rounding
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
+    assert prey.sum() == 2
+    close(np.asarray(env_action)[prey], np.asarray(scripted)[prey])
+    close(np.asarray(env_action)[~prey], np.asarray(learned)[~prey])
+    close(np.asarray(action_vec)[prey],
+          np.asarray(action_vector(env, scripted))[prey])
+    close(np.asarray(action_vec)[~prey], np.asarray(learned_vec)[~prey])
+    # without the flag every row is the learners'
+    plain = jax.jit(learner_policy(env, algo, scripted_prey=False, explore=True))
+    close(
+        np.asarray(plain(algo_state, key, obs, env_state, params)[0]),
+        np.asarray(learned))
