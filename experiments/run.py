@@ -19,7 +19,6 @@ program. Several hosts: start the same command on every host with ``--distribute
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -29,7 +28,6 @@ from typing import Any
 from experiments import cli_config
 
 CONFIG_NAME = "config.json"
-AGENT_KWARGS = {"simple_spread": "num_agents", "simple_tag": "num_predators"}
 
 
 def distributed_parser() -> argparse.ArgumentParser:
@@ -107,34 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> Any:
     from jaxmarl_accel.algos import AlgoConfig
     from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.envs import agent_count_kwarg
 
     algo_config = AlgoConfig(**cli_config.dataclass_values(AlgoConfig, args))
     env_kwargs = dict(args.env_kwargs)
     if args.agents is not None:
-        env_kwargs[AGENT_KWARGS.get(args.env, "num_agents")] = args.agents
+        env_kwargs[agent_count_kwarg(args.env)] = args.agents
     train_values = cli_config.dataclass_values(TrainConfig, args)
     train_values.update(algo_config=algo_config, env_kwargs=tuple(sorted(env_kwargs.items())),
                         sampler_kwargs=args.sampler_kwargs)
     return TrainConfig(**train_values)
-
-
-def config_to_json(config: Any, extra: dict[str, Any]) -> dict[str, Any]:
-    data = dataclasses.asdict(config)
-    data["env_kwargs"] = dict(config.env_kwargs)
-    data["sampler_kwargs"] = dict(config.sampler_kwargs)
-    return {"train": data, **extra}
-
-
-def config_from_json(data: dict[str, Any]) -> Any:
-    from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.config import TrainConfig
-
-    train = dict(data["train"])
-    train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                         for k, v in train["algo_config"].items()})
-    train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
-    train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
-    return TrainConfig(**train)
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
@@ -168,9 +148,11 @@ def main(argv: list[str] | None = None) -> int:
             path = os.path.join(args.resume, CONFIG_NAME)
             if not os.path.exists(path):
                 parser.error(f"--resume {args.resume}: no {CONFIG_NAME} there")
+            from jaxmarl_accel.config import config_from_dict
+
             with open(path) as handle:
                 saved = json.load(handle)
-            config, seeds, seed = config_from_json(saved), saved["seeds"], saved["seed"]
+            config, seeds, seed = config_from_dict(saved["train"]), saved["seeds"], saved["seed"]
             out_dir = args.resume
         else:
             config, seeds, seed = config_from_args(args), args.seeds, args.seed
@@ -179,16 +161,14 @@ def main(argv: list[str] | None = None) -> int:
                 "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
     except (ValueError, TypeError) as error:
         parser.error(str(error))
-    from experiments.host_loop import run_training
+    from experiments.host_loop import RunOptions, run_training
 
+    options = RunOptions(seeds=seeds, seed=seed, out_dir=out_dir, resume=bool(args.resume),
+                         render=args.render, baseline_episodes=args.baseline_episodes,
+                         checkpoint_every=args.checkpoint_every, quiet=args.quiet,
+                         devices=devices, env_shards=args.env_shards)
     try:
-        return run_training(config, seeds=seeds, seed=seed, out_dir=out_dir,
-                            resume=bool(args.resume), render=args.render,
-                            baseline_episodes=args.baseline_episodes,
-                            checkpoint_every=args.checkpoint_every, quiet=args.quiet,
-                            config_json=lambda: config_to_json(config, {"seeds": seeds,
-                                                                        "seed": seed}),
-                            devices=devices, env_shards=args.env_shards)
+        return run_training(config, options)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

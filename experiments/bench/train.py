@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.run import AGENT_KWARGS
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.envs import agent_count_kwarg
 from jaxmarl_accel.train import make_trainer
 
 
@@ -95,7 +95,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
     steps_per_round = max(args.num_envs, args.update_every)
     chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
     config = TrainConfig(
-        env=env, env_kwargs=((AGENT_KWARGS[env], agents),), algo=args.algo,
+        env=env, env_kwargs=((agent_count_kwarg(env), agents),), algo=args.algo,
         algo_config=AlgoConfig(learners=learners), buffer_capacity=args.capacity,
         batch_size=args.batch_size, num_envs=args.num_envs,
         total_env_steps=chunk_steps * (args.chunks + 1), update_every=args.update_every,

@@ -34,6 +34,14 @@ _SCENARIOS: dict[str, str] = {
 
 SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)
 
+_AGENT_COUNT_KWARGS: dict[str, str] = {"simple_tag": "num_predators"}
+
+
+def agent_count_kwarg(name: str) -> str:
+    """The keyword of scenario ``name`` that sets its number of (learning) agents: the
+    predators of ``simple_tag``, ``num_agents`` elsewhere."""
+    return _AGENT_COUNT_KWARGS.get(name, "num_agents")
+
 
 def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     """Builds the scenario ``name`` with its keyword arguments.
@@ -52,4 +60,4 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     return module.make(**scenario_kwargs)
 
 
-__all__ = ["SCENARIOS", "Env", "EnvSpec", "make"]
+__all__ = ["SCENARIOS", "Env", "EnvSpec", "agent_count_kwarg", "make"]

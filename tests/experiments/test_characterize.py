@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import pytest
 
 from experiments import characterize
-from experiments import characterize_phases as cp
-from experiments.characterize_report import EXTRAPOLATION_NOTE
+from experiments.characterize.phases import PHASES
+from experiments.characterize.report import EXTRAPOLATION_NOTE
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition
@@ -55,14 +55,6 @@ def test_phases_compose_to_algo_update():
     chex.assert_trees_all_equal(new.replace(step=expected.step), expected)
 
 
-def test_time_loop_carries_and_counts():
-    timing, carry = cp.time_loop(lambda c, consts, key: c + consts[0], jnp.zeros(3),
-                                 (jnp.ones(3),), seed=0, reps=2, budget_s=10.0)
-    assert len(timing.samples) == 2 and all(s > 0 for s in timing.samples)
-    # one warm-up iteration plus two timed calls of `inner` iterations each
-    assert float(carry[0]) == 2 + 2 * timing.inner
-
-
 def test_bad_flags_give_one_line_errors(capsys):
     for argv in (["--out", "x", "--agents", "0"], ["--out", "x", "--fill", "2"],
                  ["--out", "x", "--batch-size", "100", "--neighbors", "16", "--capacity", "500"]):
@@ -84,7 +76,7 @@ def test_tiny_run_writes_sane_outputs(tmp_path):
     with open(os.path.join(out, "phases.csv")) as fh:
         rows = list(csv.DictReader(fh))
     assert {(r["agents"], r["phase"]) for r in rows} == {
-        (a, p) for a in ("2", "3") for p in cp.PHASES}
+        (a, p) for a in ("2", "3") for p in PHASES}
     assert all(float(r["median_ms"]) > 0 for r in rows)
     with open(os.path.join(out, "characterize.json")) as fh:
         configs = json.load(fh)["configs"]

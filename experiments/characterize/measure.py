@@ -13,11 +13,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import characterize_phases as cp
+from experiments import timing as cp
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.buffers import Buffer, available_bytes, estimate_bytes, make_buffer
 from jaxmarl_accel.config import TrainConfig, steps_per_round
-from jaxmarl_accel.train import make_policy, make_trainer
+from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.train import make_trainer
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
@@ -48,13 +50,6 @@ def train_config(args: argparse.Namespace, agents: int, capacity: int, **over: A
         eval_episodes=1)
     fields.update(over)
     return TrainConfig(**fields)
-
-
-def example_transition(spec: Any, action_dim: int) -> Transition:
-    obs = jnp.zeros((spec.num_agents, spec.obs_dim), jnp.float32)
-    return Transition(obs=obs, action=jnp.zeros((spec.num_agents, action_dim), jnp.float32),
-                      reward=jnp.zeros(spec.num_agents, jnp.float32), next_obs=obs,
-                      done=jnp.zeros(spec.num_agents, jnp.float32))
 
 
 class SkipConfig(Exception):
@@ -134,32 +129,27 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     algo_state, env_state, obs = state.algo, state.env_state, state.obs
     del state
     e = args.num_envs
-    behaviour = jax.vmap(make_policy(env, algo, False, True), in_axes=(None, 0, 0, 0, None))
+    behaviour = learner_policy(env, algo, scripted_prey=False, explore=True)
     env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     learner = make_algo(args.algo, spec, AlgoConfig()).phases  # all agents in one vmap
 
     def act(a_state, obs, e_state, key):
-        return behaviour(a_state, jax.random.split(key, e), obs, e_state, params)
+        return jax.vmap(behaviour, in_axes=(None, 0, 0, 0, None))(
+            a_state, jax.random.split(key, e), obs, e_state, params)
 
     def step(e_state, env_action, key):
         return env_step(jax.random.split(key, e), e_state, env_action, params)
 
-    def rollout(carry, a_state, key):
+    def rollout(carry, a_state, key):  # the trainer's own env step (steps.transition_step)
         b_state, e_state, obs = carry
         act_key, step_key = jax.random.split(key)
-        env_action, action_vec = act(a_state, obs, e_state, act_key)
-        next_obs, e_state, reward, terminated, _, info = step(e_state, env_action, step_key)
-        done = jnp.broadcast_to(terminated[:, None], reward.shape).astype(jnp.float32)
-        trans = Transition(obs=obs, action=action_vec, reward=reward,
-                           next_obs=info["final_obs"], done=done)
-        return buffer.add(b_state, trans), e_state, next_obs
+        out = transition_step(env, params, behaviour, a_state, e_state, obs, act_key, step_key)
+        return buffer.add(b_state, out.transition), out.env_state, out.obs
 
-    def update_whole(carry, key):
-        a_state, b_state = carry
+    def update_whole(carry, key):  # the trainer's own update (steps.learn_step)
         sample_key, update_key = jax.random.split(key)
-        batch = buffer.sample(b_state, sample_key)
-        a_state, _, td = algo.update(a_state, batch.experience, batch.weights, update_key)
-        return a_state, buffer.update_priorities(b_state, batch.indices, td)
+        learned = learn_step(algo, buffer, *carry, sample_key, update_key)
+        return learned.algo, learned.buffer
 
     ph, whole = record["phases"], record["whole"]
     timer = functools.partial(cp.time_loop, seed=args.seed + 2, reps=args.reps,

@@ -1,19 +1,9 @@
-"""The training phases of papers 000/002, each as its own compiled function, and their timing.
+"""Timing of compiled steps for the benchmarks and the characterization.
 
-Phases (paper 000 Fig. 2/3, paper 002 section V):
-
-* rollout, once per vectorized env step: ``action_selection`` (every agent's actor with
-  exploration), ``env_step``, ``buffer_add``;
-* update, once per ``update_every`` env steps: ``sampling`` (mini-batch), ``target_q``
-  (target actors at ``next_obs`` and target critics -> ``y``), ``q_loss`` (critic forward,
-  backward and optimizer step), ``p_loss`` (actor forward through the critic, backward and
-  optimizer step), ``target_update`` (soft update of all target networks), and
-  ``priority_update`` (PER-style samplers only; identity otherwise).
-
-``target_q``, ``q_loss``, ``p_loss`` and ``target_update`` run the learner's own steps
-``algo.phases.target_q``, ``critic_step``, ``actor_step`` and ``target_update`` (whose
-composition is ``algo.update``); the check ``sum of phases / whole step`` compares their
-times with the whole update.
+:func:`time_loop` times a step as it runs inside a training scan (many iterations per
+compiled call, carry donated); :class:`Timing` holds the compile time and the per-iteration
+seconds of each timed call. Report compile time apart from run time, and compare ratios
+measured side by side in one run rather than absolute times across runs.
 """
 
 from __future__ import annotations
@@ -27,9 +17,6 @@ import jax
 import jax.numpy as jnp
 
 PyTree = Any
-ROLLOUT_PHASES = ("action_selection", "env_step", "buffer_add")
-UPDATE_PHASES = ("sampling", "target_q", "q_loss", "p_loss", "target_update", "priority_update")
-PHASES = ROLLOUT_PHASES + UPDATE_PHASES
 
 
 class Timing(NamedTuple):

@@ -8,7 +8,8 @@ import json
 import os
 from typing import Any
 
-from experiments.characterize_phases import PHASES, ROLLOUT_PHASES, UPDATE_PHASES, Timing
+from experiments.characterize.phases import PHASES, ROLLOUT_PHASES, UPDATE_PHASES
+from experiments.timing import Timing
 
 EXTRAPOLATION_NOTE = (
     "EXTRAPOLATED, not trained: 60K-episode times = (env steps / num_envs) x per-vector-step "

@@ -29,8 +29,8 @@ from typing import Any
 
 import jax
 
-from experiments import characterize_measure as cm
-from experiments import characterize_report as cr
+from experiments.characterize import measure as cm
+from experiments.characterize import report as cr
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS
 

@@ -1,0 +1,5 @@
+"""``python -m experiments.characterize``: see :mod:`experiments.characterize.cli`."""
+
+from experiments.characterize.cli import main
+
+main()
