@@ -64,37 +64,71 @@ def _flag_kwargs(annotation: Any, default: Any) -> dict[str, Any] | None:
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
-                        choices: dict[str, tuple[str, ...]] | None = None) -> list[str]:
+                        only: tuple[str, ...] | None = None,
+                        choices: dict[str, tuple[str, ...]] | None = None,
+                        defaults: dict[str, Any] | None = None,
+                        aliases: dict[str, tuple[str, ...]] | None = None,
+                        shown_defaults: dict[str, str] | None = None) -> list[str]:
     """Add one ``--field-name`` flag per scalar or tuple field of ``cls``.
 
     ``Optional`` fields accept ``none``; ``tuple[int, ...]`` fields take several values.
+    ``only`` keeps just those fields, ``skip`` leaves some out, ``defaults`` replaces a
+    field's default for this command, ``shown_defaults`` the text the help gives as the
+    default (when the command resolves it later), ``aliases`` adds other spellings.
     Returns the field names that became flags.
     """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
     names = []
     for field in dataclasses.fields(cls):
-        if field.name in skip or field.default is dataclasses.MISSING:
+        if field.name in skip or (only is not None and field.name not in only):
+            continue
+        if field.default is dataclasses.MISSING:
             continue
         kwargs = _flag_kwargs(hints.get(field.name), field.default)
         if kwargs is None:
             continue
-        default = field.default
-        flag = "--" + field.name.replace("_", "-")
+        default = (defaults or {}).get(field.name, field.default)
+        flags = ["--" + field.name.replace("_", "-"), *(aliases or {}).get(field.name, ())]
         help_text = docs.get(field.name, field.name.replace("_", " "))
         shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
-        parser.add_argument(flag, dest=field.name, default=default,
+        shown = (shown_defaults or {}).get(field.name, shown)
+        parser.add_argument(*flags, dest=field.name, default=default,
                             choices=(choices or {}).get(field.name),
                             help=f"{help_text} (default: {shown})", **kwargs)
         names.append(field.name)
     return names
 
 
+def train_choices() -> dict[str, tuple[str, ...]]:
+    """The valid values of the ``TrainConfig`` and ``AlgoConfig`` fields that name a
+    registry entry or a mode."""
+    from jaxmarl_accel.algos.config import CONTINUOUS_POLICIES, LEARNERS
+    from jaxmarl_accel.config import ALGOS, INDEX_SHARING, LAYOUTS, PREY_MODES, SAMPLERS
+    from jaxmarl_accel.envs import SCENARIOS
+
+    return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
+            "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
+            "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES}
+
+
+def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
+    """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
+    ``fixed`` sets fields the command decides itself); ``AlgoConfig`` likewise."""
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.config import TrainConfig
+
+    values = dataclass_values(TrainConfig, args)
+    values["algo_config"] = AlgoConfig(**dataclass_values(AlgoConfig, args))
+    values.update(fixed)
+    return TrainConfig(**values)
+
+
 def dataclass_values(cls: type, namespace: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of ``cls``'s flags, lists turned back into tuples."""
     values = {}
     for field in dataclasses.fields(cls):
-        if hasattr(namespace, field.name):
+        if field.name != "algo_config" and hasattr(namespace, field.name):
             value = getattr(namespace, field.name)
             values[field.name] = tuple(value) if isinstance(value, list) else value
     return values

@@ -50,8 +50,7 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.config import INDEX_SHARING, LAYOUTS, PREY_MODES, SAMPLERS, TrainConfig
-    from jaxmarl_accel.envs import SCENARIOS
+    from jaxmarl_accel.config import TrainConfig
 
     parser = argparse.ArgumentParser(
         prog="python -m experiments.run", description=__doc__, parents=[distributed_parser()],
@@ -91,30 +90,24 @@ def build_parser() -> argparse.ArgumentParser:
                          help="devices each seed's envs are split over (default: 1 when the "
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
-    choices = {"env": tuple(SCENARIOS), "sampler": SAMPLERS, "layout": LAYOUTS,
-               "index_sharing": INDEX_SHARING, "prey": PREY_MODES,
-               "algo": ("maddpg", "matd3", "masac")}
     cli_config.add_dataclass_flags(
         train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config"),
-        choices=choices)
+        choices=cli_config.train_choices())
     algo = parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)")
-    cli_config.add_dataclass_flags(algo, AlgoConfig)
+    cli_config.add_dataclass_flags(algo, AlgoConfig, choices=cli_config.train_choices())
     return parser
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.config import TrainConfig
+    """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
+    agent-count keyword in ``--env-kwargs``)."""
     from jaxmarl_accel.envs import agent_count_kwarg
 
-    algo_config = AlgoConfig(**cli_config.dataclass_values(AlgoConfig, args))
     env_kwargs = dict(args.env_kwargs)
     if args.agents is not None:
         env_kwargs[agent_count_kwarg(args.env)] = args.agents
-    train_values = cli_config.dataclass_values(TrainConfig, args)
-    train_values.update(algo_config=algo_config, env_kwargs=tuple(sorted(env_kwargs.items())),
-                        sampler_kwargs=args.sampler_kwargs)
-    return TrainConfig(**train_values)
+    return cli_config.train_config_from_args(
+        args, env_kwargs=tuple(sorted(env_kwargs.items())), sampler_kwargs=args.sampler_kwargs)
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:

@@ -14,6 +14,7 @@ from jaxmarl_accel.algos.config import AlgoConfig
 SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
 LAYOUTS = ("transition_major", "agent_major")
 INDEX_SHARING = ("shared", "per_agent")
+ALGOS = ("maddpg", "matd3", "masac")
 PREY_MODES = ("trained", "heuristic")
 
 
@@ -71,9 +72,8 @@ class TrainConfig:
             _positive(name, getattr(self, name))
         if self.learning_starts < 0:
             raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        if self.algo not in ("maddpg", "matd3", "masac"):
-            raise ValueError(f"algo must be one of maddpg, matd3, masac; got {self.algo!r}")
-        for name, value, valid in (("sampler", self.sampler, SAMPLERS),
+        for name, value, valid in (("algo", self.algo, ALGOS),
+                                   ("sampler", self.sampler, SAMPLERS),
                                    ("layout", self.layout, LAYOUTS),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES)):

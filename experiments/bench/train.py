@@ -11,6 +11,7 @@ rate, measured in the same process on the same shapes class (``[batch, 64] @ [64
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from typing import Any
@@ -19,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import cli_config
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
@@ -26,6 +28,9 @@ from jaxmarl_accel.train import make_trainer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench's own flags (the matrix of scenarios, agent counts, seeds and learners, and
+    the timing), then the run's settings as generated from ``TrainConfig`` and ``AlgoConfig``
+    (with a 1e5-transition replay by default)."""
     parser.add_argument("--json", default=None, help="write the records to this JSON file")
     parser.add_argument("--envs", nargs="+", default=["simple_spread", "simple_tag"],
                         help="scenarios (default: simple_spread simple_tag)")
@@ -36,19 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--learners", nargs="+", default=["parallel", "sequential"],
                         choices=["parallel", "sequential"],
                         help="how agents are updated (default: parallel sequential)")
-    parser.add_argument("--num-envs", type=int, default=10,
-                        help="vectorized envs per seed (default: 10)")
-    parser.add_argument("--update-every", type=int, default=100,
-                        help="env steps per update of all agents (default: 100, the papers')")
-    parser.add_argument("--batch-size", type=int, default=1024, help="batch (default: 1024)")
-    parser.add_argument("--capacity", type=int, default=100_000,
-                        help="replay capacity per seed (default: 100000)")
     parser.add_argument("--chunk-steps", type=int, default=10_000,
                         help="env steps per seed in one timed chunk (default: 10000)")
     parser.add_argument("--chunks", type=int, default=2,
                         help="timed chunks after the warm-up chunk (default: 2)")
-    parser.add_argument("--algo", default="maddpg", choices=["maddpg", "matd3", "masac"],
-                        help="learner (default: maddpg)")
+    cli_config.add_dataclass_flags(
+        parser.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"),
+        TrainConfig, only=("algo", "sampler", "layout", "index_sharing", "buffer_capacity",
+                           "batch_size", "num_envs", "update_every"),
+        choices=cli_config.train_choices(), defaults={"buffer_capacity": 100_000},
+        aliases={"buffer_capacity": ("--capacity",)})
+    cli_config.add_dataclass_flags(
+        parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
+        skip=("learners",), choices=cli_config.train_choices())
 
 
 def matmul_rate(batch: int, repeats: int = 20) -> float:
@@ -94,12 +99,12 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
               rate: float) -> dict[str, Any]:
     steps_per_round = max(args.num_envs, args.update_every)
     chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
-    config = TrainConfig(
-        env=env, env_kwargs=((agent_count_kwarg(env), agents),), algo=args.algo,
-        algo_config=AlgoConfig(learners=learners), buffer_capacity=args.capacity,
-        batch_size=args.batch_size, num_envs=args.num_envs,
-        total_env_steps=chunk_steps * (args.chunks + 1), update_every=args.update_every,
-        learning_starts=args.batch_size, eval_every=chunk_steps, eval_episodes=8)
+    config = cli_config.train_config_from_args(
+        args, env=env, env_kwargs=((agent_count_kwarg(env), agents),),
+        total_env_steps=chunk_steps * (args.chunks + 1), learning_starts=args.batch_size,
+        eval_every=chunk_steps, eval_episodes=8)
+    config = dataclasses.replace(
+        config, algo_config=dataclasses.replace(config.algo_config, learners=learners))
     trainer = make_trainer(config)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     state = jax.jit(jax.vmap(trainer.init))(keys)

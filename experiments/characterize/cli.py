@@ -29,14 +29,15 @@ from typing import Any
 
 import jax
 
+from experiments import cli_config
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from jaxmarl_accel.algos import AlgoConfig
-from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS
+from jaxmarl_accel.config import TrainConfig
 
-FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "capacity": 100_000, "reps": 5,
+FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,
         "neighbors": [16, 64], "trainer_chunks": 2}
-QUICK = {"agents": [3, 6], "batch_size": 256, "capacity": 4096, "reps": 3,
+QUICK = {"agents": [3, 6], "batch_size": 256, "buffer_capacity": 4096, "reps": 3,
          "neighbors": [16, 64], "trainer_chunks": 1}
 
 
@@ -76,20 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simple_tag team sizes: 'paper' = P predators, P/3 prey, max(2, P/3) "
                         "obstacles (paper 000's observation widths, 16 at P=3, 98 at P=24); "
                         "'fixed' = 1 prey, 2 obstacles (default paper)")
-    p.add_argument("--algo", default="maddpg", choices=["maddpg", "matd3", "masac"],
-                   help="learner (default maddpg); MASAC phases use the fixed entropy "
-                        "coefficient")
-    p.add_argument("--sampler", default="uniform", choices=list(SAMPLERS),
-                   help="replay sampler of the main breakdown (default uniform)")
-    p.add_argument("--layout", default="transition_major", choices=list(LAYOUTS),
-                   help="replay storage layout of the main breakdown (default transition_major)")
-    p.add_argument("--learners", default="parallel", choices=["parallel", "sequential"],
-                   help="learners of the whole update step (default parallel: one vmap over "
-                        "agents); the phases always use the parallel learners")
-    p.add_argument("--batch-size", type=pos_int, default=None,
-                   help="mini-batch (default 1024, the papers'; --quick: 256)")
-    p.add_argument("--capacity", type=pos_int, default=None,
-                   help="replay capacity before the memory cap (default 100000; --quick: 4096)")
     p.add_argument("--max-buffer-gb", type=pos_float, default=1.0,
                    help="lower the capacity so that one buffer stays under this many GiB "
                         "(default 1.0; 48-predator tag transitions are ~100 KB)")
@@ -99,10 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fill", type=pos_float, default=1.0,
                    help="fraction of the capacity filled with random transitions before "
                         "timing (default 1.0)")
-    p.add_argument("--num-envs", type=pos_int, default=10,
-                   help="environments stepped per vectorized step (default 10)")
-    p.add_argument("--update-every", type=pos_int, default=100,
-                   help="env steps per update of all agents (default 100, the papers')")
     p.add_argument("--episodes", type=pos_int, default=60_000,
                    help="episodes of the extrapolated training time (default 60000, Table I)")
     p.add_argument("--episode-length", type=pos_int, default=25,
@@ -119,13 +102,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--neighbors", nargs="+", type=pos_int, default=None,
                    help="neighbor-sampler window sizes compared with uniform (default 16 64: "
                         "paper 000's 16x64 and 64x16 neighbors x references at batch 1024)")
+    cli_config.add_dataclass_flags(
+        p.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"), TrainConfig,
+        only=("algo", "sampler", "layout", "batch_size", "buffer_capacity", "num_envs",
+              "update_every"),
+        choices=cli_config.train_choices(),
+        defaults={"batch_size": None, "buffer_capacity": None},
+        shown_defaults={"batch_size": "1024; --quick: 256",
+                        "buffer_capacity": "100000, lowered to --max-buffer-gb; --quick: 4096"},
+        aliases={"buffer_capacity": ("--capacity",)})
+    cli_config.add_dataclass_flags(
+        p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
+        only=("learners",), choices=cli_config.train_choices())
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="skip the sampler, layout and learner comparisons")
     p.add_argument("--trainer-chunks", type=int, default=None,
                    help="rounds of the real trainer (run_chunk) timed as a cross-check; "
                         "0 skips it (default 2; --quick 1)")
     p.add_argument("--quick", action="store_true",
-                   help="small run: agents 3 6, batch 256, capacity 4096, 3 reps")
+                   help="small run: agents 3 6, batch 256, capacity 4096, 3 reps (without it: "
+                        "agents 3 6 12 24 48, batch 1024, capacity 100000, 5 reps)")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed (default 0)")
     return p
 
@@ -139,17 +135,24 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
         parser.error(f"--trainer-chunks must be >= 0, got {args.trainer_chunks}")
     if args.fill > 1.0:
         parser.error(f"--fill must be in (0, 1], got {args.fill}")
-    if args.batch_size > args.capacity:
-        parser.error(f"--batch-size ({args.batch_size}) exceeds --capacity ({args.capacity})")
+    if args.batch_size > args.buffer_capacity:
+        parser.error(f"--batch-size ({args.batch_size}) exceeds --buffer-capacity "
+                     f"({args.buffer_capacity})")
     bad = [n for n in args.neighbors if args.batch_size % n]
     if bad and args.compare:
         parser.error(f"--neighbors {bad} must divide --batch-size {args.batch_size}")
     if args.sampler == "neighbor" and args.batch_size % 4:
         parser.error("--sampler neighbor (4 neighbors) needs --batch-size divisible by 4")
     big, small = max(args.num_envs, args.update_every), min(args.num_envs, args.update_every)
-    if big % small:
+    if small > 0 and big % small:
         parser.error(f"--num-envs ({args.num_envs}) and --update-every ({args.update_every}) "
                      "must divide one another")
+    try:  # every other setting is checked by the run configuration itself
+        spr = max(args.num_envs, args.update_every)
+        cli_config.train_config_from_args(args, learning_starts=0, eval_every=spr,
+                                          total_env_steps=spr)
+    except ValueError as error:
+        parser.error(str(error))
     return args
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from experiments import cli_config
 from experiments import timing as cp
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.buffers import Buffer, available_bytes, estimate_bytes, make_buffer
@@ -42,14 +43,11 @@ def train_config(args: argparse.Namespace, agents: int, capacity: int, **over: A
     env steps, so that the trainer check can time single rounds)."""
     spr = max(args.num_envs, args.update_every)
     fields = dict(
-        env=args.env, env_kwargs=env_kwargs(args.env, agents, args.tag_widths), algo=args.algo,
-        algo_config=AlgoConfig(learners=args.learners), sampler=args.sampler,
-        sampler_kwargs=(), layout=args.layout, buffer_capacity=capacity,
-        batch_size=args.batch_size, num_envs=args.num_envs, total_env_steps=spr * 1000,
-        update_every=args.update_every, learning_starts=args.batch_size, eval_every=spr,
-        eval_episodes=1)
+        env=args.env, env_kwargs=env_kwargs(args.env, agents, args.tag_widths),
+        buffer_capacity=capacity, total_env_steps=spr * 1000,
+        learning_starts=args.batch_size, eval_every=spr, eval_episodes=1)
     fields.update(over)
-    return TrainConfig(**fields)
+    return cli_config.train_config_from_args(args, **fields)
 
 
 class SkipConfig(Exception):
@@ -68,7 +66,7 @@ def capacity_for(args: argparse.Namespace, example: Transition) -> int:
     """``--capacity`` lowered so that one buffer stays under ``--max-buffer-gb``."""
     per = estimate_bytes(example, capacity=1, sampler="per")
     fit = int(args.max_buffer_gb * 2**30 // per)
-    return max(args.batch_size * 2, min(args.capacity, fit))
+    return max(args.batch_size * 2, min(args.buffer_capacity, fit))
 
 
 def random_batch(key: jax.Array, count: int, example: Transition) -> Transition:
