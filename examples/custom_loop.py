@@ -1,9 +1,11 @@
 """Another JAX project's own training loop, assembled from jaxmarl_accel's pieces.
 
 Nothing here uses our trainer: the loop, its carry and its schedule are "yours". Our
-environment steps ``E`` envs, our prioritized replay buffer stores their transitions and
-samples mini-batches, our MATD3 learner updates all agents, and our buffer takes the TD
-errors back as priorities, all inside one ``jax.lax.scan`` under one ``jax.jit``::
+environment steps ``E`` envs (``jm.transition_step``, the trainer's own env step), our
+prioritized replay buffer stores their transitions and samples mini-batches, our MATD3
+learner updates all agents, and our buffer takes the TD errors back as priorities
+(``jm.learn_step``, the trainer's own update), all inside one ``jax.lax.scan`` under one
+``jax.jit``::
 
     python examples/custom_loop.py --steps 2000 --num-envs 8
 
@@ -53,7 +55,7 @@ def make_loop(num_envs: int = 8, capacity: int = 10_000, batch_size: int = 128,
     algo = jm.make_algo(algo_name, env.spec, jm.AlgoConfig(hidden_sizes=(hidden, hidden)))
     spec = env.spec
     env_reset = jax.vmap(env.reset, in_axes=(0, None))
-    env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    policy = jm.learner_policy(env, algo, scripted_prey=False, explore=True)  # one env's
 
     def init(key: jax.Array) -> LoopCarry:
         algo_key, reset_key, loop_key = jax.random.split(key, 3)
@@ -66,29 +68,25 @@ def make_loop(num_envs: int = 8, capacity: int = 10_000, batch_size: int = 128,
 
     def update(carry: LoopCarry, key: jax.Array) -> tuple[Any, Any, jax.Array]:
         sample_key, update_key = jax.random.split(key)
-        batch = buffer.sample(carry.buffer, sample_key)  # experience [B, N, ...]
-        algo_state, metrics, td_errors = algo.update(carry.algo, batch.experience,
-                                                     batch.weights, update_key)
-        buffer_state = buffer.update_priorities(carry.buffer, batch.indices, td_errors)
-        return algo_state, buffer_state, metrics["critic_loss"]
+        # our sample -> update -> priorities step (what our trainer runs)
+        learned = jm.learn_step(algo, buffer, carry.algo, carry.buffer, sample_key, update_key)
+        return learned.algo, learned.buffer, learned.metrics["critic_loss"]
 
     def no_update(carry: LoopCarry, key: jax.Array) -> tuple[Any, Any, jax.Array]:
         return carry.algo, carry.buffer, jnp.zeros((), jnp.float32)
 
     def step(carry: LoopCarry, _: None) -> tuple[LoopCarry, LoopOutput]:
         key, act_key, env_key, update_key = jax.random.split(carry.key, 4)
-        env_action, action_vec = algo.act(carry.algo, carry.obs, act_key, True)  # [E, N, ...]
-        obs, env_state, reward, terminated, _, info = env_step(
-            jax.random.split(env_key, num_envs), carry.env_state, env_action, env_params)
-        done = jnp.broadcast_to(terminated[:, None], reward.shape).astype(jnp.float32)
-        transitions = jm.Transition(obs=carry.obs, action=action_vec, reward=reward,
-                                    next_obs=info["final_obs"], done=done)  # leaves [E, N, ...]
-        carry = carry._replace(buffer=buffer.add(carry.buffer, transitions),
-                               env_state=env_state, obs=obs, key=key)
+        # our env step -> transitions [E, N, ...] (what our trainer runs)
+        out = jm.transition_step(env, env_params, policy, carry.algo, carry.env_state,
+                                 carry.obs, act_key, env_key)
+        carry = carry._replace(buffer=buffer.add(carry.buffer, out.transition),
+                               env_state=out.env_state, obs=out.obs, key=key)
         ready = buffer.can_sample(carry.buffer)
         algo_state, buffer_state, loss = jax.lax.cond(ready, update, no_update, carry, update_key)
         carry = carry._replace(algo=algo_state, buffer=buffer_state)
-        return carry, LoopOutput(reward=jnp.mean(reward), updated=ready, critic_loss=loss)
+        return carry, LoopOutput(reward=jnp.mean(out.transition.reward), updated=ready,
+                                 critic_loss=loss)
 
     def loop(carry: LoopCarry, num_steps: int) -> tuple[LoopCarry, LoopOutput]:
         return jax.lax.scan(step, carry, None, length=num_steps)
