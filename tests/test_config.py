@@ -1,0 +1,57 @@
+"""jaxmarl_accel.config: validation, the schedule helpers and the (de)serialisation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.config import (
+    TrainConfig,
+    config_from_dict,
+    config_to_dict,
+    num_chunks,
+    rounds_per_chunk,
+    updates_per_round,
+)
+from tests.test_train import tiny_config
+
+
+def test_schedule_helpers():
+    config = tiny_config()
+    assert updates_per_round(config) == 1
+    assert rounds_per_chunk(config) == 4
+    assert num_chunks(config) == 3
+    many_envs = tiny_config(num_envs=100, update_every=25, eval_every=200)
+    assert updates_per_round(many_envs) == 4
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(num_envs=3, update_every=50), "divide"),
+    (dict(eval_every=130), "multiple of the env steps per round"),
+    (dict(total_env_steps=500), "multiple of eval_every"),
+    (dict(batch_size=0), "batch_size"),
+    (dict(sampler="nope"), "sampler must be one of"),
+    (dict(batch_size=2000), "exceeds buffer_capacity"),
+])
+def test_config_rejects_bad_values(bad, match):
+    with pytest.raises(ValueError, match=match):
+        tiny_config(**bad)
+
+
+def test_config_survives_a_json_round_trip():
+    config = tiny_config(env_kwargs=(("continuous_actions", True), ("num_agents", 4)),
+                         sampler="per", sampler_kwargs=(("alpha", 0.7), ("beta", 0.5)),
+                         algo_config=AlgoConfig(hidden_sizes=(8, 4), target_entropy=None))
+    data = json.loads(json.dumps(config_to_dict(config)))
+    assert data["env_kwargs"] == {"continuous_actions": True, "num_agents": 4}
+    assert config_from_dict(data) == config
+    assert config_from_dict(config_to_dict(TrainConfig())) == TrainConfig()
+
+
+def test_config_from_dict_names_unknown_fields():
+    data = config_to_dict(TrainConfig())
+    data["no_such_field"] = 1
+    with pytest.raises(TypeError, match="no_such_field"):
+        config_from_dict(data)
