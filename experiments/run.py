@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--checkpoint-every", type=int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    devices = parser.add_argument_group("devices (jaxmarl_accel.parallel)")
+    devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
     devices.add_argument("--devices", default="auto",
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
                               "of all devices that the seeds (and envs) divide evenly over; 1 is "
