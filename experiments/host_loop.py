@@ -1,7 +1,7 @@
 """The host side of a run: compile once, run chunk by chunk, log, checkpoint, summarize.
 
 Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
-:mod:`jaxmarl_accel.parallel`; one device is the plain single-device program. Under
+:mod:`jaxmarl_accel.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
 writes files (orbax coordinates the checkpoint writes of all processes).
 """
