@@ -1,7 +1,9 @@
-"""MADDPG, MATD3 and MASAC on one actor-critic skeleton, all agents stacked on an axis."""
+"""Learners on one protocol (:mod:`~.base`); today MADDPG, MATD3 and MASAC on one
+actor-critic skeleton, all agents stacked on an axis. ``ALGOS`` lists the registered names."""
 
+from jaxmarl_accel.algos.actor_critic import AlgoState, Phases
+from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.core import Algo, AlgoState
-from jaxmarl_accel.algos.registry import make_algo
+from jaxmarl_accel.algos.registry import ALGOS, make_algo
 
-__all__ = ["Algo", "AlgoConfig", "AlgoState", "make_algo"]
+__all__ = ["ALGOS", "Algo", "AlgoConfig", "AlgoState", "Needs", "Phases", "make_algo"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 
-LEARNERS = ("parallel", "sequential")
+from jaxmarl_accel.algos.learners import LEARNERS
+
 CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 
 
@@ -100,7 +101,7 @@ class AlgoConfig:
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.learners not in LEARNERS:
-            raise ValueError(f"learners must be one of {LEARNERS}, got {self.learners!r}")
+            raise ValueError(f"learners must be one of {tuple(LEARNERS)}, got {self.learners!r}")
         if self.continuous_policy not in CONTINUOUS_POLICIES:
             raise ValueError(f"continuous_policy must be one of {CONTINUOUS_POLICIES}, got "
                              f"{self.continuous_policy!r}")

@@ -15,11 +15,12 @@ the batch, with ``F(net) = 2 * sum_k d_k d_{k+1}`` the forward cost of an MLP an
 
 from __future__ import annotations
 
-from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.policies import make_policy
-from jaxmarl_accel.envs.base import EnvSpec
+import numpy as np
 
-_ALGOS = ("maddpg", "matd3", "masac")
+from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.distributions import make_distribution
+from jaxmarl_accel.algos.registry import variant_of
+from jaxmarl_accel.envs.base import EnvSpec
 
 
 def _mlp_flops(sizes: list[int]) -> tuple[int, int]:
@@ -34,7 +35,8 @@ def update_matmul_flops(
     """Matmul FLOPs of one ``update`` of all agents, averaged over MATD3's policy delay.
 
     Args:
-      name: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
+      name: a registered algorithm (its variant gives the critic counts, the critics the
+        actor ascends, the policy delay and the action distribution).
       spec: the environment spec.
       config: learner hyperparameters (hidden sizes, policy delay).
       batch_size: transitions per agent per update (B).
@@ -43,18 +45,16 @@ def update_matmul_flops(
     Returns:
       FLOPs per update (float).
     """
-    if name not in _ALGOS:
-        raise ValueError(f"name must be one of {_ALGOS}, got {name!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    variant = variant_of(name, spec, config)
     n, hidden = spec.num_agents, list(config.hidden_sizes)
-    policy = make_policy(spec, config, stochastic=name == "masac")
-    adim, out = policy.action_dim, policy.out_size
+    dist = make_distribution(spec, config, variant.continuous_default)
+    adim, out = dist.action_dim, dist.out_size
     f_a, f1_a = _mlp_flops([spec.obs_dim, *hidden, out])
     f_c, f1_c = _mlp_flops([n * (spec.obs_dim + adim), *hidden, 1])
-    critics = 1 if name == "maddpg" else 2
-    actor_critics = 2 if name == "masac" else 1
-    delay = config.policy_delay if name == "matd3" else 1
+    critics, delay = variant.num_critics, variant.policy_delay
+    actor_critics = len(variant.actor_critics(np.arange(critics)))  # critics the actor uses
     next_actions = (n * n if per_agent else n) * f_a
     critic = n * critics * (f_c + f_c + 2 * f_c - f1_c)
     actor = n * (f_a + actor_critics * 2 * f_c + 2 * f_a - f1_a)

@@ -14,22 +14,18 @@ the reparameterized single-sample ``-log pi(a)``.
 
 from __future__ import annotations
 
-import jax
-
+from jaxmarl_accel.algos import losses
+from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.core import Variant
-from jaxmarl_accel.algos.policies import Policy
 from jaxmarl_accel.envs.base import EnvSpec
 
 
-def next_action(policy: Policy, out: jax.Array, mask: jax.Array, key: jax.Array):
-    """``a'_j ~ pi_j(o'_j)`` and the entropy bonus of every agent, ``[B, N, A]``, ``[B, N]``."""
-    return policy.sample(out, mask, key)
-
-
-def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
-    """MASAC: twin critics (min), stochastic actors, entropy bonus, no delay."""
-    del spec, config
-    return Variant(num_critics=2, policy_delay=1, stochastic=True, entropy=True,
-                   target_from_online=True, next_action=next_action,
-                   actor_critics=2)
+def variant(spec: EnvSpec, config: AlgoConfig) -> v.Variant:
+    """MASAC: twin critics (min), stochastic actors, entropy bonus, no delay; the
+    temperature is tuned with ``config.auto_alpha``."""
+    del spec
+    temperature = losses.sac_temperature_step if config.auto_alpha else losses.fixed_temperature
+    return v.Variant(num_critics=2, policy_delay=1, continuous_default="gaussian",
+                     next_action=v.sampled_next_action, next_actors=v.online_actors,
+                     actor_critics=v.all_critics, alpha=v.entropy_coefficient,
+                     temperature=temperature)

@@ -19,28 +19,29 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxmarl_accel.algos import losses
+from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.core import Variant
-from jaxmarl_accel.algos.policies import Policy
+from jaxmarl_accel.algos.distributions import ActionDistribution
 from jaxmarl_accel.envs.base import EnvSpec
 
 
 def smoothed_next_action(
-    policy: Policy, out: jax.Array, mask: jax.Array, key: jax.Array, *,
+    dist: ActionDistribution, out: jax.Array, mask: jax.Array, key: jax.Array, *,
     continuous: bool, std: float, clip: float,
 ) -> tuple[jax.Array, jax.Array]:
     """Target-policy smoothing: ``a'_j = mu'_j(o'_j) + clip(eps, -c, c)``, ``[B, N, A]``."""
     noise_key, sample_key = jax.random.split(key)
     if continuous:
-        action, bonus = policy.sample(out, mask, sample_key)
+        action, bonus = dist.sample(out, mask, sample_key)
         eps = jnp.clip(0.5 * std * jax.random.normal(noise_key, action.shape),
                        -0.5 * clip, 0.5 * clip)
         return jnp.clip(action + eps, 0.0, 1.0), bonus
     eps = jnp.clip(std * jax.random.normal(noise_key, out.shape), -clip, clip)
-    return policy.sample(out + eps, mask, sample_key)
+    return dist.sample(out + eps, mask, sample_key)
 
 
-def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
+def variant(spec: EnvSpec, config: AlgoConfig) -> v.Variant:
     """MATD3: twin critics, ``config.policy_delay``, smoothing noise, first critic for actor."""
     next_action = functools.partial(
         smoothed_next_action,
@@ -48,6 +49,7 @@ def variant(spec: EnvSpec, config: AlgoConfig) -> Variant:
         continuous=spec.continuous and config.continuous_policy != "gumbel_softmax",
         std=config.target_noise,
         clip=config.target_noise_clip)
-    return Variant(num_critics=2, policy_delay=config.policy_delay, stochastic=False,
-                   entropy=False, target_from_online=False, next_action=next_action,
-                   actor_critics=1)
+    return v.Variant(num_critics=2, policy_delay=config.policy_delay,
+                     continuous_default="sigmoid", next_action=next_action,
+                     next_actors=v.target_actors, actor_critics=v.first_critic,
+                     alpha=v.no_entropy, temperature=losses.fixed_temperature)

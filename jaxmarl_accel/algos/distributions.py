@@ -1,6 +1,6 @@
 """Action distributions on top of the raw actor outputs.
 
-A :class:`Policy` turns raw actor outputs ``out [..., out_size]`` into
+An :class:`ActionDistribution` turns raw actor outputs ``out [..., out_size]`` into
 
 * ``sample``: a differentiable action vector for the losses (the critic-facing
   ``action_vec``) and an entropy bonus (an estimate of ``-log pi``, 0 for deterministic
@@ -47,7 +47,7 @@ _NEG = -1e9
 _LOG_2PI = jnp.log(2.0 * jnp.pi)
 
 
-class Policy(NamedTuple):
+class ActionDistribution(NamedTuple):
     """Action distribution over raw actor outputs (``mask`` is ``[..., action_dim]`` bool).
 
     Attributes:
@@ -68,7 +68,7 @@ class Policy(NamedTuple):
     reg: Callable[..., jax.Array]
 
 
-def _discrete(spec: EnvSpec, config: AlgoConfig) -> Policy:
+def _discrete(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     num_actions = spec.num_actions
 
     def logits(out: jax.Array, mask: jax.Array) -> jax.Array:
@@ -97,10 +97,10 @@ def _discrete(spec: EnvSpec, config: AlgoConfig) -> Policy:
         mask = jnp.broadcast_to(mask, out.shape)
         return jnp.sum(jnp.where(mask, out**2, 0.0)) / jnp.maximum(jnp.sum(mask), 1)
 
-    return Policy(num_actions, num_actions, sample, explore, exploit, reg)
+    return ActionDistribution(num_actions, num_actions, sample, explore, exploit, reg)
 
 
-def _deterministic(spec: EnvSpec, config: AlgoConfig) -> Policy:
+def _deterministic(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     def sample(out, mask, key):
         del mask, key
         return jax.nn.sigmoid(out), jnp.zeros(out.shape[:-1])
@@ -120,10 +120,10 @@ def _deterministic(spec: EnvSpec, config: AlgoConfig) -> Policy:
         del mask
         return jnp.mean(out**2)
 
-    return Policy(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
 
 
-def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> Policy:
+def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     temperature = config.gumbel_temperature
 
     def sample(out, mask, key):
@@ -145,10 +145,10 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> Policy:
         del mask
         return jnp.mean(out**2)
 
-    return Policy(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
 
 
-def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> Policy:
+def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     act_dim = spec.act_dim
 
     def split(out):
@@ -179,23 +179,24 @@ def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> Policy:
         del mask
         return jnp.mean(split(out)[0] ** 2)
 
-    return Policy(2 * act_dim, act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(2 * act_dim, act_dim, sample, explore, exploit, reg)
 
 
-def make_policy(spec: EnvSpec, config: AlgoConfig, stochastic: bool) -> Policy:
+def make_distribution(spec: EnvSpec, config: AlgoConfig,
+                      continuous_default: str = "sigmoid") -> ActionDistribution:
     """The action distribution for ``spec``'s action space.
 
     Args:
       spec: the environment spec (discrete or continuous actions).
       config: learner hyperparameters.
-      stochastic: with ``config.continuous_policy="auto"``, continuous actions use a
-        squashed Gaussian (MASAC) instead of a deterministic sigmoid actor (MADDPG, MATD3).
-        Discrete actions are always a Gumbel-softmax categorical.
+      continuous_default: the continuous head used with ``config.continuous_policy="auto"``:
+        ``"sigmoid"`` (deterministic actors: MADDPG, MATD3) or ``"gaussian"`` (squashed
+        Gaussian: MASAC). Discrete actions are always a Gumbel-softmax categorical.
     """
     if not spec.continuous:
         return _discrete(spec, config)
     kind = config.continuous_policy
     if kind == "auto":
-        kind = "gaussian" if stochastic else "sigmoid"
+        kind = continuous_default
     return {"sigmoid": _deterministic, "gaussian": _squashed_gaussian,
             "gumbel_softmax": _gumbel_softmax_continuous}[kind](spec, config)

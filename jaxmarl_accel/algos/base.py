@@ -1,0 +1,65 @@
+"""The learner protocol every learner family satisfies, and what a learner declares it needs.
+
+A learner is an :class:`Algo`: a bundle of pure functions ``init / act / update`` plus the
+``phases`` its update is composed of (to run or time apart), and a :class:`Needs`
+declaration of what it needs from the replay and from the environment. The trainer picks
+its round from ``needs.replay`` (:data:`jaxmarl_accel.train.ROUNDS`). The actor-critic
+family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic`) replays single
+transitions and needs nothing else from the env; the value-based family (QMIX, VDN, IQL:
+recurrent agents on whole episodes, paper 004) declares ``replay="episode"``, the env's
+available-action masks and its global state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+PyTree = Any
+REPLAY_KINDS = ("transition", "episode")
+
+
+class Needs(NamedTuple):
+    """What a learner needs from the replay and the environment.
+
+    Attributes:
+      replay: ``"transition"`` (batches of single joint transitions ``[B, N, ...]``) or
+        ``"episode"`` (batches of whole episodes ``[B, T, N, ...]``).
+      avail_actions: needs the env's available-action mask ``[N, A]`` (bool) with every
+        observation (``info["avail_actions"]``).
+      global_state: needs the env's global state (``info["state"]``), e.g. for a mixer.
+    """
+
+    replay: str = "transition"
+    avail_actions: bool = False
+    global_state: bool = False
+
+
+class Algo(NamedTuple):
+    """A learner as pure functions (see :func:`jaxmarl_accel.algos.make_algo`).
+
+    Attributes:
+      init: ``key -> state`` (the family's learner state, e.g.
+        :class:`~jaxmarl_accel.algos.actor_critic.AlgoState`).
+      act: ``(state, obs [..., N, obs_dim], key, explore: bool) -> (env_action,
+        action_vec [..., N, action_dim])``; ``env_action`` is ``[..., N]`` int32 (discrete)
+        or ``[..., N, act_dim]`` float32 in ``[0, 1]`` (continuous). ``explore`` is static.
+      update: ``(state, batch, weights, key) -> (state, metrics, td_errors)``. For
+        transition replay ``batch`` leaves are ``[B, N, ...]`` (one batch for all agents;
+        weights ``[B]``; td_errors ``[B, N]``) or ``[N, B, N, ...]`` (agent i learns from
+        ``batch[i]``; weights ``[N, B]``; td_errors ``[N, B]``). ``metrics`` maps names to
+        scalars.
+      action_dim: width of the action vector the replay stores.
+      phases: the steps ``update`` is composed of (e.g.
+        :class:`~jaxmarl_accel.algos.actor_critic.Phases`), to run or time apart.
+      needs: what the learner needs from the replay and the env (:class:`Needs`).
+    """
+
+    init: Callable[[jax.Array], PyTree]
+    act: Callable[..., tuple[jax.Array, jax.Array]]
+    update: Callable[..., tuple[PyTree, dict[str, jax.Array], jax.Array]]
+    action_dim: int
+    phases: Any
+    needs: Needs = Needs()
