@@ -10,11 +10,11 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.registry import ALGOS
 
 SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
 LAYOUTS = ("transition_major", "agent_major")
 INDEX_SHARING = ("shared", "per_agent")
-ALGOS = ("maddpg", "matd3", "masac")
 PREY_MODES = ("trained", "heuristic")
 
 
@@ -30,7 +30,7 @@ class TrainConfig:
     Attributes:
       env: registry name of the scenario (``jaxmarl_accel.envs.make``).
       env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
-      algo: ``"maddpg"``, ``"matd3"`` or ``"masac"``.
+      algo: a registered learner, one of :data:`jaxmarl_accel.algos.ALGOS`.
       algo_config: learner hyperparameters.
       sampler: replay sampler name, one of :data:`SAMPLERS`.
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
