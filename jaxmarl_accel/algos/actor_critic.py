@@ -141,8 +141,15 @@ class Skeleton(NamedTuple):
     map_agents: Callable[..., tuple[PyTree, Any]]  # learners.parallel or .sequential
 
 
-class _Agent(NamedTuple):
-    """One agent's slice of the learner state plus its static per-agent inputs."""
+class Agent(NamedTuple):
+    """Agent i's slice of :class:`AlgoState` plus its static per-agent inputs (the leaves of
+    :class:`AlgoState` without their leading agent axis).
+
+    Attributes:
+      index: ``[]`` int32, i; mask: ``[A]`` bool valid actions; target_entropy: ``[]``.
+      actor, critic, target_critic: its parameters (critic leaves ``[C, ...]``).
+      actor_opt, critic_opt, log_alpha, alpha_opt: its optimizer states and temperature.
+    """
 
     index: jax.Array
     mask: jax.Array
@@ -156,9 +163,9 @@ class _Agent(NamedTuple):
     alpha_opt: PyTree
 
 
-class _Next(NamedTuple):
-    """What one agent's targets come from: a batch ``[B, N, ...]``, the next actions
-    ``[B, N, A]`` and the next entropy bonus ``[B, N]``."""
+class NextInputs(NamedTuple):
+    """What agent i's critic target comes from: a batch (leaves ``[B, N, ...]``), every
+    agent's next action ``[B, N, A]`` at ``batch.next_obs`` and its entropy bonus ``[B, N]``."""
 
     batch: Transition
     action: jax.Array
@@ -231,22 +238,23 @@ def check_batch(sk: Skeleton, batch: Transition, weights: jax.Array | None = Non
     return per_agent
 
 
-def _agents_of(sk: Skeleton, state: AlgoState) -> _Agent:
-    return _Agent(
+def agents_of(sk: Skeleton, state: AlgoState) -> Agent:
+    """All agents' slices of ``state``, stacked: every :class:`Agent` leaf ``[N, ...]``."""
+    return Agent(
         index=jnp.arange(sk.spec.num_agents), mask=sk.mask, target_entropy=sk.target_entropy,
         actor=state.actor, critic=state.critic, target_critic=state.target_critic,
         actor_opt=state.actor_opt, critic_opt=state.critic_opt,
         log_alpha=state.log_alpha, alpha_opt=state.alpha_opt)
 
 
-def _with_agents(state: AlgoState, agents: _Agent) -> AlgoState:
+def _with_agents(state: AlgoState, agents: Agent) -> AlgoState:
     return state.replace(
         actor=agents.actor, critic=agents.critic, actor_opt=agents.actor_opt,
         critic_opt=agents.critic_opt, log_alpha=agents.log_alpha, alpha_opt=agents.alpha_opt)
 
 
 def _next_inputs(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Array,
-                 per_agent: bool) -> _Next:
+                 per_agent: bool) -> NextInputs:
     """Next actions of all agents at ``batch.next_obs`` (one key per agent's batch)."""
     params = sk.variant.next_actors(state)
     apply = lambda obs, k: sk.variant.next_action(
@@ -255,26 +263,34 @@ def _next_inputs(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Arr
         action, bonus = jax.vmap(apply)(batch.next_obs, jax.random.split(key, sk.spec.num_agents))
     else:
         action, bonus = apply(batch.next_obs, key)
-    return _Next(batch, action, bonus)
+    return NextInputs(batch, action, bonus)
 
 
-def _agent_target(sk: Skeleton, agent: _Agent, nxt: _Next) -> jax.Array:
+def agent_target(sk: Skeleton, agent: Agent, nxt: NextInputs) -> jax.Array:
+    """Agent i's critic target ``y_i`` ``[B]`` (paper 001 eq. 2; :func:`~.losses.critic_target`)
+    with the variant's entropy coefficient."""
     b, i = nxt.batch, agent.index
     return losses.critic_target(
         sk.critic_mlp, agent.target_critic, b.next_obs, nxt.action, b.reward[:, i],
         b.done[:, i], nxt.bonus[:, i], sk.variant.alpha(agent.log_alpha), sk.config.gamma)
 
 
-def _agent_critic_step(sk: Skeleton, agent: _Agent, y: jax.Array, batch: Transition,
-                       weights: jax.Array) -> tuple[_Agent, CriticInfo]:
+def agent_critic_step(sk: Skeleton, agent: Agent, y: jax.Array, batch: Transition,
+                      weights: jax.Array) -> tuple[Agent, CriticInfo]:
+    """One optimizer step of agent i's critics on the weighted regression to ``y [B]``
+    (paper 001 eq. 2; :func:`~.losses.critic_loss`), ``batch`` leaves ``[B, N, ...]``,
+    ``weights [B]``; returns the agent with new ``critic`` and ``critic_opt``."""
     (loss, (td, q_mean)), grad = jax.value_and_grad(losses.critic_loss, has_aux=True)(
         agent.critic, sk.critic_mlp, batch.obs, batch.action, weights, y)
     critic, critic_opt = losses.flat_step(sk.critic_tx, grad, agent.critic_opt, agent.critic)
     return agent._replace(critic=critic, critic_opt=critic_opt), CriticInfo(loss, td, q_mean)
 
 
-def _agent_actor_step(sk: Skeleton, agent: _Agent, key: jax.Array,
-                      batch: Transition) -> tuple[_Agent, ActorInfo]:
+def agent_actor_step(sk: Skeleton, agent: Agent, key: jax.Array,
+                     batch: Transition) -> tuple[Agent, ActorInfo]:
+    """One optimizer step of agent i's actor (paper 001 eq. 1; :func:`~.losses.actor_loss`)
+    on ``batch`` (leaves ``[B, N, ...]``), then the variant's temperature step (SAC eq. 18
+    or none); returns the agent with new ``actor``, ``actor_opt``, ``log_alpha``, ``alpha_opt``."""
     (loss, entropy), grad = jax.value_and_grad(losses.actor_loss, has_aux=True)(
         agent.actor, sk.actor_mlp, sk.critic_mlp, sk.dist, agent.index, agent.mask,
         sk.variant.actor_critics(agent.critic), batch.obs, batch.action, key,
@@ -291,8 +307,8 @@ def target_q(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Array) 
     """Step 1a for all agents: the critic targets ``y [N, B]`` (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch)
     nxt = _next_inputs(sk, state, batch, key, per_agent)
-    with_y = lambda agent, nxt: (agent, _agent_target(sk, agent, nxt))
-    return sk.map_agents(with_y, _agents_of(sk, state), (), (nxt,), per_agent)[1]
+    with_y = lambda agent, nxt: (agent, agent_target(sk, agent, nxt))
+    return sk.map_agents(with_y, agents_of(sk, state), (), (nxt,), per_agent)[1]
 
 
 def critic_step(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
@@ -300,7 +316,7 @@ def critic_step(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.
     """Step 1b for all agents: one critic optimizer step each (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch, weights)
     chex.assert_shape(y, (sk.spec.num_agents, batch.reward.shape[-2]))
-    agents, info = sk.map_agents(functools.partial(_agent_critic_step, sk), _agents_of(sk, state),
+    agents, info = sk.map_agents(functools.partial(agent_critic_step, sk), agents_of(sk, state),
                                  (y,), (batch, weights.astype(jnp.float32)), per_agent)
     return _with_agents(state, agents), info
 
@@ -309,7 +325,7 @@ def actor_step(sk: Skeleton, state: AlgoState, batch: Transition,
                key: jax.Array) -> tuple[AlgoState, ActorInfo]:
     """Step 2 for all agents: one actor (and temperature) step each (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch)
-    agents, info = sk.map_agents(functools.partial(_agent_actor_step, sk), _agents_of(sk, state),
+    agents, info = sk.map_agents(functools.partial(agent_actor_step, sk), agents_of(sk, state),
                                  (jax.random.split(key, sk.spec.num_agents),), (batch,),
                                  per_agent)
     return _with_agents(state, agents), info
@@ -333,21 +349,21 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
     delay = sk.variant.policy_delay
     do_actor = (state.step + 1) % delay == 0
 
-    def agent_update(agent: _Agent, key: jax.Array, nxt: _Next, weights: jax.Array):
+    def agent_update(agent: Agent, key: jax.Array, nxt: NextInputs, weights: jax.Array):
         # one agent's target_q, critic_step and actor_step (see Phases)
-        y = _agent_target(sk, agent, nxt)
-        agent, c_info = _agent_critic_step(sk, agent, y, nxt.batch, weights)
+        y = agent_target(sk, agent, nxt)
+        agent, c_info = agent_critic_step(sk, agent, y, nxt.batch, weights)
         if delay == 1:
-            agent, a_info = _agent_actor_step(sk, agent, key, nxt.batch)
+            agent, a_info = agent_actor_step(sk, agent, key, nxt.batch)
         else:
             skip = lambda a: (a, ActorInfo(jnp.zeros(()), jnp.zeros(())))
             agent, a_info = jax.lax.cond(
-                do_actor, lambda a: _agent_actor_step(sk, a, key, nxt.batch), skip, agent)
+                do_actor, lambda a: agent_actor_step(sk, a, key, nxt.batch), skip, agent)
         return agent, (c_info, a_info)
 
     data = (_next_inputs(sk, state, batch, next_key, per_agent), weights.astype(jnp.float32))
     agents, (c_info, a_info) = sk.map_agents(
-        agent_update, _agents_of(sk, state),
+        agent_update, agents_of(sk, state),
         (jax.random.split(agents_key, sk.spec.num_agents),), data, per_agent)
     new_state = target_update(sk, _with_agents(state, agents))
     if delay > 1:
@@ -365,11 +381,33 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
 
 
 def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
-    """The learner of one algorithm ``variant``: the steps above with its static parts bound;
-    ``update`` is composed of the per-agent functions behind ``phases`` (:class:`Phases`)."""
+    """The learner of one algorithm ``variant``: the steps above with its static parts bound
+    (as plain functions, so that ``inspect`` and ``chex.assert_max_traces`` see their
+    source); ``update`` is composed of the per-agent functions behind ``phases``."""
     sk = make_skeleton(spec, config, variant)
-    bind = lambda fn: functools.partial(fn, sk)
-    phases = Phases(target_q=bind(target_q), critic_step=bind(critic_step),
-                    actor_step=bind(actor_step), target_update=bind(target_update))
-    return Algo(init=bind(init), act=bind(act), update=bind(update),
-                action_dim=sk.dist.action_dim, phases=phases, needs=Needs(replay="transition"))
+
+    def init_fn(key: jax.Array) -> AlgoState:
+        return init(sk, key)
+
+    def act_fn(state: AlgoState, obs: jax.Array, key: jax.Array, explore: bool):
+        return act(sk, state, obs, key, explore)
+
+    def update_fn(state: AlgoState, batch: Transition, weights: jax.Array, key: jax.Array):
+        return update(sk, state, batch, weights, key)
+
+    def target_q_fn(state: AlgoState, batch: Transition, key: jax.Array) -> jax.Array:
+        return target_q(sk, state, batch, key)
+
+    def critic_step_fn(state: AlgoState, batch: Transition, weights: jax.Array, y: jax.Array):
+        return critic_step(sk, state, batch, weights, y)
+
+    def actor_step_fn(state: AlgoState, batch: Transition, key: jax.Array):
+        return actor_step(sk, state, batch, key)
+
+    def target_update_fn(state: AlgoState) -> AlgoState:
+        return target_update(sk, state)
+
+    phases = Phases(target_q=target_q_fn, critic_step=critic_step_fn,
+                    actor_step=actor_step_fn, target_update=target_update_fn)
+    return Algo(init=init_fn, act=act_fn, update=update_fn, action_dim=sk.dist.action_dim,
+                phases=phases, needs=Needs(replay="transition"))

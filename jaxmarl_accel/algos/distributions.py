@@ -7,7 +7,7 @@ An :class:`ActionDistribution` turns raw actor outputs ``out [..., out_size]`` i
   actors);
 * ``explore`` / ``exploit``: the env action and the action vector stored in the replay.
 
-Three kinds:
+Four kinds:
 
 * discrete (all algorithms): Gumbel-softmax over masked logits (Jang et al. 2017;
   ``SoftCategoricalPd`` of the original MADDPG code, temperature 1): the loss
@@ -68,6 +68,24 @@ class ActionDistribution(NamedTuple):
     reg: Callable[..., jax.Array]
 
 
+def _mean_square(out: jax.Array, mask: jax.Array) -> jax.Array:
+    """Regularizer of an unmasked head: mean squared pre-activation output ``[]``."""
+    del mask
+    return jnp.mean(out**2)
+
+
+def _explore_by_sampling(sample: Callable[..., tuple[jax.Array, jax.Array]]
+                         ) -> Callable[..., tuple[jax.Array, jax.Array]]:
+    """``explore`` of a stochastic continuous head: the env executes one sample of the action
+    vector and the replay stores it, ``(a [..., A], a [..., A])``."""
+
+    def explore(out: jax.Array, mask: jax.Array, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        a, _ = sample(out, mask, key)
+        return a, a
+
+    return explore
+
+
 def _discrete(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     num_actions = spec.num_actions
 
@@ -116,11 +134,8 @@ def _deterministic(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
         a = jax.nn.sigmoid(out)
         return a, a
 
-    def reg(out, mask):
-        del mask
-        return jnp.mean(out**2)
-
-    return ActionDistribution(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(spec.act_dim, spec.act_dim, sample, explore, exploit,
+                              _mean_square)
 
 
 def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
@@ -132,20 +147,13 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistr
         logp = jax.nn.log_softmax(out)
         return soft, -jnp.sum(jnp.exp(logp) * logp, axis=-1)
 
-    def explore(out, mask, key):
-        a, _ = sample(out, mask, key)
-        return a, a
-
     def exploit(out, mask):
         del mask
         a = jax.nn.softmax(out / temperature)
         return a, a
 
-    def reg(out, mask):
-        del mask
-        return jnp.mean(out**2)
-
-    return ActionDistribution(spec.act_dim, spec.act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(spec.act_dim, spec.act_dim, sample, _explore_by_sampling(sample),
+                              exploit, _mean_square)
 
 
 def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
@@ -166,10 +174,6 @@ def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
         log_prob = log_prob - jnp.log(0.5 * (1.0 - t**2) + 1e-6)
         return 0.5 * (t + 1.0), -jnp.sum(log_prob, axis=-1)
 
-    def explore(out, mask, key):
-        a, _ = sample(out, mask, key)
-        return a, a
-
     def exploit(out, mask):
         del mask
         a = 0.5 * (jnp.tanh(split(out)[0]) + 1.0)
@@ -179,7 +183,8 @@ def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
         del mask
         return jnp.mean(split(out)[0] ** 2)
 
-    return ActionDistribution(2 * act_dim, act_dim, sample, explore, exploit, reg)
+    return ActionDistribution(2 * act_dim, act_dim, sample, _explore_by_sampling(sample),
+                              exploit, reg)
 
 
 def make_distribution(spec: EnvSpec, config: AlgoConfig,

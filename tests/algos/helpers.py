@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxmarl_accel.algos import Algo, AlgoConfig, make_algo
 from jaxmarl_accel.envs.base import EnvSpec
@@ -63,3 +64,41 @@ def compiled(name: str, spec: EnvSpec, config: AlgoConfig = SMALL) -> Compiled:
         act=jax.jit(algo.act, static_argnums=3),
         update=jax.jit(algo.update),
     )
+
+
+# (name, N, continuous): every (N, action kind) pair once, every algorithm with both kinds.
+CASES = [("maddpg", 1, False), ("maddpg", 6, True), ("matd3", 3, False),
+         ("matd3", 1, True), ("masac", 6, False), ("masac", 3, True)]
+
+
+def spec_for(n: int, continuous: bool) -> EnvSpec:
+    """The spec of the shape tests: discrete agents alternate 5 and 3 valid actions."""
+    sizes = tuple(5 if i % 2 == 0 else 3 for i in range(n))
+    return make_spec(n, continuous, action_sizes=None if continuous else sizes)
+
+
+def config_for(name: str, continuous: bool) -> AlgoConfig:
+    """Continuous MASAC tunes its entropy coefficient, everything else uses ``SMALL``."""
+    return SMALL_AUTO_ALPHA if name == "masac" and continuous else SMALL
+
+
+def assert_trees_close(a, b, rtol: float = 2e-5, atol: float = 2e-6) -> None:
+    """Leafwise ``assert_allclose`` of two pytrees of the same structure."""
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
+
+
+def mlp_numpy(params, x: np.ndarray) -> np.ndarray:
+    """Numpy forward pass of a flax ``MLP`` (Dense_0..Dense_k, ReLU between)."""
+    layers = params["params"]
+    for i in range(len(layers)):
+        dense = layers[f"Dense_{i}"]
+        x = x @ np.asarray(dense["kernel"]) + np.asarray(dense["bias"])
+        if i < len(layers) - 1:
+            x = np.maximum(x, 0.0)
+    return x
+
+
+def agent_slice(tree, i: int):
+    """Leaf ``[i]`` of every leaf of ``tree``, as numpy."""
+    return jax.tree.map(lambda x: np.asarray(x)[i], tree)

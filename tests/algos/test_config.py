@@ -1,11 +1,10 @@
-"""AlgoConfig defaults and validation; make_algo argument checks."""
+"""AlgoConfig defaults and validation."""
 
 from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
-from tests.algos.helpers import make_spec
+from jaxmarl_accel.algos import AlgoConfig
 
 
 def test_defaults_are_the_papers_settings():
@@ -28,12 +27,3 @@ def test_bad_config_raises_value_error(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs)) if len(kwargs) == 1 else None):
         AlgoConfig(**kwargs)
 
-
-def test_make_algo_rejects_bad_arguments():
-    spec = make_spec(2, continuous=False)
-    with pytest.raises(ValueError, match="name"):
-        make_algo("dqn", spec, AlgoConfig())
-    with pytest.raises(ValueError, match="config"):
-        make_algo("maddpg", spec, {"gamma": 0.9})
-    with pytest.raises(ValueError, match="spec"):
-        make_algo("maddpg", "simple_spread", AlgoConfig())

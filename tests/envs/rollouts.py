@@ -3,27 +3,25 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
+
+from jaxmarl_accel.envs.policies import PolicyFn, random_policy, script_rows
+from jaxmarl_accel.envs.rollout import Rollout, rollout
 
 STEPS = 25
 
 
-def rollout(env, params, key, scripted=None):
-    """One episode: initial state, then per step actions, final obs [T, N, D], rewards [T, N].
+def mixed_policy(env, scripted: jax.Array) -> PolicyFn:
+    """Agents marked in ``scripted`` (bool ``[N]``) follow the heuristic, the others act at
+    random; both draw with the policy's key."""
 
-    ``scripted``: bool [N], agents that follow the heuristic (the others act at random).
-    """
-    key_reset, key_steps = jax.random.split(key)
-    _, state0 = env.reset(key_reset, params)
+    def policy(key, obs, state, params):
+        return script_rows(env, scripted, env.random_action(key), key, state, params)
 
-    def body(state, key):
-        key_act, key_step = jax.random.split(key)
-        actions = env.random_action(key_act)
-        if scripted is not None:
-            mask = scripted.reshape(scripted.shape + (1,) * (actions.ndim - 1))
-            actions = jnp.where(mask, env.heuristic_action(key_act, state, params), actions)
-        _, state, reward, _, truncated, info = env.step(key_step, state, actions, params)
-        return state, (actions, info["final_obs"], reward, truncated)
+    return policy
 
-    _, out = jax.lax.scan(body, state0, jax.random.split(key_steps, STEPS))
-    return state0, out
+
+def episode(env, params, key: jax.Array, scripted: jax.Array | None = None) -> Rollout:
+    """One rollout of ``STEPS`` steps (axes ``[T]``) of :func:`mixed_policy`; all agents act
+    at random when ``scripted`` is None."""
+    policy = random_policy(env) if scripted is None else mixed_policy(env, scripted)
+    return rollout(env, params, policy, key, STEPS)

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jaxmarl.environments.mpe import SimpleAdversaryMPE
-from jaxmarl.environments.mpe.simple import State as RefState
 
 from jaxmarl_accel.envs import make
-from tests.envs.rollouts import STEPS
-from tests.envs.rollouts import rollout as _rollout
+from jaxmarl_accel.envs.policies import random_policy
+from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
+from tests.envs.rollouts import STEPS, episode
 
 SEEDS = 4
+
+
+def _goal(ref_state, state):
+    return ref_state.replace(goal=state.goal[0])
+
+
+def _mpe2_goal(world, state):
+    for agent in world.agents:
+        agent.goal_a = world.landmarks[int(state.goal[0])]
 
 
 @pytest.mark.parametrize(("num_good", "continuous"), [(2, False), (3, True)])
@@ -21,52 +29,18 @@ def test_parity_with_jaxmarl(num_good, continuous):
     env, params = make("simple_adversary", num_good=num_good, continuous_actions=continuous)
     ref = SimpleAdversaryMPE(num_good_agents=num_good, num_obs=num_good,
                              action_type="Continuous" if continuous else "Discrete")
-    sizes = env.spec.obs_sizes
-
-    def both(key):
-        state0, (actions, obs, reward, _) = _rollout(env, params, key)
-        ref_state = RefState(p_pos=state0.pos, p_vel=state0.vel,
-                             c=jnp.zeros((env.spec.num_agents, 2)), done=jnp.array(False),
-                             step=jnp.array(0), goal=state0.goal[0])
-
-        def ref_body(state, a):
-            act = {name: a[i] for i, name in enumerate(ref.agents)}
-            ref_obs, state, ref_rew, _, _ = ref.step_env(key, state, act)
-            return state, (ref_obs, ref_rew)
-
-        _, (ref_obs, ref_rew) = jax.lax.scan(ref_body, ref_state, actions)
-        return obs, reward, ref_obs, ref_rew
-
     keys = jax.random.split(jax.random.PRNGKey(2), SEEDS)
-    obs, reward, ref_obs, ref_rew = jax.jit(jax.vmap(both))(keys)
-    for i, name in enumerate(ref.agents):
-        np.testing.assert_allclose(obs[..., i, : sizes[i]], ref_obs[name], atol=1e-5)
-        np.testing.assert_array_equal(obs[..., i, sizes[i]:], 0.0)
-        np.testing.assert_allclose(reward[..., i], ref_rew[name], atol=1e-5)
+    ours = our_rollouts(env, params, keys, random_policy(env))
+    compare_jaxmarl(ref, ours, inject=_goal).assert_close(atol=1e-5)
 
 
 def test_parity_with_mpe2():
     from mpe2 import simple_adversary_v3
 
     env, params = make("simple_adversary")
-    rollout = jax.jit(_rollout, static_argnums=0)
-    for seed in range(2):
-        state0, (actions, obs, reward, _) = rollout(env, params, jax.random.PRNGKey(seed))
-        ref = simple_adversary_v3.parallel_env(max_cycles=STEPS)
-        ref.reset(seed=seed)
-        world = ref.unwrapped.world
-        for entity, p in zip(world.entities, np.asarray(state0.pos, np.float64), strict=True):
-            entity.state.p_pos = p.copy()
-        for agent in world.agents:
-            agent.goal_a = world.landmarks[int(state0.goal[0])]
-        names = [agent.name for agent in world.agents]
-        for t in range(STEPS):
-            ref_obs, ref_rew, _, _, _ = ref.step(
-                {name: int(actions[t, i]) for i, name in enumerate(names)})
-            for i, name in enumerate(names):
-                size = env.spec.obs_sizes[i]
-                np.testing.assert_allclose(obs[t, i, :size], ref_obs[name], atol=1e-5)
-                np.testing.assert_allclose(reward[t, i], ref_rew[name], atol=1e-5)
+    ref = simple_adversary_v3.parallel_env(max_cycles=STEPS)
+    ours = our_rollouts(env, params, seed_keys(range(2)), random_policy(env))
+    compare_mpe2(ref, ours, inject=_mpe2_goal).assert_close(atol=1e-5)
 
 
 def test_spec_and_bad_counts():
@@ -87,7 +61,7 @@ def test_heuristic_beats_random_for_each_team():
     adversary = jnp.array([True, False, False])
 
     def returns(key, scripted):
-        return _rollout(env, params, key, scripted)[1][2].sum(0)
+        return episode(env, params, key, scripted).rewards.sum(0)
 
     batch = jax.jit(jax.vmap(returns, (0, None)))
     run = lambda scripted: batch(keys, scripted).mean(0)

@@ -3,47 +3,39 @@
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 import pytest
 from jaxmarl.environments.mpe.simple_spread import SimpleSpreadMPE
 from jaxmarl.environments.mpe.simple_tag import SimpleTagMPE
 from mpe2 import simple_spread_v3, simple_tag_v3
 
 from jaxmarl_accel.envs import make
-from tests.envs.mpe_reference import max_diff_jaxmarl, max_diff_mpe2
+from jaxmarl_accel.envs.policies import random_policy, team_rows
+from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
+from tests.envs.rollouts import mixed_policy
 
 TOL = 1e-5
 SEEDS = [0, 1, 2]
 
 
-def _random(env, params):
-    return lambda key, state: env.random_action(key)
-
-
-def _chasing(env, params):
+def _chasing(env):
     """Scripted predators, random prey: contacts (and their rewards) happen often."""
-    teams = jnp.asarray([t == "predator" for t in env.spec.teams])
-    if env.spec.continuous:
-        teams = teams[:, None]
-
-    def act(key, state):
-        scripted = env.heuristic_action(key, state, params)
-        return jnp.where(teams, scripted, env.random_action(key))
-
-    return act
+    return mixed_policy(env, team_rows(env, "predator"))
 
 
 @pytest.mark.parametrize("num_agents", [1, 3, 6])
 def test_spread_matches_jaxmarl(num_agents):
     env, params = make("simple_spread", num_agents=num_agents)
     ref = SimpleSpreadMPE(num_agents=num_agents, num_landmarks=num_agents)
-    assert max_diff_jaxmarl(env, params, ref, SEEDS, _random(env, params)) < TOL
+    ours = our_rollouts(env, params, seed_keys(SEEDS), random_policy(env))
+    assert compare_jaxmarl(ref, ours).max_diff() < TOL
 
 
 def test_tag_3v1_matches_jaxmarl():
     env, params = make("simple_tag")
     ref = SimpleTagMPE()
-    assert max_diff_jaxmarl(env, params, ref, SEEDS, _chasing(env, params)) < TOL
+    ours = our_rollouts(env, params, seed_keys(SEEDS), _chasing(env))
+    assert compare_jaxmarl(ref, ours).max_diff() < TOL
 
 
 @pytest.mark.parametrize(
@@ -54,27 +46,29 @@ def test_tag_matches_mpe2(num_predators, num_prey, num_obstacles, continuous):
                        num_obstacles=num_obstacles, continuous_actions=continuous)
     ref = simple_tag_v3.parallel_env(num_good=num_prey, num_adversaries=num_predators,
                                      num_obstacles=num_obstacles, continuous_actions=continuous)
-    diff, rewards = max_diff_mpe2(env, params, ref, SEEDS[:2], _chasing(env, params))
-    assert diff < TOL
-    assert rewards > 0  # the comparison covered captures or boundary penalties
+    ours = our_rollouts(env, params, seed_keys(SEEDS[:2]), _chasing(env))
+    assert compare_mpe2(ref, ours).max_diff() < TOL
+    assert np.abs(ours.rewards).sum() > 0  # the comparison covered captures or boundary penalties
 
 
 @pytest.mark.parametrize("num_agents,continuous", [(2, True), (5, False)])
 def test_spread_matches_mpe2(num_agents, continuous):
     env, params = make("simple_spread", num_agents=num_agents, continuous_actions=continuous)
     ref = simple_spread_v3.parallel_env(N=num_agents, continuous_actions=continuous)
-    diff, _ = max_diff_mpe2(env, params, ref, SEEDS[:2], _random(env, params))
-    assert diff < TOL
+    ours = our_rollouts(env, params, seed_keys(SEEDS[:2]), random_policy(env))
+    assert compare_mpe2(ref, ours).max_diff() < TOL
 
 
 def test_k_nearest_matches_mpe2_partial_observability():
     env, params = make("simple_spread", num_agents=6, k_nearest=2, k_nearest_landmarks=3)
     ref = simple_spread_v3.parallel_env(N=6, num_agent_neighbors=2, num_landmark_neighbors=3)
-    assert max_diff_mpe2(env, params, ref, SEEDS[:2], _random(env, params))[0] < TOL
+    ours = our_rollouts(env, params, seed_keys(SEEDS[:2]), random_policy(env))
+    assert compare_mpe2(ref, ours).max_diff() < TOL
     env, params = make("simple_tag", num_predators=5, num_prey=3, num_obstacles=2, k_nearest=3)
     ref = simple_tag_v3.parallel_env(num_good=3, num_adversaries=5, num_obstacles=2,
                                      num_agent_neighbors=3, num_landmark_neighbors=2)
-    assert max_diff_mpe2(env, params, ref, SEEDS[:2], _chasing(env, params))[0] < TOL
+    ours = our_rollouts(env, params, seed_keys(SEEDS[:2]), _chasing(env))
+    assert compare_mpe2(ref, ours).max_diff() < TOL
 
 
 def test_jaxmarl_tag_deviates_beyond_3v1():
