@@ -39,7 +39,7 @@ def test_parity_with_mpe2():
 
     env, params = make("simple_adversary")
     ref = simple_adversary_v3.parallel_env(max_cycles=STEPS)
-    ours = our_rollouts(env, params, seed_keys(range(2)), random_policy(env))
+    ours = our_rollouts(env, params, seed_keys([0, 1]), random_policy(env))
     compare_mpe2(ref, ours, inject=_mpe2_goal).assert_close(atol=1e-5)
 
 

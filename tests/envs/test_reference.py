@@ -7,78 +7,41 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaxmarl.environments.mpe import SimpleReferenceMPE
-from jaxmarl.environments.mpe.simple import State as RefState
 
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.rollout import rollout
+from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
+from tests.envs.rollouts import STEPS
 
-STEPS = 25
 SEEDS = 4
-NAMES = ("agent_0", "agent_1")
 
 
-def _rollout(env, params, key, scripted=False):
-    """One episode: initial state, then per step actions, final obs [T, 2, 21], rewards [T, 2]."""
-    key_reset, key_steps = jax.random.split(key)
-    _, state0 = env.reset(key_reset, params)
+def _goal(ref_state, state):
+    return ref_state.replace(goal=state.goal)
 
-    def body(state, key):
-        key_act, key_step = jax.random.split(key)
-        if scripted:
-            actions = env.heuristic_action(key_act, state, params)
-        else:
-            actions = env.random_action(key_act)
-        _, state, reward, _, truncated, info = env.step(key_step, state, actions, params)
-        return state, (actions, info["final_obs"], reward, truncated)
 
-    _, out = jax.lax.scan(body, state0, jax.random.split(key_steps, STEPS))
-    return state0, out
+def _mpe2_goal(world, state):
+    for i, agent in enumerate(world.agents):  # agent i knows the goal of the other
+        agent.goal_b = world.landmarks[int(state.goal[1 - i])]
 
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_parity_with_jaxmarl(continuous):
     env, params = make("simple_reference", continuous_actions=continuous)
     ref = SimpleReferenceMPE(action_type="Continuous" if continuous else "Discrete")
-
-    def both(key):
-        state0, (actions, obs, reward, _) = _rollout(env, params, key)
-        ref_state = RefState(p_pos=state0.pos, p_vel=state0.vel, c=jnp.zeros((2, 10)),
-                             done=jnp.array(False), step=jnp.array(0), goal=state0.goal)
-
-        def ref_body(state, a):
-            act = {name: a[i] for i, name in enumerate(NAMES)}
-            ref_obs, state, ref_rew, _, _ = ref.step_env(key, state, act)
-            return state, (ref_obs, ref_rew)
-
-        _, (ref_obs, ref_rew) = jax.lax.scan(ref_body, ref_state, actions)
-        return obs, reward, ref_obs, ref_rew
-
     keys = jax.random.split(jax.random.PRNGKey(3), SEEDS)
-    obs, reward, ref_obs, ref_rew = jax.jit(jax.vmap(both))(keys)
-    for i, name in enumerate(NAMES):
-        np.testing.assert_allclose(obs[..., i, :], ref_obs[name], atol=1e-5)
-        np.testing.assert_allclose(reward[..., i], ref_rew[name], atol=1e-5)
+    ours = our_rollouts(env, params, keys, random_policy(env))
+    compare_jaxmarl(ref, ours, inject=_goal).assert_close(atol=1e-5)
 
 
 def test_parity_with_mpe2():
     from mpe2 import simple_reference_v3
 
     env, params = make("simple_reference")
-    rollout = jax.jit(_rollout, static_argnums=0)
-    for seed in range(2):
-        state0, (actions, obs, reward, _) = rollout(env, params, jax.random.PRNGKey(seed))
-        ref = simple_reference_v3.parallel_env(max_cycles=STEPS)
-        ref.reset(seed=seed)
-        world = ref.unwrapped.world
-        for entity, p in zip(world.entities, np.asarray(state0.pos, np.float64), strict=True):
-            entity.state.p_pos = p.copy()
-        for i, agent in enumerate(world.agents):  # agent i knows the goal of the other
-            agent.goal_b = world.landmarks[int(state0.goal[1 - i])]
-        for t in range(STEPS):
-            ref_obs, ref_rew, _, _, _ = ref.step(
-                {name: int(actions[t, i]) for i, name in enumerate(NAMES)})
-            for i, name in enumerate(NAMES):
-                np.testing.assert_allclose(obs[t, i], ref_obs[name], atol=1e-5)
-                np.testing.assert_allclose(reward[t, i], ref_rew[name], atol=1e-5)
+    ref = simple_reference_v3.parallel_env(max_cycles=STEPS)
+    ours = our_rollouts(env, params, seed_keys([0, 1]), random_policy(env))
+    compare_mpe2(ref, ours, inject=_mpe2_goal).assert_close(atol=1e-5)
 
 
 def test_discrete_encoding_and_spec():
@@ -101,8 +64,8 @@ def test_heuristic_beats_random():
     env, params = make("simple_reference")
 
     def returns(key):
-        scripted = _rollout(env, params, key, scripted=True)[1][2].sum(0)
-        random = _rollout(env, params, key)[1][2].sum(0)
+        scripted = rollout(env, params, heuristic_policy(env), key, STEPS).rewards.sum(0)
+        random = rollout(env, params, random_policy(env), key, STEPS).rewards.sum(0)
         return scripted, random
 
     keys = jax.random.split(jax.random.PRNGKey(0), 64)

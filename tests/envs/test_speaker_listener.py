@@ -7,83 +7,47 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jaxmarl.environments.mpe import SimpleSpeakerListenerMPE
-from jaxmarl.environments.mpe.simple import State as RefState
 
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.policies import random_policy
+from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
+from tests.envs.rollouts import STEPS, episode
 
-STEPS = 25
 SEEDS = 4
 
 
-def _rollout(env, params, key):
-    """Random-action episode: initial state, actions [T, ...], final obs [T, N, D], rewards."""
-    key_reset, key_steps = jax.random.split(key)
-    _, state0 = env.reset(key_reset, params)
-
-    def body(state, key):
-        key_act, key_step = jax.random.split(key)
-        actions = env.random_action(key_act)
-        _, state, reward, _, truncated, info = env.step(key_step, state, actions, params)
-        return state, (actions, info["final_obs"], reward, truncated)
-
-    _, out = jax.lax.scan(body, state0, jax.random.split(key_steps, STEPS))
-    return state0, out
+def _goal(ref_state, state):
+    return ref_state.replace(goal=state.goal[0])
 
 
-def _ref_actions(actions, continuous):
+def _mpe2_goal(world, state):
+    world.agents[0].goal_b = world.landmarks[int(state.goal[0])]
+
+
+def _ref_actions(continuous):
     if continuous:
-        return {"speaker_0": actions[0, :3], "listener_0": actions[1]}
-    return {"speaker_0": actions[0], "listener_0": actions[1]}
+        return lambda actions: {"speaker_0": actions[0, :3], "listener_0": actions[1]}
+    return lambda actions: {"speaker_0": actions[0], "listener_0": actions[1]}
 
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_parity_with_jaxmarl(continuous):
     env, params = make("simple_speaker_listener", continuous_actions=continuous)
     ref = SimpleSpeakerListenerMPE(action_type="Continuous" if continuous else "Discrete")
-
-    def both(key):
-        state0, (actions, obs, reward, truncated) = _rollout(env, params, key)
-        ref_state = RefState(p_pos=state0.pos, p_vel=state0.vel, c=jnp.zeros((2, 3)),
-                             done=jnp.array(False), step=jnp.array(0), goal=state0.goal[0])
-
-        def ref_body(state, a):
-            ref_obs, state, ref_rew, _, _ = ref.step_env(key, state, _ref_actions(a, continuous))
-            return state, (ref_obs, ref_rew)
-
-        _, (ref_obs, ref_rew) = jax.lax.scan(ref_body, ref_state, actions)
-        return obs, reward, truncated, ref_obs, ref_rew
-
     keys = jax.random.split(jax.random.PRNGKey(1), SEEDS)
-    obs, reward, truncated, ref_obs, ref_rew = jax.jit(jax.vmap(both))(keys)
-    np.testing.assert_allclose(obs[..., 0, :3], ref_obs["speaker_0"], atol=1e-5)
-    np.testing.assert_array_equal(obs[..., 0, 3:], 0.0)
-    np.testing.assert_allclose(obs[..., 1, :], ref_obs["listener_0"], atol=1e-5)
-    for i, name in enumerate(["speaker_0", "listener_0"]):
-        np.testing.assert_allclose(reward[..., i], ref_rew[name], atol=1e-5)
-    assert truncated[:, -1].all() and not truncated[:, :-1].any()
+    ours = our_rollouts(env, params, keys, random_policy(env))
+    compare_jaxmarl(ref, ours, inject=_goal,
+                    ref_actions=_ref_actions(continuous)).assert_close(atol=1e-5)
+    assert ours.truncated[:, -1].all() and not ours.truncated[:, :-1].any()
 
 
 def test_parity_with_mpe2():
     from mpe2 import simple_speaker_listener_v4
 
     env, params = make("simple_speaker_listener")
-    for seed in range(2):
-        state0, (actions, obs, reward, _) = jax.jit(_rollout, static_argnums=0)(
-            env, params, jax.random.PRNGKey(seed))
-        ref = simple_speaker_listener_v4.parallel_env(max_cycles=STEPS)
-        ref.reset(seed=seed)
-        world = ref.unwrapped.world
-        for entity, p in zip(world.entities, np.asarray(state0.pos, np.float64), strict=True):
-            entity.state.p_pos = p.copy()
-            entity.state.p_vel = np.zeros(2)
-        world.agents[0].goal_b = world.landmarks[int(state0.goal[0])]
-        for t in range(STEPS):
-            ref_obs, ref_rew, _, _, _ = ref.step(
-                {"speaker_0": int(actions[t, 0]), "listener_0": int(actions[t, 1])})
-            np.testing.assert_allclose(obs[t, 0, :3], ref_obs["speaker_0"], atol=1e-5)
-            np.testing.assert_allclose(obs[t, 1], ref_obs["listener_0"], atol=1e-5)
-            np.testing.assert_allclose(reward[t, 0], ref_rew["speaker_0"], atol=1e-5)
-            np.testing.assert_allclose(reward[t, 1], ref_rew["listener_0"], atol=1e-5)
+    ref = simple_speaker_listener_v4.parallel_env(max_cycles=STEPS)
+    ours = our_rollouts(env, params, seed_keys([0, 1]), random_policy(env))
+    compare_mpe2(ref, ours, inject=_mpe2_goal).assert_close(atol=1e-5)
 
 
 def test_spec_shapes_and_vmap():
@@ -114,30 +78,19 @@ def test_speaker_comm_reaches_listener_observation():
 def test_heuristic_beats_random():
     env, params = make("simple_speaker_listener")
 
-    def episode(key, scripted):
-        key_reset, key_steps = jax.random.split(key)
-        _, state = env.reset(key_reset, params)
-
-        def body(carry, key):
-            state, ret = carry
-            key_act, key_step = jax.random.split(key)
-            actions = jnp.where(scripted, env.heuristic_action(key_act, state, params),
-                                env.random_action(key_act))
-            _, state, reward, *_ = env.step(key_step, state, actions, params)
-            return (state, ret + reward[0]), None
-
-        init = (state, jnp.zeros(()))
-        return jax.lax.scan(body, init, jax.random.split(key_steps, STEPS))[0][1]
+    def first_return(key, scripted):
+        return episode(env, params, key, jnp.full(2, scripted)).rewards[:, 0].sum()
 
     keys = jax.random.split(jax.random.PRNGKey(0), 128)
-    run = jax.jit(jax.vmap(episode, (0, None)))
+    run = jax.jit(jax.vmap(first_return, (0, None)))
     scripted, random = run(keys, True).mean(), run(keys, False).mean()
     assert scripted > 0.5 * random  # returns are negative: scripted loses < half as much
 
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_silent_policy_sits_between_random_and_communicating(continuous):
-    from jaxmarl_accel.envs.evaluate import evaluate_policy, heuristic_policy, random_policy
+    from jaxmarl_accel.envs.evaluate import evaluate_policy
+    from jaxmarl_accel.envs.policies import heuristic_policy
     from jaxmarl_accel.envs.simple_speaker_listener import silent_policy
 
     env, params = make("simple_speaker_listener", continuous_actions=continuous)
