@@ -1,8 +1,9 @@
 """Render a scripted (or random) MPE rollout to a GIF and a PNG of one frame.
 
 ``python -m experiments.render_demo --scenario simple_tag --out results/render`` writes
-``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``. The rollout is one
-``lax.scan`` whose outputs are the states; drawing is :mod:`jaxmarl_accel.envs.render`.
+``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``. The rollout is
+:func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames); drawing
+is :mod:`jaxmarl_accel.envs.render`.
 """
 
 from __future__ import annotations
@@ -16,29 +17,11 @@ import jax
 import numpy as np
 
 from jaxmarl_accel.envs import SCENARIOS, make
+from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
 from jaxmarl_accel.envs.render import render_rollout
+from jaxmarl_accel.envs.rollout import rollout
 
-
-def rollout_states(env, params, key: jax.Array, steps: int, policy: str = "heuristic"):
-    """States ``s_0 .. s_{steps-1}`` of one env (leaves with a leading time axis ``T``).
-
-    Each stored state is the one an action was taken in; with auto-reset, a state after
-    ``params.episode_length`` steps starts a new episode.
-    """
-    key_reset, key_steps = jax.random.split(key)
-    _, state0 = env.reset(key_reset, params)
-
-    def body(state, key):
-        key_act, key_step = jax.random.split(key)
-        if policy == "heuristic":
-            actions = env.heuristic_action(key_act, state, params)
-        else:
-            actions = env.random_action(key_act)
-        _, next_state, *_ = env.step(key_step, state, actions, params)
-        return next_state, state
-
-    _, states = jax.lax.scan(body, state0, jax.random.split(key_steps, steps))
-    return states
+_POLICIES = {"heuristic": heuristic_policy, "random": random_policy}
 
 
 def write_gif(path: str, frames: np.ndarray, fps: float = 8.0) -> None:
@@ -62,11 +45,11 @@ def render_to_files(
     Returns:
       The paths of the GIF and of the PNG (frame ``png_step``, default the middle one).
     """
-    if policy not in ("heuristic", "random"):
+    if policy not in _POLICIES:
         raise ValueError(f"policy must be 'heuristic' or 'random', got {policy!r}")
     env, params = make(scenario, **scenario_kwargs)
-    run = jax.jit(rollout_states, static_argnums=(0, 3, 4))
-    states = run(env, params, jax.random.PRNGKey(seed), steps, policy)
+    run = jax.jit(rollout, static_argnums=(0, 2, 4))
+    states = run(env, params, _POLICIES[policy](env), jax.random.PRNGKey(seed), steps).states
     frames = render_rollout(states, params, env.spec, pixels=pixels)
     gif = os.path.join(out_dir, f"{scenario}.gif")
     png = os.path.join(out_dir, f"{scenario}.png")
@@ -82,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="registry name of the scenario (default: simple_tag)")
     parser.add_argument("--kwargs", default="{}",
                         help='scenario keyword arguments as JSON, e.g. \'{"num_predators": 6}\'')
-    parser.add_argument("--policy", default="heuristic", choices=("heuristic", "random"),
+    parser.add_argument("--policy", default="heuristic", choices=tuple(_POLICIES),
                         help="who acts: the scripted heuristic or uniform random actions")
     parser.add_argument("--steps", type=int, default=25, help="frames to draw (default 25)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the rollout")

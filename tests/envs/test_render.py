@@ -9,15 +9,17 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.render_demo import render_to_files, rollout_states
+from experiments.render_demo import render_to_files
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.policies import heuristic_policy
 from jaxmarl_accel.envs.render import render_frame, render_rollout
+from jaxmarl_accel.envs.rollout import rollout
 
 
 def test_rollout_frames_differ_and_kinds_are_drawn():
     env, params = make("simple_tag", num_predators=2, num_prey=1, num_obstacles=1)
-    states = jax.jit(rollout_states, static_argnums=(0, 3, 4))(
-        env, params, jax.random.PRNGKey(0), 4, "heuristic")
+    states = jax.jit(rollout, static_argnums=(0, 2, 4))(
+        env, params, heuristic_policy(env), jax.random.PRNGKey(0), 4).states
     frames = render_rollout(states, params, env.spec, pixels=96)
     assert frames.shape == (4, 96, 96, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])  # agents moved
