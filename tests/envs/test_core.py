@@ -8,12 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from scipy.optimize import linear_sum_assignment
 
-from jaxmarl_accel.envs import core, moves
-from jaxmarl_accel.envs.assignment import assign
+from jaxmarl_accel.envs import core
 
 
 def _world(num_entities: int, seed: int) -> core.WorldParams:
@@ -86,56 +82,6 @@ def test_coincident_entities_give_finite_forces(num_entities):
     pos = jnp.zeros((num_entities, 2))
     new_pos, new_vel = jax.jit(core.world_step)(pos, pos, jnp.ones((2, 2)), world)
     assert np.isfinite(np.asarray(new_pos)).all() and np.isfinite(np.asarray(new_vel)).all()
-
-
-def test_action_decoding_follows_mpe2():
-    accel = jnp.array([2.0, 2.0, 2.0, 2.0, 2.0])
-    force = moves.decode_discrete_moves(jnp.arange(5), accel)
-    np.testing.assert_array_equal(force, 2.0 * moves.MOVE_DIRECTIONS)
-    out_of_range = moves.decode_discrete_moves(jnp.array([-1, 5, 99]), accel[:3])
-    np.testing.assert_array_equal(out_of_range, np.zeros((3, 2)))  # a no-op
-    cont = jnp.array([[0.3, 0.2, 0.9, 1.5, -0.4]])
-    np.testing.assert_allclose(moves.decode_continuous_moves(cont, accel[:1]), [[1.4, -2.0]])
-    direction = jnp.array([[0.9, 0.2], [0.1, -0.2], [-0.3, -0.8]])
-    np.testing.assert_array_equal(moves.direction_to_move(direction), [2, 0, 3])
-    roundtrip = moves.decode_continuous_moves(moves.moves_to_continuous(direction), jnp.ones(3))
-    np.testing.assert_allclose(roundtrip, direction, atol=1e-6)
-
-
-def test_seek_action_steers_to_the_target_and_damps_velocity():
-    pos = jnp.array([[0.0, 0.0], [0.5, 0.5], [0.0, 0.0]])
-    target = jnp.array([[0.3, 0.0], [0.5, 0.2], [0.0, 0.0]])
-    vel = jnp.array([[0.0, 0.0], [0.0, 0.0], [0.4, 0.0]])  # agent 2 sits on its target
-    seek = jax.jit(moves.seek_action, static_argnums=3)
-    np.testing.assert_array_equal(seek(target, pos, vel, False), [2, 3, 1])  # +x, -y, brake
-    vectors = seek(target, pos, vel, True)
-    assert vectors.shape == (3, moves.NUM_MOVES) and vectors.dtype == jnp.float32
-    kp, kd = moves.SEEK_GAINS
-    desired = np.clip(kp * (target - pos) - kd * vel, -1.0, 1.0)
-    np.testing.assert_allclose(moves.decode_continuous_moves(vectors, jnp.ones(3)), desired,
-                               atol=1e-6)
-
-
-@settings(max_examples=12, deadline=None)
-@given(st.integers(1, 8), st.integers(0, 2), st.integers(0, 2**31 - 1))
-def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
-    cols = min(rows + extra_cols, 8)
-    cost = np.random.default_rng(seed).uniform(0, 2, (rows, cols)).astype(np.float32)
-    picked = np.asarray(assign(jnp.asarray(cost)))
-    assert len(set(picked.tolist())) == rows
-    ref_rows, ref_cols = linear_sum_assignment(cost)
-    assert cost[np.arange(rows), picked].sum() == pytest.approx(
-        cost[ref_rows, ref_cols].sum(), abs=1e-5)
-
-
-def test_assignment_greedy_and_transposed_cases():
-    rng = np.random.default_rng(0)
-    big = jnp.asarray(rng.uniform(0, 1, (12, 15)), jnp.float32)
-    picked = np.asarray(jax.jit(assign)(big))
-    assert len(set(picked.tolist())) == 12 and picked.max() < 15
-    tall = jnp.asarray(rng.uniform(0, 1, (5, 3)), jnp.float32)
-    picked = np.asarray(assign(tall))
-    assert set(picked.tolist()) == {0, 1, 2}
 
 
 def test_uniform_positions_are_uniform_and_keyed():
