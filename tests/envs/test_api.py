@@ -1,5 +1,6 @@
-"""simple_spread and simple_tag through the Env contract: shapes, jit/vmap, retracing,
-auto-reset, episode length, params, large-N mode, scripted policies and bad input."""
+"""The Env contract (envs/base.py) and the registry (envs/__init__.py), through simple_spread
+and simple_tag: shapes, jit/vmap, retracing, auto-reset, episode length, params, large-N mode
+and bad input."""
 
 from __future__ import annotations
 
@@ -10,12 +11,6 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import SCENARIOS, make
-from jaxmarl_accel.envs.evaluate import (
-    evaluate_policy,
-    heuristic_policy,
-    random_policy,
-    scripted_team,
-)
 
 
 def _two_steps(env, params, num_envs: int, scripted: bool = True):
@@ -137,95 +132,6 @@ def test_auto_reset_final_obs_and_episode_length():
     # a fresh episode starts at rest
     assert np.all(np.asarray(states.vel[4]) == 0)
     assert np.abs(np.asarray(states.pos[:, 4:])).max() <= 0.9  # obstacles start in [-0.9, 0.9]
-
-
-def _evaluate_modes(env, params, modes, num_episodes=200):
-    """Per-agent returns ``[len(modes), N]`` of scripted/random mixes, in one compile.
-
-    ``modes[m][i]`` says whether agent i acts scripted (1) or at random (0) in mix m.
-    """
-
-    def per_mode(mode):
-        def policy(key, obs, state, params):
-            scripted = env.heuristic_action(key, state, params)
-            return jnp.where(mode.astype(bool), scripted, env.random_action(key))
-
-        return evaluate_policy(env, params, policy, jax.random.PRNGKey(0), num_episodes)
-
-    return np.asarray(jax.vmap(per_mode)(jnp.asarray(modes)).agent_returns)
-
-
-def test_scripted_policies_beat_random():
-    env, params = make("simple_spread", num_agents=3)
-    rand, heur = _evaluate_modes(env, params, [[0, 0, 0], [1, 1, 1]]).mean(axis=1)
-    assert heur > rand + 10.0  # about -7.3 against -26.6 per agent
-    env, params = make("simple_tag")
-    both_random, chasers, fleeing = _evaluate_modes(
-        env, params, [[0, 0, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]])
-    assert chasers[0] > both_random[0] + 20.0  # about 56 against 4
-    assert fleeing[-1] > both_random[-1] + 8.0  # about -2 against -16
-
-
-def test_evaluate_policy_matches_a_python_loop():
-    env, params = make("simple_spread", num_agents=2, episode_length=4)
-    policy = random_policy(env)
-    result = evaluate_policy(env, params, policy, jax.random.PRNGKey(5), 3)
-    assert result.episode_returns.shape == (3, 2) and result.agent_returns.shape == (2,)
-    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), jax.jit(policy)
-    for episode, key in enumerate(jax.random.split(jax.random.PRNGKey(5), 3)):
-        key_reset, key = jax.random.split(key)
-        obs, state = reset(key_reset, params)
-        total = np.zeros(2)
-        for _ in range(4):
-            key, key_act, key_step = jax.random.split(key, 3)
-            act = act_fn(key_act, obs, state, params)
-            obs, state, rew, _, _, _ = step(key_step, state, act, params)
-            total += np.asarray(rew)
-        np.testing.assert_allclose(result.episode_returns[episode], total, rtol=1e-5)
-    assert float(result.mean_return) == pytest.approx(float(result.episode_returns.mean()))
-    assert heuristic_policy(env)(key, obs, state, params).shape == (2,)
-
-
-def test_evaluate_policy_episode_follows_params_not_spec():
-    env, params = make("simple_spread", num_agents=2, episode_length=4)
-    short = params.replace(episode_length=jnp.int32(2))
-    assert env.spec.episode_length == 4  # the make-time default; params hold the live value
-    policy, key = random_policy(env), jax.random.PRNGKey(5)
-    default = evaluate_policy(env, short, policy, key, 3).episode_returns
-    np.testing.assert_array_equal(default, evaluate_policy(env, short, policy, key, 3, 2)
-                                  .episode_returns)
-    with pytest.raises(ValueError, match="num_steps"):
-        jax.jit(lambda p: evaluate_policy(env, p, policy, key, 3).mean_return)(short)
-
-
-@pytest.mark.parametrize("continuous", [False, True])
-def test_scripted_team_replaces_only_that_teams_rows(continuous):
-    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
-                       continuous_actions=continuous)
-    obs, state = env.reset(jax.random.PRNGKey(0), params)
-    mixed = jax.jit(scripted_team(env, random_policy(env), "prey"))
-    key = jax.random.PRNGKey(3)
-    actions = mixed(key, obs, state, params)
-    own_key, scripted_key = jax.random.split(key)
-    prey = np.asarray([t == "prey" for t in env.spec.teams])
-    expected_prey = env.heuristic_action(scripted_key, state, params)
-    expected_rest = env.random_action(own_key)
-    # jit vs eager rounding of the continuous scripted action: 1 ulp
-    np.testing.assert_allclose(np.asarray(actions)[prey], np.asarray(expected_prey)[prey],
-                               atol=1e-6)
-    np.testing.assert_allclose(np.asarray(actions)[~prey], np.asarray(expected_rest)[~prey],
-                               atol=1e-6)
-    with pytest.raises(ValueError, match="team 'goalkeeper'"):
-        scripted_team(env, random_policy(env), "goalkeeper")
-
-
-def test_spread_heuristic_targets_distinct_landmarks():
-    env, params = make("simple_spread", num_agents=12)  # greedy assignment above 8
-    _, state = env.reset(jax.random.PRNGKey(0), params)
-    state = state.replace(vel=jnp.zeros_like(state.vel))
-    act = jax.jit(env.heuristic_action)(jax.random.PRNGKey(1), state, params)
-    assert act.shape == (12,) and act.dtype == jnp.int32
-    assert int(jnp.sum(act == 0)) < 12
 
 
 def test_bad_input():

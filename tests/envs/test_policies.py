@@ -10,7 +10,12 @@ import pytest
 
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import action_vector, learner_policy
+from jaxmarl_accel.envs.policies import (
+    action_vector,
+    learner_policy,
+    random_policy,
+    scripted_team,
+)
 
 
 @pytest.mark.parametrize("continuous", [False, True])
@@ -54,3 +59,24 @@ def test_prey_heuristic_policy_scripts_exactly_the_prey_rows(continuous):
     close(
         np.asarray(plain(algo_state, key, obs, env_state, params)[0]),
         np.asarray(learned))
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_scripted_team_replaces_only_that_teams_rows(continuous):
+    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
+                       continuous_actions=continuous)
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    mixed = jax.jit(scripted_team(env, random_policy(env), "prey"))
+    key = jax.random.PRNGKey(3)
+    actions = mixed(key, obs, state, params)
+    own_key, scripted_key = jax.random.split(key)
+    prey = np.asarray([t == "prey" for t in env.spec.teams])
+    expected_prey = env.heuristic_action(scripted_key, state, params)
+    expected_rest = env.random_action(own_key)
+    # jit vs eager rounding of the continuous scripted action: 1 ulp
+    np.testing.assert_allclose(np.asarray(actions)[prey], np.asarray(expected_prey)[prey],
+                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(actions)[~prey], np.asarray(expected_rest)[~prey],
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="team 'goalkeeper'"):
+        scripted_team(env, random_policy(env), "goalkeeper")
