@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="agent counts (predators for simple_tag) (default: 3 6 12 24)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 8],
                         help="seed counts trained at once (default: 1 8)")
-    parser.add_argument("--learners", nargs="+", default=["parallel", "sequential"],
+    parser.add_argument("--learners", dest="learner_modes", nargs="+",
+                        default=["parallel", "sequential"],
                         choices=["parallel", "sequential"],
                         help="how agents are updated (default: parallel sequential)")
     parser.add_argument("--chunk-steps", type=int, default=10_000,
@@ -140,7 +141,7 @@ def main(args: argparse.Namespace) -> None:
     for env in args.envs:
         for agents in args.agents:
             for seeds in args.seeds:
-                for learners in args.learners:
+                for learners in args.learner_modes:
                     try:
                         r = bench_one(args, env, agents, seeds, learners, rate)
                     except ValueError as error:  # e.g. the buffer does not fit right now
