@@ -32,6 +32,7 @@ from jaxmarl_accel.envs.policies import (
     random_policy,
     scripted_team,
 )
+from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.sharding import (
     DeviceLayout,
     ShardedTrainer,
@@ -345,20 +346,15 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     (no seed axis) and save GIF and PNG."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
+
     env, params = trainer.env, trainer.env_params
     policy = learner_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = env.reset(reset_key, params)
 
-    def step(carry, step_key):
-        obs, env_state = carry
-        act_key, env_key = jax.random.split(step_key)
-        action, _ = policy(algo_state, act_key, obs, env_state, params)
-        obs, next_state, _, _, _, _ = env.step(env_key, env_state, action, params)
-        return (obs, next_state), env_state
+    def policy_fn(key, obs, env_state, params):
+        return policy(algo_state, key, obs, env_state, params)[0]
 
-    keys = jax.random.split(run_key, int(params.episode_length))
-    _, states = jax.jit(lambda: jax.lax.scan(step, (obs, env_state), keys))()
+    steps = int(params.episode_length)
+    states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
     frames = render_rollout(states, params, env.spec)
     write_gif(os.path.join(out_dir, "episode.gif"), frames)
     write_png(os.path.join(out_dir, "episode.png"), frames[len(frames) // 2])
