@@ -22,6 +22,7 @@ import importlib
 from typing import Any
 
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.rollout import Rollout, rollout
 
 _SCENARIOS: dict[str, str] = {
     "simple_spread": "jaxmarl_accel.envs.simple_spread",
@@ -60,4 +61,4 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     return module.make(**scenario_kwargs)
 
 
-__all__ = ["SCENARIOS", "Env", "EnvSpec", "agent_count_kwarg", "make"]
+__all__ = ["SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg", "make", "rollout"]
