@@ -33,7 +33,9 @@ from experiments import cli_config
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.envs import make
 
 FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,
         "neighbors": [16, 64], "trainer_chunks": 2}
@@ -159,7 +161,8 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = build_parser()
     args = resolve(parser.parse_args(argv), parser)
-    policy_delay = AlgoConfig().policy_delay if args.algo == "matd3" else 1
+    spec = make(args.env)[0].spec  # the variant knows its delay (MATD3: AlgoConfig's)
+    policy_delay = variant_of(args.algo, spec, AlgoConfig()).policy_delay
     settings = {k: v for k, v in vars(args).items()}
     settings.update(jax_version=jax.__version__, devices=[str(d) for d in jax.devices()],
                     machine=platform.platform(), started=time.strftime("%Y-%m-%d %H:%M:%S"),
