@@ -23,8 +23,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from experiments import outputs
+from experiments.memory import check_state_fits
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.buffers import available_bytes
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
     heuristic_policy,
@@ -47,32 +47,6 @@ CONFIG_NAME = "config.json"
 
 class NonFiniteError(RuntimeError):
     """A learner metric or evaluation return stopped being finite."""
-
-
-def tree_bytes(tree: Any) -> int:
-    """Bytes of every array leaf of ``tree`` (abstract shapes are fine)."""
-    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
-               for leaf in jax.tree.leaves(tree))
-
-
-def check_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> int:
-    """Refuse (ValueError) before compiling when the training state cannot fit.
-
-    With the seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of the
-    state. Saving a checkpoint copies the whole state into host memory, so on the CPU
-    (where device and host memory are one) a run needs twice the state.
-    """
-    needed = tree_bytes(abstract_state)
-    free, where = available_bytes()
-    on_host = "host" in where
-    want = 2 * needed if on_host else needed // seed_shards
-    if want > 0.9 * free:
-        scope = "in all (the state plus its copy while checkpointing)" if on_host else "per device"
-        raise ValueError(
-            f"the training state of {seeds} seed(s) needs {want / 2**30:.2f} GiB {scope} but "
-            f"{where} has {free / 2**30:.2f} GiB free; lower --buffer-capacity, --seeds or "
-            "--num-envs")
-    return needed
 
 
 def choose_layout(seeds: int, num_envs: int, devices: int | str,
@@ -221,7 +195,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
-    state_bytes = check_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
+    state_bytes = check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
     writer = jax.process_index() == 0
     if writer:
         os.makedirs(options.out_dir, exist_ok=True)

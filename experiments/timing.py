@@ -20,12 +20,29 @@ PyTree = Any
 
 
 class Timing(NamedTuple):
-    """Seconds of one phase: compile time, and the per-iteration time of each timed call
-    (a call runs the phase ``inner`` times in a compiled loop, so dispatch is amortized)."""
+    """Seconds of one timed function: compile time, the per-iteration time of each timed call
+    (a call runs the function ``inner`` times in a compiled loop, so dispatch is amortized)
+    and, from :func:`time_calls`, the seconds of single jitted calls."""
 
     compile_s: float
     samples: tuple[float, ...]
     inner: int = 1
+    single_calls: tuple[float, ...] = ()
+
+    @property
+    def ms(self) -> float:
+        """Median milliseconds per iteration."""
+        return 1e3 * self.median
+
+    @property
+    def ms_min(self) -> float:
+        """Fastest milliseconds per iteration."""
+        return 1e3 * min(self.samples)
+
+    @property
+    def call_ms(self) -> float:
+        """Median milliseconds of a single jitted call from Python (dispatch included)."""
+        return 1e3 * statistics.median(self.single_calls)
 
     @property
     def median(self) -> float:
@@ -90,3 +107,44 @@ def time_loop(body: Callable, carry: PyTree, consts: tuple, *, seed: int, reps: 
         if len(samples) >= 2 and sum(samples) * inner > budget_s:
             break
     return Timing(compile_s, tuple(samples), inner), carry
+
+
+def time_calls(
+    fn: Callable, state: Any, repeats: int, budget_s: float, loop_s: float = 0.02
+) -> Timing:
+    """Time ``fn(state, key)`` inside a compiled loop and as single calls.
+
+    Each loop timing runs ``fn`` ``k`` times in one compiled ``fori_loop`` (every iteration
+    with its own key, its output carried so that none is dead code), the way a sampler
+    runs inside the training scan, so the per-call dispatch of a lone jitted function is
+    amortized; ``k`` is sized from a first call to take about ``loop_s`` seconds. The
+    single calls are how a Python loop calling ``jit(fn)`` sees it. Compile seconds are
+    those of ``fn`` alone.
+    """
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(state, jax.random.key(0)).compile()
+    compile_s = time.perf_counter() - start
+
+    def loop(state: Any, key: jax.Array, count: jax.Array) -> Any:
+        body = lambda i, prev: fn(state, jax.random.fold_in(key, i))  # noqa: E731
+        return jax.lax.fori_loop(0, count, body, fn(state, key))
+
+    looped = jax.jit(loop).lower(state, jax.random.key(0), jnp.int32(1)).compile()
+    jax.block_until_ready(compiled(state, jax.random.key(0)))  # warm-up
+    start = time.perf_counter()
+    jax.block_until_ready(looped(state, jax.random.key(0), jnp.int32(1)))
+    first = time.perf_counter() - start
+    calls = int(min(max(loop_s / max(first / 2, 1e-6), 2), 1000))
+    samples, singles, spent = [], [], 0.0
+    for i in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(looped(state, jax.random.key(i + 1), jnp.int32(calls - 1)))
+        elapsed = time.perf_counter() - start
+        samples.append(elapsed / calls)
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(state, jax.random.key(i + 1)))
+        singles.append(time.perf_counter() - start)
+        spent += elapsed + singles[-1]
+        if spent > budget_s and len(samples) >= 3:
+            break
+    return Timing(compile_s, tuple(samples), calls, tuple(singles))

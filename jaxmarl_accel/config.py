@@ -11,10 +11,8 @@ from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.registry import ALGOS
+from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
 
-SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
-LAYOUTS = ("transition_major", "agent_major")
-INDEX_SHARING = ("shared", "per_agent")
 PREY_MODES = ("trained", "heuristic")
 
 
@@ -74,7 +72,7 @@ class TrainConfig:
             raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
         for name, value, valid in (("algo", self.algo, ALGOS),
                                    ("sampler", self.sampler, SAMPLERS),
-                                   ("layout", self.layout, LAYOUTS),
+                                   ("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES)):
             if value not in valid:

@@ -25,24 +25,19 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import flashbax as fbx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.buffers import (
-    SAMPLERS,
-    BufferState,
-    available_bytes,
-    estimate_bytes,
-    make_buffer,
-)
+from experiments.memory import ensure_fits
+from experiments.timing import Timing, time_calls
+from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS, BufferState, estimate_bytes, make_buffer
 from jaxmarl_accel.types import Transition
 
 ACTION_DIM = 5
-LAYOUTS = ("transition_major", "agent_major")
 
 
 def obs_dim(num_predators: int) -> int:
@@ -65,8 +60,7 @@ def random_storage(num_agents: int, capacity: int, layout: str, key: jax.Array) 
     """Random transitions in storage layout, leaves ``[C, N, ...]`` or ``[N, C, ...]``."""
 
     def leaf(item: jax.Array, leaf_key: jax.Array) -> jax.Array:
-        shape = (capacity, *item.shape) if layout == "transition_major" else (
-            item.shape[0], capacity, *item.shape[1:])
+        shape = jax.eval_shape(lambda: LAYOUTS[layout].alloc(item, capacity)).shape
         return jax.random.normal(leaf_key, shape, jnp.float32)
 
     ex = example(num_agents)
@@ -74,57 +68,6 @@ def random_storage(num_agents: int, capacity: int, layout: str, key: jax.Array) 
     return jax.tree.unflatten(
         jax.tree.structure(ex), [leaf(x, k) for x, k in zip(jax.tree.leaves(ex), keys,
                                                              strict=True)])
-
-
-class Timing(NamedTuple):
-    """Timings of one sampling function (milliseconds per call)."""
-
-    compile_s: float  # compiling the function alone
-    ms: float  # median per call inside a compiled loop of calls
-    ms_min: float  # fastest per call inside that loop
-    call_ms: float  # median of single jitted calls from Python (dispatch included)
-
-
-def time_calls(
-    fn: Callable, state: Any, repeats: int, budget_s: float, loop_s: float = 0.02
-) -> Timing:
-    """Time ``fn(state, key)`` inside a compiled loop and as single calls.
-
-    Each loop timing runs ``fn`` ``k`` times in one compiled ``fori_loop`` (every iteration
-    with its own key, its output carried so that none is dead code), the way a sampler
-    runs inside the training scan, so the per-call dispatch of a lone jitted function is
-    amortized; ``k`` is sized from a first call to take about ``loop_s`` seconds. The
-    single calls are how a Python loop calling ``jit(fn)`` sees it. Compile seconds are
-    those of ``fn`` alone.
-    """
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(state, jax.random.key(0)).compile()
-    compile_s = time.perf_counter() - start
-
-    def loop(state: Any, key: jax.Array, count: jax.Array) -> Any:
-        body = lambda i, prev: fn(state, jax.random.fold_in(key, i))  # noqa: E731
-        return jax.lax.fori_loop(0, count, body, fn(state, key))
-
-    looped = jax.jit(loop).lower(state, jax.random.key(0), jnp.int32(1)).compile()
-    jax.block_until_ready(compiled(state, jax.random.key(0)))  # warm-up
-    start = time.perf_counter()
-    jax.block_until_ready(looped(state, jax.random.key(0), jnp.int32(1)))
-    first = time.perf_counter() - start
-    calls = int(min(max(loop_s / max(first / 2, 1e-6), 2), 1000))
-    samples, singles, spent = [], [], 0.0
-    for i in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(looped(state, jax.random.key(i + 1), jnp.int32(calls - 1)))
-        elapsed = time.perf_counter() - start
-        samples.append(elapsed / calls)
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(state, jax.random.key(i + 1)))
-        singles.append(time.perf_counter() - start)
-        spent += elapsed + singles[-1]
-        if spent > budget_s and len(samples) >= 3:
-            break
-    return Timing(compile_s, 1e3 * statistics.median(samples), 1e3 * min(samples),
-                  1e3 * statistics.median(singles))
 
 
 def out_bytes(fn: Callable, state: Any) -> int:
@@ -152,10 +95,9 @@ def contiguous_copy_ms(experience: Transition, batch: int, layout: str, repeats:
     The same bytes as a uniform batch, read sequentially and written to a fresh output of
     the same size, in the same framework: the ideal a gather of scattered rows can reach.
     """
-    if layout == "transition_major":
-        fn = lambda e, k: jax.tree.map(lambda x: x[:batch], e)  # noqa: E731
-    else:
-        fn = lambda e, k: jax.tree.map(lambda x: x[:, :batch], e)  # noqa: E731
+    axis = LAYOUTS[layout].slot_axis
+    fn = lambda e, k: jax.tree.map(  # noqa: E731
+        lambda x: jax.lax.slice_in_dim(x, 0, batch, axis=axis), e)
     timing = time_calls(fn, experience, repeats, budget)
     return timing.ms, timing.ms_min
 
@@ -166,10 +108,8 @@ def our_state(sampler: str, config: dict, experience: Transition, capacity: int)
     tiny = buffer.init({"x": jnp.zeros((1,), jnp.float32)})  # sampler state only
     state = tiny.replace(experience=experience, write_pos=jnp.int32(capacity // 3),
                          size=jnp.int32(capacity))
-    if sampler in ("per", "prioritized_locality", "reuse"):
-        errors = jax.random.exponential(jax.random.key(1), (capacity, 1))
-        state = jax.jit(buffer.update_priorities)(state, jnp.arange(capacity), errors)
-    return state
+    errors = jax.random.exponential(jax.random.key(1), (capacity, 1))  # priority samplers
+    return jax.jit(buffer.update_priorities)(state, jnp.arange(capacity), errors)
 
 
 def flashbax_rows(num_agents: int, capacity: int, batch: int, repeats: int,
@@ -253,11 +193,13 @@ def main(args: argparse.Namespace) -> None:
     for capacity in (int(c) for c in args.capacities):
         for num_agents in args.agents:
             need = estimate_bytes(example(num_agents), capacity=capacity)
-            free, _ = available_bytes()
-            if need > args.max_gb * 1e9 or 2 * need > free:  # storage + a flashbax copy
+            try:
+                if need > args.max_gb * 1e9:
+                    raise ValueError(f"{need / 1e9:.1f} GB > --max-gb {args.max_gb}")
+                ensure_fits(2 * need, "the storage and a flashbax copy", "skipped")
+            except ValueError as why:
                 skipped.append((num_agents, capacity, need))
-                print(f"skip N={num_agents} C={capacity}: {need / 1e9:.1f} GB > --max-gb "
-                      f"{args.max_gb} or over half of the {free / 1e9:.1f} GB available")
+                print(f"skip N={num_agents} C={capacity}: {why}")
                 continue
             refs = {} if args.no_flashbax else flashbax_rows(
                 num_agents, capacity, args.batch, args.repeats, args.budget_s)

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import cli_config
+from experiments.memory import check_state_fits
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
@@ -108,6 +109,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
         config, algo_config=dataclasses.replace(config.algo_config, learners=learners))
     trainer = make_trainer(config)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+    check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds, checkpoints=False)
     state = jax.jit(jax.vmap(trainer.init))(keys)
     chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
     t0 = time.perf_counter()
@@ -144,7 +146,7 @@ def main(args: argparse.Namespace) -> None:
                 for learners in args.learner_modes:
                     try:
                         r = bench_one(args, env, agents, seeds, learners, rate)
-                    except ValueError as error:  # e.g. the buffer does not fit right now
+                    except ValueError as error:  # e.g. the state does not fit right now
                         print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}  skipped: {error}",
                               flush=True)
                         continue

@@ -15,8 +15,10 @@ import jax.numpy as jnp
 
 from experiments import cli_config
 from experiments import timing as cp
+from experiments.memory import ensure_fits
 from jaxmarl_accel.algos import AlgoConfig, make_algo
-from jaxmarl_accel.buffers import Buffer, available_bytes, estimate_bytes, make_buffer
+from jaxmarl_accel.buffers import Buffer, make_buffer
+from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.config import TrainConfig, steps_per_round
 from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.steps import example_transition, learn_step, transition_step
@@ -64,7 +66,7 @@ def update_bytes(num_agents: int, batch_size: int, obs_dim: int, action_dim: int
 
 def capacity_for(args: argparse.Namespace, example: Transition) -> int:
     """``--capacity`` lowered so that one buffer stays under ``--max-buffer-gb``."""
-    per = estimate_bytes(example, capacity=1, sampler="per")
+    per = tree_leaf_bytes(example) + 8  # a slot and its share of PER's sum tree (2 nodes)
     fit = int(args.max_buffer_gb * 2**30 // per)
     return max(args.batch_size * 2, min(args.buffer_capacity, fit))
 
@@ -102,15 +104,15 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     spec, algo = probe.env.spec, probe.algo
     example = example_transition(spec, algo.action_dim)
     capacity = capacity_for(args, example)
-    per_transition = estimate_bytes(example, capacity=1)
+    per_transition = tree_leaf_bytes(example)
     need = update_bytes(spec.num_agents, args.batch_size, spec.obs_dim, algo.action_dim)
     need += 2 * capacity * per_transition  # the main buffer and one comparison buffer
-    free, source = available_bytes()
-    log(f"  memory: ~{need / 2**30:.1f} GiB needed (update + buffers), "
-        f"{free / 2**30:.1f} GiB available ({source})")
-    if need > args.max_memory_fraction * free:
-        raise SkipConfig(f"needs ~{need / 2**30:.1f} GiB, more than "
-                         f"{args.max_memory_fraction:.0%} of the {free / 2**30:.1f} GiB available")
+    log(f"  memory: ~{need / 2**30:.1f} GiB needed (update + buffers)")
+    try:
+        ensure_fits(need, "the update and two buffers", "skipped",
+                    fraction=args.max_memory_fraction)
+    except ValueError as error:
+        raise SkipConfig(str(error)) from None
     config = train_config(args, agents, capacity)
     trainer = make_trainer(config)
     env, params, buffer = trainer.env, trainer.env_params, trainer.buffer

@@ -2,11 +2,16 @@
 
 ``buffer = make_buffer("per", capacity=..., batch_size=...)`` returns a :class:`Buffer` of
 pure functions ``init / add / sample / can_sample / update_priorities``; see
-:mod:`jaxmarl_accel.buffers.factory` for the shapes.
+:mod:`jaxmarl_accel.buffers.factory` for the shapes. Modules: ``storage`` (ring storage and
+the named layouts ``LAYOUTS``), one per sampler (``uniform``, ``neighbor``, ``prioritized``,
+``locality``, ``reuse``), ``sum_tree``, and ``factory`` (the sampler registry ``SAMPLERS``).
+:func:`estimate_bytes` is the pure byte count of a buffer's state, for a memory check
+before allocating.
 """
 
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.factory import (
+    INDEX_SHARING,
     SAMPLERS,
     Buffer,
     estimate_bytes,
@@ -17,15 +22,16 @@ from jaxmarl_accel.buffers.factory import (
     make_reuse_buffer,
     make_uniform_buffer,
 )
-from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, available_bytes
+from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 
 __all__ = [
+    "INDEX_SHARING",
     "LAYOUTS",
     "SAMPLERS",
     "Buffer",
     "BufferState",
     "SampleBatch",
-    "available_bytes",
+    "StorageLayout",
     "estimate_bytes",
     "make_buffer",
     "make_neighbor_buffer",

@@ -11,15 +11,16 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.buffers import storage, sum_tree
+from jaxmarl_accel.buffers import storage
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
-from jaxmarl_accel.buffers.prioritized import make_per, make_prioritized_locality
+from jaxmarl_accel.buffers.locality import make_prioritized_locality
+from jaxmarl_accel.buffers.neighbor import WINDOWS, make_neighbor
+from jaxmarl_accel.buffers.prioritized import PerSettings, make_per
 from jaxmarl_accel.buffers.reuse import make_reuse
-from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState
-from jaxmarl_accel.buffers.uniform import WINDOWS, make_neighbor, make_uniform
+from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
+from jaxmarl_accel.buffers.uniform import make_uniform
 
 PyTree = Any
-SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
 INDEX_SHARING = ("shared", "per_agent")
 REDUCTIONS = ("max", "mean")
 
@@ -28,8 +29,9 @@ class Buffer(NamedTuple):
     """A replay buffer as pure functions (all jittable and vmappable over seeds).
 
     Attributes:
-      init: ``(example transition, leaves [N, ...]) -> BufferState``; refuses (ValueError)
-        when the storage does not fit in the memory available now.
+      init: ``(example transition, leaves [N, ...]) -> BufferState``, zero storage and the
+        sampler's own state (it only allocates: check the memory beforehand with
+        :func:`estimate_bytes`).
       add: ``(state, batch with leaves [E, N, ...]) -> state``; jit it with
         ``donate_argnums=0`` (or carry it through a scan) so storage is updated in place.
       sample: ``(state, key) -> SampleBatch``; does not change the state.
@@ -67,27 +69,20 @@ def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = 
     return float(value)
 
 
-def sampler_extra_bytes(sampler: str, capacity: int, batch_size: int = 1) -> int:
-    """Bytes of a sampler's own state (sum tree, weight table) at ``capacity``."""
-    if sampler in ("per", "prioritized_locality"):
-        return 4 * 2 * 2 ** sum_tree.depth_for(capacity)
-    if sampler == "reuse":
-        return 4 * capacity + 4 * batch_size
-    return 0
-
-
 def estimate_bytes(
-    example_transition: PyTree, *, capacity: int, sampler: str = "uniform", batch_size: int = 1
+    example_transition: PyTree, *, capacity: int, sampler: str = "uniform",
+    batch_size: int = 1, layout: str = "transition_major", **sampler_kwargs: Any,
 ) -> int:
-    """Bytes a buffer of ``capacity`` transitions shaped like the example needs (one seed).
+    """Bytes of the state of a buffer of ``capacity`` transitions shaped like the example
+    (one seed): the storage plus the sampler's own state (sum tree, weight table), measured
+    from the buffer's ``init`` with ``jax.eval_shape`` (nothing is allocated).
 
     ``example_transition`` has leaves ``[N, ...]`` (arrays or ``jax.ShapeDtypeStruct``).
-    Under ``vmap`` over S seeds the need is S times this.
+    Under ``vmap`` over S seeds the need is S times this. Pure: no memory is queried.
     """
-    _positive_int("capacity", capacity)
-    _choice("sampler", sampler, SAMPLERS)
-    per_transition = storage.tree_leaf_bytes(example_transition)
-    return capacity * per_transition + sampler_extra_bytes(sampler, capacity, batch_size)
+    buffer = make_buffer(sampler, capacity=capacity, batch_size=batch_size, layout=layout,
+                         **sampler_kwargs)
+    return storage.tree_leaf_bytes(jax.eval_shape(buffer.init, example_transition))
 
 
 def _check_example(example: PyTree) -> int:
@@ -102,17 +97,15 @@ def _check_example(example: PyTree) -> int:
     return num_agents.pop()
 
 
-def _check_batch(experience: PyTree, batch: PyTree, capacity: int, layout: str) -> int:
+def _check_batch(experience: PyTree, batch: PyTree, capacity: int,
+                 layout: StorageLayout) -> int:
     """Trace-time checks of an ``add`` batch (free under jit); returns E."""
     stored = jax.tree.structure(experience)
     if jax.tree.structure(batch) != stored:
         raise ValueError(f"batch: pytree structure {jax.tree.structure(batch)} != {stored}")
     sizes = set()
     for store, new in zip(jax.tree.leaves(experience), jax.tree.leaves(batch), strict=True):
-        if layout == "transition_major":
-            item = tuple(store.shape[1:])
-        else:
-            item = tuple(store.shape[:1] + store.shape[2:])
+        item = layout.item_shape(store)
         if new.ndim != len(item) + 1 or tuple(new.shape[1:]) != item:
             raise ValueError(f"batch: leaf shape {new.shape}, expected [E, *{item}]")
         if new.dtype != store.dtype:
@@ -127,17 +120,15 @@ def _check_batch(experience: PyTree, batch: PyTree, capacity: int, layout: str) 
 
 
 def _assemble(
-    kit: SamplerKit, *, sampler: str, capacity: int, batch_size: int, layout: str,
+    kit: SamplerKit, *, capacity: int, batch_size: int, layout: StorageLayout,
     index_sharing: str, min_size: int, reduction: str,
 ) -> Buffer:
     """The storage half shared by every sampler, around a sampler kit."""
 
+    del batch_size  # the kit draws its batches
+
     def init(example_transition: PyTree) -> BufferState:
         _check_example(example_transition)
-        needed = estimate_bytes(
-            example_transition, capacity=capacity, sampler=sampler, batch_size=batch_size
-        )
-        storage.ensure_fits(needed, f"a {sampler} buffer of capacity {capacity}")
         return BufferState(
             experience=storage.init_storage(example_transition, capacity, layout),
             write_pos=jnp.zeros((), jnp.int32),
@@ -158,8 +149,7 @@ def _assemble(
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
         if index_sharing == "shared":
             return kit.sample(state, key)
-        leaf = jax.tree.leaves(state.experience)[0]
-        num_agents = leaf.shape[1] if layout == "transition_major" else leaf.shape[0]
+        num_agents = layout.item_shape(jax.tree.leaves(state.experience)[0])[0]
         trainer_keys = jax.random.split(key, num_agents)
         return jax.vmap(kit.sample, in_axes=(None, 0))(state, trainer_keys)
 
@@ -192,9 +182,9 @@ def _common(capacity: int, batch_size: int, layout: str, index_sharing: str) -> 
     _positive_int("batch_size", batch_size)
     if batch_size > capacity:
         raise ValueError(f"batch_size ({batch_size}) must not exceed capacity ({capacity})")
-    _choice("layout", layout, LAYOUTS)
+    _choice("layout", layout, tuple(LAYOUTS))
     _choice("index_sharing", index_sharing, INDEX_SHARING)
-    return dict(capacity=capacity, batch_size=batch_size, layout=layout)
+    return dict(capacity=capacity, batch_size=batch_size, layout=LAYOUTS[layout])
 
 
 def make_uniform_buffer(
@@ -203,7 +193,7 @@ def make_uniform_buffer(
 ) -> Buffer:
     """Uniform replay (weights are ones)."""
     common = _common(capacity, batch_size, layout, index_sharing)
-    return _assemble(make_uniform(**common), sampler="uniform", index_sharing=index_sharing,
+    return _assemble(make_uniform(**common), index_sharing=index_sharing,
                      min_size=batch_size, reduction="max", **common)
 
 
@@ -226,12 +216,15 @@ def make_neighbor_buffer(
     if capacity < 2 * (neighbors + 1):
         raise ValueError(f"capacity ({capacity}) must be at least 2 * (neighbors + 1)")
     kit = make_neighbor(neighbors=neighbors, window=window, **common)
-    return _assemble(kit, sampler="neighbor", index_sharing=index_sharing,
+    return _assemble(kit, index_sharing=index_sharing,
                      min_size=max(batch_size, neighbors + 1), reduction="max", **common)
 
 
-def _per_kwargs(alpha: float, beta: float, beta_final: float, beta_steps: int) -> dict:
-    return dict(
+def _per_settings(alpha: float, beta: float, beta_final: float, beta_steps: int,
+                  reduction: str) -> PerSettings:
+    """PER's keywords, checked once for PER and prioritized locality."""
+    _choice("reduction", reduction, REDUCTIONS)
+    return PerSettings(
         alpha=_number("alpha", alpha, 0.0, 1.0),
         beta=_number("beta", beta, 0.0, 1.0),
         beta_final=_number("beta_final", beta_final, 0.0, 1.0),
@@ -246,9 +239,8 @@ def make_per_buffer(
 ) -> Buffer:
     """Proportional prioritized replay on a sum tree (Schaul et al. 2016)."""
     common = _common(capacity, batch_size, layout, index_sharing)
-    _choice("reduction", reduction, REDUCTIONS)
-    kit = make_per(**_per_kwargs(alpha, beta, beta_final, beta_steps), **common)
-    return _assemble(kit, sampler="per", index_sharing=index_sharing, min_size=batch_size,
+    kit = make_per(per=_per_settings(alpha, beta, beta_final, beta_steps, reduction), **common)
+    return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
                      reduction=reduction, **common)
 
 
@@ -260,7 +252,7 @@ def make_prioritized_locality_buffer(
 ) -> Buffer:
     """PER reference points with 1 / 2 / 4 neighbors by normalized priority (paper 000)."""
     common = _common(capacity, batch_size, layout, index_sharing)
-    _choice("reduction", reduction, REDUCTIONS)
+    per = _per_settings(alpha, beta, beta_final, beta_steps, reduction)
     if len(tuple(thresholds)) != 2 or not 0 <= thresholds[0] <= thresholds[1]:
         raise ValueError(f"thresholds must be two numbers 0 <= t1 <= t2, got {thresholds!r}")
     if len(tuple(counts)) != 3 or any(
@@ -272,9 +264,9 @@ def make_prioritized_locality_buffer(
                          "<= capacity / 2")
     kit = make_prioritized_locality(
         thresholds=(float(thresholds[0]), float(thresholds[1])), counts=tuple(counts),
-        **_per_kwargs(alpha, beta, beta_final, beta_steps), **common,
+        per=per, **common,
     )
-    return _assemble(kit, sampler="prioritized_locality", index_sharing=index_sharing,
+    return _assemble(kit, index_sharing=index_sharing,
                      min_size=batch_size, reduction=reduction, **common)
 
 
@@ -295,7 +287,7 @@ def make_reuse_buffer(
               else _positive_int("reuse_window", reuse_window))
     decay = _number("decay", decay, 0.0, 1.0, open_low=True)
     kit = make_reuse(reuse_ratio=reuse_ratio, window=window, decay=decay, **common)
-    return _assemble(kit, sampler="reuse", index_sharing=index_sharing, min_size=batch_size,
+    return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
                      reduction=reduction, **common)
 
 
@@ -306,6 +298,10 @@ FACTORIES: dict[str, Callable[..., Buffer]] = {
     "prioritized_locality": make_prioritized_locality_buffer,
     "reuse": make_reuse_buffer,
 }
+"""The one sampler registry: name -> its buffer factory (whose keyword arguments beyond
+``capacity``, ``batch_size``, ``layout`` and ``index_sharing`` are the sampler's options).
+A new sampler is its own module, its factory above and one line here."""
+SAMPLERS: tuple[str, ...] = tuple(FACTORIES)
 
 
 def make_buffer(

@@ -1,35 +1,23 @@
-"""Proportional prioritized replay (PER) and information-prioritized locality sampling.
+"""Proportional prioritized replay (PER, Schaul et al. 2016; paper 000, IV-B).
 
-PER (Schaul et al. 2016): slot i is drawn with probability ``P(i) = p_i^a / sum_k p_k^a``;
-importance weights ``w_i = (size * P(i))^-beta`` normalized by their batch maximum; beta
-moves linearly from ``beta`` to ``beta_final`` over ``beta_steps`` updates; new transitions
-get the largest priority seen so far. The sum tree stores ``p^a``.
-
-Prioritized locality (paper 000, IV-B1 and VI-C): reference points drawn by PER; each
-reference r takes ``k_r`` consecutive transitions, ``k_r`` chosen by its normalized priority
-``u_r = p_r^a / max_refs p^a`` (below ``t1``: ``n1``, below ``t2``: ``n2``, else ``n3``;
-paper: 0.33 / 0.66 and 1 / 2 / 4); the B stratified PER draws are used in a spread order
-of their strata (:func:`spread_order`, rotated at random) until exactly B slots are filled
-(the last window may be cut). A window is ``[t_r, t_r + k_r)`` in chronological
-positions, shifted back to end at the newest transition when it would pass it, so it never
-reaches unwritten slots nor crosses the write head. IS weights follow Lemma 1,
-``w_j = (1 / size * 1 / P(j))^beta``, with the locality-aware probability
-``P(j) = q_j * R_used / B``, ``q_j = sum_{r : j in window(r)} p_r^a / total`` (the chance a
-draw's window covers j, over the expected slots per draw), normalized by the batch maximum.
+Slot i is drawn with probability ``P(i) = p_i^a / sum_k p_k^a``; importance weights
+``w_i = (size * P(i))^-beta`` normalized by their batch maximum; beta moves linearly from
+``beta`` to ``beta_final`` over ``beta_steps`` updates; new transitions get the largest
+priority seen so far. The sum tree stores ``p^a``. The priority bookkeeping here (state,
+``on_add``, ``update``) also serves :mod:`~jaxmarl_accel.buffers.locality`.
 """
 
 from __future__ import annotations
 
-import math
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from jaxmarl_accel.buffers import storage, sum_tree
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
-from jaxmarl_accel.buffers.storage import BufferState
+from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
 
 @struct.dataclass
@@ -47,10 +35,26 @@ class PriorityState:
     step: jax.Array
 
 
-def beta_at(step: jax.Array, beta: float, beta_final: float, beta_steps: int) -> jax.Array:
-    """Linear beta schedule, float32 ``[]``."""
-    frac = jnp.minimum(step.astype(jnp.float32) / beta_steps, 1.0)
-    return beta + (beta_final - beta) * frac
+class PerSettings(NamedTuple):
+    """PER's static settings, shared by PER and prioritized locality.
+
+    Attributes:
+      alpha: priority exponent (0 is uniform).
+      beta: initial importance-sampling exponent.
+      beta_final: the exponent reached after ``beta_steps`` updates (linearly).
+      beta_steps: updates over which beta moves.
+    """
+
+    alpha: float
+    beta: float
+    beta_final: float
+    beta_steps: int
+
+
+def beta_at(step: jax.Array, per: PerSettings) -> jax.Array:
+    """Linear beta schedule at ``step`` updates, float32 ``[]``."""
+    frac = jnp.minimum(step.astype(jnp.float32) / per.beta_steps, 1.0)
+    return per.beta + (per.beta_final - per.beta) * frac
 
 
 def normalized_is_weights(size: jax.Array, prob: jax.Array, beta: jax.Array) -> jax.Array:
@@ -60,8 +64,10 @@ def normalized_is_weights(size: jax.Array, prob: jax.Array, beta: jax.Array) -> 
     return weights / jnp.maximum(jnp.max(weights), 1e-30)
 
 
-def _priority_kit_parts(capacity: int, alpha: float):
-    """``init``, ``on_add`` and ``update`` shared by PER and prioritized locality."""
+def priority_kit_parts(capacity: int, alpha: float) -> tuple[Any, Any, Any]:
+    """``init``, ``on_add`` and ``update`` of a :class:`SamplerKit` over ``capacity`` slots,
+    shared by PER and prioritized locality: ``p^alpha`` in the sum tree, new slots at the
+    largest priority seen, one ``update`` per learner update (advancing beta's schedule)."""
 
     def init() -> PriorityState:
         return PriorityState(
@@ -87,130 +93,16 @@ def _priority_kit_parts(capacity: int, alpha: float):
     return init, on_add, update
 
 
-def make_per(
-    *,
-    capacity: int,
-    batch_size: int,
-    layout: str,
-    alpha: float,
-    beta: float,
-    beta_final: float,
-    beta_steps: int,
-) -> SamplerKit:
+def make_per(*, capacity: int, batch_size: int, layout: StorageLayout,
+             per: PerSettings) -> SamplerKit:
     """Proportional PER sampler (stratified draws from the sum tree)."""
-    init, on_add, update = _priority_kit_parts(capacity, alpha)
+    init, on_add, update = priority_kit_parts(capacity, per.alpha)
 
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
         tree = state.sampler.tree
         indices = jnp.minimum(sum_tree.stratified_sample(tree, key, batch_size), capacity - 1)
         prob = sum_tree.leaves(tree, indices) / sum_tree.total(tree)
-        weights = normalized_is_weights(
-            state.size, prob, beta_at(state.sampler.step, beta, beta_final, beta_steps)
-        )
-        experience = storage.gather(state.experience, indices, layout)
-        return SampleBatch(experience, indices, weights)
-
-    return SamplerKit(init, on_add, sample, update)
-
-
-def locality_counts(
-    leaf_values: jax.Array, scale: jax.Array, thresholds: tuple[float, float],
-    counts: tuple[int, int, int],
-) -> jax.Array:
-    """Neighbors per reference from its normalized priority ``leaf / scale``, int32."""
-    level = leaf_values / jnp.maximum(scale, 1e-30)
-    return jnp.where(
-        level < thresholds[0], counts[0], jnp.where(level < thresholds[1], counts[1], counts[2])
-    ).astype(jnp.int32)
-
-
-def window_start(position: jax.Array, count: jax.Array, size: jax.Array) -> jax.Array:
-    """Chronological start of a reference's window, shifted to end by the newest slot."""
-    return jnp.maximum(jnp.minimum(position, size - count), 0)
-
-
-def locality_probability(
-    state: BufferState, positions: jax.Array, scale: jax.Array, thresholds: tuple[float, float],
-    counts: tuple[int, int, int], capacity: int,
-) -> jax.Array:
-    """``q_j``: probability that one PER draw's window covers position j, float32 ``[B]``.
-
-    The references whose window can cover j are at positions ``j - K + 1 .. j`` (regular
-    windows) or among the last K positions (windows shifted back at the newest end), where
-    K is the largest count; each is checked exactly against its own window.
-    """
-    tree = state.sampler.tree
-    reach = max(counts)
-    near = positions[:, None] - jnp.arange(reach)[None, :]  # [B, K] references before j
-    tail = jnp.broadcast_to(state.size - 1 - jnp.arange(reach), near.shape)  # [B, K] newest
-    # tail references already among the "near" ones must not be counted twice
-    tail_new = (tail > positions[:, None]) | (tail < positions[:, None] - reach + 1)
-    refs = jnp.concatenate([near, tail], axis=1)  # [B, 2K]
-    fresh = jnp.concatenate([jnp.ones_like(near, bool), tail_new], axis=1)
-    valid = (refs >= 0) & (refs < state.size) & fresh
-    slots = storage.slot_of(jnp.clip(refs, 0, capacity - 1), state, capacity)
-    values = sum_tree.leaves(tree, slots)
-    ref_counts = locality_counts(values, scale, thresholds, counts)
-    start = window_start(refs, ref_counts, state.size)
-    covers = valid & (start <= positions[:, None]) & (positions[:, None] < start + ref_counts)
-    return jnp.sum(jnp.where(covers, values, 0.0), axis=1) / sum_tree.total(tree)
-
-
-def spread_order(batch_size: int) -> np.ndarray:
-    """A fixed order of the B strata whose every prefix is spread over all of them, ``[B]``.
-
-    Stratum ``i * s mod B`` comes i-th, with the stride ``s`` coprime to B nearest to
-    ``B (sqrt 5 - 1) / 2`` (golden-ratio stepping), so the first m entries are a permutation
-    prefix that is close to evenly spaced for every m.
-    """
-    golden = round(batch_size * (math.sqrt(5.0) - 1.0) / 2.0)
-    stride = min((s for s in range(1, batch_size + 1) if math.gcd(s, batch_size) == 1),
-                 key=lambda s: (abs(s - golden), s))
-    return (np.arange(batch_size, dtype=np.int64) * stride % batch_size).astype(np.int32)
-
-
-def make_prioritized_locality(
-    *,
-    capacity: int,
-    batch_size: int,
-    layout: str,
-    alpha: float,
-    beta: float,
-    beta_final: float,
-    beta_steps: int,
-    thresholds: tuple[float, float],
-    counts: tuple[int, int, int],
-) -> SamplerKit:
-    """Information-prioritized locality sampler (paper 000, IV-B1, Lemma 1)."""
-    init, on_add, update = _priority_kit_parts(capacity, alpha)
-    order = spread_order(batch_size)  # static, embedded as a constant
-
-    def sample(state: BufferState, key: jax.Array) -> SampleBatch:
-        tree = state.sampler.tree
-        # PER's stratified draws, visited in a spread order rotated by a random offset: each
-        # reference is marginally one PER draw, and the prefix of references that fills the
-        # batch covers the whole priority mass, not only its low-slot end
-        rotation = jax.random.randint(jax.random.fold_in(key, 1), (), 0, batch_size)
-        targets = sum_tree.stratified_targets(tree, key, batch_size)
-        refs = sum_tree.find(tree, targets[(order + rotation) % batch_size])
-        refs = jnp.minimum(refs, capacity - 1)
-        values = sum_tree.leaves(tree, refs)
-        scale = jnp.max(values)
-        ref_counts = locality_counts(values, scale, thresholds, counts)
-        ends = jnp.cumsum(ref_counts)  # output slots [ends[r] - k_r, ends[r]) belong to r
-        out = jnp.arange(batch_size, dtype=jnp.int32)
-        owner = jnp.searchsorted(ends, out, side="right").astype(jnp.int32)
-        offset = out - (ends[owner] - ref_counts[owner])
-        ref_positions = storage.chronological(refs, state, capacity)
-        start = window_start(ref_positions[owner], ref_counts[owner], state.size)
-        positions = start + offset
-        indices = storage.slot_of(positions, state, capacity).astype(jnp.int32)
-        refs_used = (owner[-1] + 1).astype(jnp.float32)
-        q = locality_probability(state, positions, scale, thresholds, counts, capacity)
-        prob = q * refs_used / batch_size
-        weights = normalized_is_weights(
-            state.size, prob, beta_at(state.sampler.step, beta, beta_final, beta_steps)
-        )
+        weights = normalized_is_weights(state.size, prob, beta_at(state.sampler.step, per))
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights)
 

@@ -24,7 +24,7 @@ from flax import struct
 
 from jaxmarl_accel.buffers import storage
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
-from jaxmarl_accel.buffers.storage import BufferState
+from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
 
 @struct.dataclass
@@ -64,7 +64,7 @@ def make_reuse(
     *,
     capacity: int,
     batch_size: int,
-    layout: str,
+    layout: StorageLayout,
     reuse_ratio: float,
     window: int,
     decay: float,

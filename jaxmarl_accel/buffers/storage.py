@@ -1,4 +1,4 @@
-"""Circular transition storage in two layouts, ring arithmetic and memory estimates.
+"""Circular transition storage in named layouts, ring arithmetic and byte counts.
 
 Every stored pytree leaf has a leading agent axis N in the transition it comes from
 (``[N, ...]``). The storage keeps ``capacity`` (C) transitions of it in one of two layouts:
@@ -16,8 +16,8 @@ from there.
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +25,6 @@ import numpy as np
 from flax import struct
 
 PyTree = Any
-LAYOUTS = ("transition_major", "agent_major")
 
 
 @struct.dataclass
@@ -46,60 +45,100 @@ class BufferState:
     sampler: PyTree
 
 
-def init_storage(example: PyTree, capacity: int, layout: str) -> PyTree:
-    """Zero storage for ``capacity`` transitions shaped like ``example`` (leaves ``[N, ...]``)."""
+class StorageLayout(NamedTuple):
+    """How one stored leaf is laid out: per-leaf functions, chosen once by name.
 
-    def alloc(leaf: Any) -> jax.Array:
-        shape = tuple(leaf.shape)
-        if layout == "transition_major":
-            return jnp.zeros((capacity, *shape), leaf.dtype)
-        return jnp.zeros((shape[0], capacity, *shape[1:]), leaf.dtype)
+    ``store`` is one stored leaf; an *item* is what one ``add`` row holds of it, ``[N, ...]``.
 
-    return jax.tree.map(alloc, example)
-
-
-def write(experience: PyTree, slots: jax.Array, batch: PyTree, layout: str) -> PyTree:
-    """Write ``batch`` (leaves ``[E, N, ...]``) into ``slots`` (int32 ``[E]``, distinct)."""
-    if layout == "transition_major":
-        return jax.tree.map(lambda store, new: store.at[slots].set(new), experience, batch)
-    return jax.tree.map(
-        lambda store, new: store.at[:, slots].set(jnp.swapaxes(new, 0, 1)), experience, batch
-    )
-
-
-def gather(experience: PyTree, indices: jax.Array, layout: str) -> PyTree:
-    """Transitions at ``indices`` (int32, any shape ``I``): leaves ``[*I, N, ...]``."""
-    # indices are always in range; "clip" skips the out-of-bounds fill (faster on CPU)
-    if layout == "transition_major":
-        return jax.tree.map(lambda store: jnp.take(store, indices, 0, mode="clip"), experience)
-    # agent_major: one gather per agent array, then agents moved behind the index axes.
-    return jax.tree.map(
-        lambda store: jnp.moveaxis(jnp.take(store, indices, 1, mode="clip"), 0, indices.ndim),
-        experience,
-    )
-
-
-def gather_windows(experience: PyTree, starts: jax.Array, span: int, layout: str) -> PyTree:
-    """Contiguous slot windows ``[s, s + span)`` for each start (int32 ``[R]``).
-
-    Uses one ``lax.dynamic_slice`` per window (vmapped), so each window is one contiguous
-    read per leaf (transition_major) or per agent array (agent_major). Returns leaves
-    ``[R, span, N, ...]``. Windows must lie inside ``[0, C)``.
+    Attributes:
+      name: the layout's registry name.
+      slot_axis: the axis of a stored leaf that counts slots (0: ``[C, N, ...]``; 1:
+        ``[N, C, ...]``).
+      alloc: ``(item [N, ...] array or ShapeDtypeStruct, capacity) -> zero store``.
+      write: ``(store, slots [E], new [E, N, ...]) -> store`` with the rows written.
+      gather: ``(store, indices [*I]) -> [*I, N, ...]``.
+      windows: ``(store, starts [R], span) -> [R, span, N, ...]``, each window one contiguous
+        read (``lax.dynamic_slice``) per leaf or per agent array.
+      item_shape: ``store -> [N, ...]`` the shape of one item.
     """
-    num = starts.shape[0]
 
-    def windows(store: jax.Array) -> jax.Array:
-        # slice rows of a 2-D (per agent 3-D) view: one contiguous block per window
-        if layout == "transition_major":
-            rows = store.reshape(store.shape[0], -1)
-            take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=0)
-            return jax.vmap(take)(starts).reshape(num, span, *store.shape[1:])
-        rows = store.reshape(*store.shape[:2], -1)
-        take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=1)
-        out = jax.vmap(take)(starts).reshape(num, store.shape[0], span, *store.shape[2:])
-        return jnp.swapaxes(out, 1, 2)
+    name: str
+    slot_axis: int
+    alloc: Callable[[Any, int], jax.Array]
+    write: Callable[[jax.Array, jax.Array, jax.Array], jax.Array]
+    gather: Callable[[jax.Array, jax.Array], jax.Array]
+    windows: Callable[[jax.Array, jax.Array, int], jax.Array]
+    item_shape: Callable[[jax.Array], tuple[int, ...]]
 
-    return jax.tree.map(windows, experience)
+
+def _tm_windows(store: jax.Array, starts: jax.Array, span: int) -> jax.Array:
+    # slice rows of a 2-D view: one contiguous block per window
+    rows = store.reshape(store.shape[0], -1)
+    take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=0)
+    return jax.vmap(take)(starts).reshape(starts.shape[0], span, *store.shape[1:])
+
+
+def _am_windows(store: jax.Array, starts: jax.Array, span: int) -> jax.Array:
+    # slice rows of a per-agent 3-D view: one contiguous block per window and agent
+    rows = store.reshape(*store.shape[:2], -1)
+    take = lambda s: jax.lax.dynamic_slice_in_dim(rows, s, span, axis=1)
+    out = jax.vmap(take)(starts).reshape(starts.shape[0], store.shape[0], span, *store.shape[2:])
+    return jnp.swapaxes(out, 1, 2)
+
+
+TRANSITION_MAJOR = StorageLayout(
+    name="transition_major",
+    slot_axis=0,
+    alloc=lambda leaf, capacity: jnp.zeros((capacity, *leaf.shape), leaf.dtype),
+    write=lambda store, slots, new: store.at[slots].set(new),
+    # indices are always in range; "clip" skips the out-of-bounds fill (faster on CPU)
+    gather=lambda store, indices: jnp.take(store, indices, 0, mode="clip"),
+    windows=_tm_windows,
+    item_shape=lambda store: tuple(store.shape[1:]),
+)
+"""Leaf ``[C, N, ...]``: all agents of one transition contiguous (paper 000, IV-B2)."""
+
+AGENT_MAJOR = StorageLayout(
+    name="agent_major",
+    slot_axis=1,
+    alloc=lambda leaf, capacity: jnp.zeros((leaf.shape[0], capacity, *leaf.shape[1:]),
+                                           leaf.dtype),
+    write=lambda store, slots, new: store.at[:, slots].set(jnp.swapaxes(new, 0, 1)),
+    # one gather per agent array, then agents moved behind the index axes
+    gather=lambda store, indices: jnp.moveaxis(jnp.take(store, indices, 1, mode="clip"), 0,
+                                               indices.ndim),
+    windows=_am_windows,
+    item_shape=lambda store: tuple(store.shape[:1] + store.shape[2:]),
+)
+"""Leaf ``[N, C, ...]``: one array per agent, as the original MADDPG code stores it."""
+
+LAYOUTS: dict[str, StorageLayout] = {
+    TRANSITION_MAJOR.name: TRANSITION_MAJOR,
+    AGENT_MAJOR.name: AGENT_MAJOR,
+}
+"""The storage layouts by name; a new layout is one more entry."""
+
+
+def init_storage(example: PyTree, capacity: int, layout: StorageLayout) -> PyTree:
+    """Zero storage for ``capacity`` transitions shaped like ``example`` (leaves ``[N, ...]``)."""
+    return jax.tree.map(lambda leaf: layout.alloc(leaf, capacity), example)
+
+
+def write(experience: PyTree, slots: jax.Array, batch: PyTree, layout: StorageLayout) -> PyTree:
+    """Write ``batch`` (leaves ``[E, N, ...]``) into ``slots`` (int32 ``[E]``, distinct)."""
+    return jax.tree.map(lambda store, new: layout.write(store, slots, new), experience, batch)
+
+
+def gather(experience: PyTree, indices: jax.Array, layout: StorageLayout) -> PyTree:
+    """Transitions at ``indices`` (int32, any shape ``I``): leaves ``[*I, N, ...]``."""
+    return jax.tree.map(lambda store: layout.gather(store, indices), experience)
+
+
+def gather_windows(experience: PyTree, starts: jax.Array, span: int,
+                   layout: StorageLayout) -> PyTree:
+    """Contiguous slot windows ``[s, s + span)`` for each start (int32 ``[R]``): leaves
+    ``[R, span, N, ...]``. Windows must lie inside ``[0, C)``."""
+    return jax.tree.map(lambda store: layout.windows(store, starts, span), experience)
 
 
 def oldest_slot(state: BufferState, capacity: int) -> jax.Array:
@@ -123,36 +162,3 @@ def tree_leaf_bytes(example: PyTree) -> int:
         int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
         for leaf in jax.tree.leaves(example)
     )
-
-
-def available_bytes() -> tuple[int, str]:
-    """Free memory where the buffer will live, and where that figure comes from.
-
-    Uses the default device's ``memory_stats()`` (accelerators); on CPU, where JAX gives no
-    statistics, the host's available memory (``/proc/meminfo`` MemAvailable, else sysconf).
-    """
-    device = jax.local_devices()[0]
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    if stats and "bytes_limit" in stats:
-        free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
-        return free, f"{device} memory_stats"
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024, f"{device} (host MemAvailable)"
-    except OSError:
-        pass
-    pages = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return int(pages), f"{device} (host sysconf)"
-
-
-def ensure_fits(needed: int, what: str) -> None:
-    """Raise ``ValueError`` when ``needed`` bytes exceed the memory available now."""
-    free, source = available_bytes()
-    if needed > free:
-        raise ValueError(
-            f"capacity: {what} needs {needed} bytes ({needed / 2**30:.2f} GiB) but only "
-            f"{free} bytes ({free / 2**30:.2f} GiB) are available on {source}; "
-            "lower capacity or the number of seeds"
-        )

@@ -1,10 +1,12 @@
-"""Samplers: validity, shapes, windows, index sharing, vmap over seeds (all under jit)."""
+"""The buffer factory and sampler registry: argument checks, every sampler under jit, in a
+scan and vmapped over seeds."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +21,7 @@ from tests.buffers.helpers import (
 )
 
 CAPACITY, BATCH, PER_ADD = 25, 8, 3
+
 LAYOUTS = ("transition_major", "agent_major")
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures print their example
 
@@ -27,6 +30,39 @@ def stored_counter(state, layout):
     """Counter held by each slot, ``[C]``."""
     reward = np.asarray(state.experience.reward)
     return reward[:, 0] if layout == "transition_major" else reward[0]
+
+
+@pytest.mark.parametrize(
+    ("sampler", "kwargs", "message"),
+    [
+        ("uniform", dict(capacity=0, batch_size=1), "capacity must be a positive int"),
+        ("uniform", dict(capacity=8, batch_size=9), "batch_size .* must not exceed"),
+        ("uniform", dict(capacity=8, batch_size=2, layout="rows"), "layout must be one of"),
+        ("uniform", dict(capacity=8, batch_size=2, index_sharing="x"), "index_sharing must"),
+        ("uniform", dict(capacity=8, batch_size=2, alpha=0.5), "alpha: not an option"),
+        ("fifo", dict(capacity=8, batch_size=2), "sampler must be one of"),
+        ("neighbor", dict(capacity=64, batch_size=6, neighbors=4), "multiple of neighbors"),
+        ("neighbor", dict(capacity=64, batch_size=6, neighbors=3, window="centred"), "even"),
+        ("neighbor", dict(capacity=64, batch_size=8, window="back"), "window must be one of"),
+        ("per", dict(capacity=8, batch_size=2, alpha=1.5), "alpha must be a number"),
+        ("per", dict(capacity=8, batch_size=2, reduction="sum"), "reduction must be one of"),
+        ("prioritized_locality", dict(capacity=64, batch_size=8, thresholds=(0.7, 0.3)),
+         "thresholds"),
+        ("prioritized_locality", dict(capacity=64, batch_size=8, counts=(1, 0, 4)), "counts"),
+        ("reuse", dict(capacity=64, batch_size=8, reuse_ratio=2.0), "reuse_ratio must"),
+        ("reuse", dict(capacity=64, batch_size=8, decay=0.0), "decay must"),
+    ],
+)
+def test_factory_rejects_bad_arguments(sampler, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_buffer(sampler, **kwargs)
+
+
+def test_per_sampler_factories_are_exported():
+    from jaxmarl_accel import buffers
+
+    for name in buffers.SAMPLERS:
+        assert callable(getattr(buffers, f"make_{name}_buffer"))
 
 
 @settings(max_examples=14, deadline=None, phases=NO_SHRINK)
@@ -69,48 +105,6 @@ def test_samples_are_current_intact_transitions(
     jax.tree.map(np.testing.assert_array_equal, updated.experience, state.experience)
     if sampler in ("uniform", "neighbor"):
         jax.tree.map(np.testing.assert_array_equal, updated, state)
-
-
-@settings(max_examples=15, deadline=None, phases=NO_SHRINK)
-@given(
-    window=st.sampled_from(["forward", "centred"]),
-    num_adds=st.integers(3, 30),
-    seed=st.integers(0, 2**16),
-)
-def test_neighbor_windows_are_contiguous_in_time_and_layouts_agree(window, num_adds, seed):
-    neighbors = 4
-    batches = []
-    for layout in LAYOUTS:
-        buf = jitted("neighbor", (("neighbors", neighbors), ("window", window)),
-                     capacity=CAPACITY, batch_size=BATCH, layout=layout)
-        state = fill(buf, 3, num_adds, PER_ADD)
-        batches.append(buf.sample(state, jax.random.key(seed)))
-    jax.tree.map(np.testing.assert_array_equal, *batches)
-    counters = np.asarray(batches[0].experience.reward)[:, 0].reshape(-1, neighbors)
-    steps = np.diff(counters, axis=1)
-    expected = [1, 1, 1] if window == "forward" else [1, 2, 1]  # centred skips the reference
-    np.testing.assert_array_equal(steps, np.broadcast_to(expected, steps.shape))
-    lo, hi = live_range(num_adds, PER_ADD, CAPACITY)
-    assert np.all((counters >= lo) & (counters < hi))
-
-
-@settings(max_examples=6, deadline=None, phases=NO_SHRINK)
-@given(num_adds=st.integers(9, 20), seed=st.integers(0, 2**16))
-def test_neighbor_starts_cover_every_valid_window(num_adds, seed):
-    buf = jitted("neighbor", (("neighbors", 4), ("window", "forward")),
-                 capacity=CAPACITY, batch_size=BATCH)
-    state = fill(buf, 1, num_adds, PER_ADD)
-    draw = jax.jit(jax.vmap(buf.sample, in_axes=(None, 0)))
-    batch = draw(state, jax.random.split(jax.random.key(seed), 400))
-    firsts = set(np.asarray(batch.experience.reward)[:, ::4, 0].reshape(-1).astype(int).tolist())
-    # valid windows: 4 slots in memory holding 4 consecutive live transitions
-    stored = stored_counter(state, "transition_major")
-    lo, _ = live_range(num_adds, PER_ADD, CAPACITY)
-    valid = {
-        int(stored[s]) for s in range(CAPACITY - 3)
-        if stored[s] >= lo and np.all(np.diff(stored[s:s + 4]) == 1)
-    }
-    assert firsts == valid
 
 
 def test_samplers_run_inside_a_scan_vmapped_over_seeds():
