@@ -360,3 +360,12 @@ def positions_and_goal(
     unit = 0.5 * (draw[count:].reshape(-1)[:num_goals] + 1.0)  # uniform in [0, 1)
     goal = jnp.minimum((unit * num_choices).astype(jnp.int32), num_choices - 1)
     return draw[:count], goal
+
+
+def start_with_goal(key: jax.Array, num_agents: int, num_landmarks: int) -> MPEState:
+    """A fresh episode: ``num_agents`` agents then ``num_landmarks`` landmarks at uniform
+    positions (``pos [E, 2]``), at rest, without communication, and one goal landmark drawn
+    from the same draw (:func:`positions_and_goal`)."""
+    pos, goal = positions_and_goal(key, num_agents + num_landmarks, num_landmarks)
+    return MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((num_agents, 0)),
+                    step=jnp.zeros((), jnp.int32), goal=goal)

@@ -109,9 +109,7 @@ def make(
     is_good = jnp.arange(n) >= num_a
 
     def init(key: jax.Array, params: AdversaryParams) -> core.MPEState:
-        pos, goal = core.positions_and_goal(key, n + num_l, num_l)
-        return core.MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((n, 0)),
-                             step=jnp.zeros((), jnp.int32), goal=goal)
+        return core.start_with_goal(key, n, num_l)
 
     def observe(state: core.MPEState, params: AdversaryParams) -> jax.Array:
         agent_pos = state.pos[:n]

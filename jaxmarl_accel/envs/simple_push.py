@@ -110,9 +110,7 @@ def make(
     is_good = jnp.arange(n) >= num_a
 
     def init(key: jax.Array, params: PushParams) -> core.MPEState:
-        pos, goal = core.positions_and_goal(key, n + num_l, num_l)
-        return core.MPEState(pos=pos, vel=jnp.zeros_like(pos), comm=jnp.zeros((n, 0)),
-                             step=jnp.zeros((), jnp.int32), goal=goal)
+        return core.start_with_goal(key, n, num_l)
 
     def observe(state: core.MPEState, params: PushParams) -> jax.Array:
         agent_pos, vel = state.pos[:n], state.vel[:n]
