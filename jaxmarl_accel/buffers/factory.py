@@ -49,8 +49,12 @@ class Buffer(NamedTuple):
     update_priorities: Callable[[BufferState, jax.Array, jax.Array], BufferState]
 
 
+def _is_positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not _is_positive_int(value):
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return value
 
@@ -255,9 +259,7 @@ def make_prioritized_locality_buffer(
     per = _per_settings(alpha, beta, beta_final, beta_steps, reduction)
     if len(tuple(thresholds)) != 2 or not 0 <= thresholds[0] <= thresholds[1]:
         raise ValueError(f"thresholds must be two numbers 0 <= t1 <= t2, got {thresholds!r}")
-    if len(tuple(counts)) != 3 or any(
-        isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in counts
-    ):
+    if len(tuple(counts)) != 3 or not all(_is_positive_int(c) for c in counts):
         raise ValueError(f"counts must be three positive ints, got {counts!r}")
     if max(counts) > batch_size or capacity < 2 * max(counts):
         raise ValueError(f"counts: max(counts)={max(counts)} must be <= batch_size and "

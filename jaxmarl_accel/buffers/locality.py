@@ -27,7 +27,7 @@ from jaxmarl_accel.buffers.prioritized import (
     PerSettings,
     beta_at,
     normalized_is_weights,
-    priority_kit_parts,
+    priority_kit,
 )
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
@@ -36,7 +36,12 @@ def locality_counts(
     leaf_values: jax.Array, scale: jax.Array, thresholds: tuple[float, float],
     counts: tuple[int, int, int],
 ) -> jax.Array:
-    """Neighbors per reference from its normalized priority ``leaf / scale``, int32."""
+    """Neighbors ``k_r`` per reference from its normalized priority ``u_r = leaf / scale``.
+
+    ``leaf_values`` are the references' ``p^a`` (any shape, e.g. ``[R]`` or ``[B, 2K]``),
+    ``scale`` float32 ``[]``; returns int32 of the same shape: ``n1`` below ``t1``, ``n2``
+    below ``t2``, else ``n3`` (paper 000, IV-B1).
+    """
     level = leaf_values / jnp.maximum(scale, 1e-30)
     return jnp.where(
         level < thresholds[0], counts[0], jnp.where(level < thresholds[1], counts[1], counts[2])
@@ -44,7 +49,12 @@ def locality_counts(
 
 
 def window_start(position: jax.Array, count: jax.Array, size: jax.Array) -> jax.Array:
-    """Chronological start of a reference's window, shifted to end by the newest slot."""
+    """Chronological start ``t_r`` of a reference's window ``[t_r, t_r + k_r)``.
+
+    ``position`` (the reference's chronological position) and ``count`` (``k_r``) broadcast
+    together, ``size`` is int32 ``[]``; returns int32 of their broadcast shape. A window
+    that would pass the newest transition is shifted back to end at it.
+    """
     return jnp.maximum(jnp.minimum(position, size - count), 0)
 
 
@@ -98,7 +108,6 @@ def make_prioritized_locality(
     counts: tuple[int, int, int],
 ) -> SamplerKit:
     """Information-prioritized locality sampler (paper 000, IV-B1, Lemma 1)."""
-    init, on_add, update = priority_kit_parts(capacity, per.alpha)
     order = spread_order(batch_size)  # static, embedded as a constant
 
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
@@ -128,4 +137,4 @@ def make_prioritized_locality(
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights)
 
-    return SamplerKit(init, on_add, sample, update)
+    return priority_kit(capacity, per.alpha, sample)

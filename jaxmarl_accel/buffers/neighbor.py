@@ -26,7 +26,11 @@ WINDOWS = ("forward", "centred")
 
 
 def window_offsets(neighbors: int, window: str) -> tuple[int, np.ndarray]:
-    """(span of slots read per reference, offsets inside it that are kept ``[n]``)."""
+    """(span of slots read per reference, offsets inside it that are kept, int ``[n]``).
+
+    Forward: span n, offsets ``0 .. n-1`` (paper 000, Alg. 1). Centred: span n + 1, every
+    offset but the middle one, the reference itself (paper 002, Alg. 1).
+    """
     if window == "forward":
         return neighbors, np.arange(neighbors)
     half = neighbors // 2
@@ -55,7 +59,11 @@ def window_starts(
 def make_neighbor(
     *, capacity: int, batch_size: int, layout: StorageLayout, neighbors: int, window: str
 ) -> SamplerKit:
-    """Neighbor sampler: B / n reference points, n contiguous transitions each."""
+    """Neighbor sampler: B / n reference points, n contiguous transitions each.
+
+    Its batch is ``[B]`` ordered reference by reference (``[R, n]`` flattened); importance
+    weights are ones (papers 000 and 002, Alg. 1).
+    """
     span, keep = window_offsets(neighbors, window)
     num_refs = batch_size // neighbors
 

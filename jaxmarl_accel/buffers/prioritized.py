@@ -9,7 +9,8 @@ priority seen so far. The sum tree stores ``p^a``. The priority bookkeeping here
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -64,10 +65,16 @@ def normalized_is_weights(size: jax.Array, prob: jax.Array, beta: jax.Array) -> 
     return weights / jnp.maximum(jnp.max(weights), 1e-30)
 
 
-def priority_kit_parts(capacity: int, alpha: float) -> tuple[Any, Any, Any]:
-    """``init``, ``on_add`` and ``update`` of a :class:`SamplerKit` over ``capacity`` slots,
-    shared by PER and prioritized locality: ``p^alpha`` in the sum tree, new slots at the
-    largest priority seen, one ``update`` per learner update (advancing beta's schedule)."""
+def priority_kit(
+    capacity: int, alpha: float, sample: Callable[[BufferState, jax.Array], SampleBatch]
+) -> SamplerKit:
+    """The :class:`SamplerKit` of a priority sampler over ``capacity`` slots around its
+    ``sample``, shared by PER and prioritized locality.
+
+    The sum tree holds ``p^alpha`` per slot (leaves ``[C]``); new slots enter at the largest
+    priority seen (Schaul et al. 2016, Alg. 1 line 6); ``update`` (slots ``[K]``, priorities
+    ``[K]``) is called once per learner update and advances beta's schedule.
+    """
 
     def init() -> PriorityState:
         return PriorityState(
@@ -90,13 +97,13 @@ def priority_kit_parts(capacity: int, alpha: float) -> tuple[Any, Any, Any]:
             step=prio.step + 1,
         )
 
-    return init, on_add, update
+    return SamplerKit(init, on_add, sample, update)
 
 
 def make_per(*, capacity: int, batch_size: int, layout: StorageLayout,
              per: PerSettings) -> SamplerKit:
-    """Proportional PER sampler (stratified draws from the sum tree)."""
-    init, on_add, update = priority_kit_parts(capacity, per.alpha)
+    """Proportional PER sampler: stratified draws from the sum tree (Schaul et al. 2016,
+    appendix B.2.1), IS weights ``(size * P(i))^-beta`` over the max (section 3.4)."""
 
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
         tree = state.sampler.tree
@@ -106,4 +113,4 @@ def make_per(*, capacity: int, batch_size: int, layout: StorageLayout,
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights)
 
-    return SamplerKit(init, on_add, sample, update)
+    return priority_kit(capacity, per.alpha, sample)

@@ -47,10 +47,12 @@ class ReuseState:
 def complement_uniform(
     state: BufferState, key: jax.Array, excluded: jax.Array, num: int, capacity: int
 ) -> jax.Array:
-    """``num`` slots uniform over written slots not in ``excluded`` (distinct, int32 ``[K]``).
+    """``num`` slots drawn independently and uniformly over the written slots not in
+    ``excluded`` (int32 ``[K]``, distinct): the fresh part S+ of paper 004, Alg. 1.
 
-    Draws a rank r among the ``size - K`` allowed chronological positions and maps it to
-    the r-th allowed one: ``r + #{j : e_j - j <= r}`` for the sorted excluded positions e.
+    Returns int32 ``[num]``. Draws a rank r among the ``size - K`` allowed chronological
+    positions and maps it to the r-th allowed one: ``r + #{j : e_j - j <= r}`` for the
+    sorted excluded positions e.
     """
     num_excluded = excluded.shape[0]
     positions = jnp.sort(storage.chronological(excluded, state, capacity))
