@@ -1,18 +1,24 @@
-"""Shared helpers: cached jitted buffers and ring fills whose contents encode time."""
+"""Shared helpers: cached jitted buffers, ring fills whose contents encode time, and the
+priority setups of the PER and locality tests."""
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from hypothesis import Phase
 
-from jaxmarl_accel.buffers import make_buffer
+from jaxmarl_accel.buffers import LAYOUTS, make_buffer, storage, sum_tree
 from jaxmarl_accel.types import Transition
 
 OBS_DIM = 2
+LAYOUT_NAMES = tuple(LAYOUTS)  # every registered layout, so a new one is tested too
+NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures print their example
+PER_KW = (("alpha", 0.6), ("beta", 0.4), ("beta_final", 1.0), ("beta_steps", 10))
 
 
 class Jitted(NamedTuple):
@@ -82,3 +88,23 @@ def assert_consistent(experience: Transition, num_agents: int) -> None:
     np.testing.assert_array_equal(obs[..., 1], agents)
     np.testing.assert_array_equal(np.asarray(experience.reward), counters)
     np.testing.assert_array_equal(np.asarray(experience.next_obs), obs + 1.0)
+
+
+def stored_counter(state: Any, layout: str) -> np.ndarray:
+    """Counter held by each slot, ``[C]`` (read through the layout's own gather)."""
+    reward = state.experience.reward
+    capacity = reward.size // math.prod(LAYOUTS[layout].item_shape(reward))
+    slots = jnp.arange(capacity)
+    return np.asarray(storage.gather(state.experience, slots, LAYOUTS[layout]).reward)[:, 0]
+
+
+def priority_leaves(state: Any, capacity: int) -> np.ndarray:
+    """The sum tree's leaves ``p^alpha`` of every slot, ``[C]``."""
+    return np.asarray(sum_tree.leaves(state.sampler.tree, jnp.arange(capacity)))
+
+
+def with_priorities(buf: Jitted, errors: np.ndarray, num_adds: int = 14) -> Any:
+    """Buffer of 3 agents after ``num_adds`` adds of 3 whose slot i then got per-agent TD
+    errors ``errors[i]`` (``errors`` is ``[C, 3]``; full and wrapped at the default)."""
+    state = fill(buf, 3, num_adds, 3)
+    return buf.update_priorities(state, jnp.arange(errors.shape[0]), jnp.asarray(errors))

@@ -7,29 +7,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.buffers import SAMPLERS, make_buffer
+from jaxmarl_accel.buffers import SAMPLERS, estimate_bytes, make_buffer
 from tests.buffers.helpers import (
+    LAYOUT_NAMES,
+    NO_SHRINK,
     assert_consistent,
     example,
     fill,
     jitted,
     live_range,
+    stored_counter,
     transitions,
 )
 
 CAPACITY, BATCH, PER_ADD = 25, 8, 3
-
-LAYOUTS = ("transition_major", "agent_major")
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures print their example
-
-
-def stored_counter(state, layout):
-    """Counter held by each slot, ``[C]``."""
-    reward = np.asarray(state.experience.reward)
-    return reward[:, 0] if layout == "transition_major" else reward[0]
 
 
 @pytest.mark.parametrize(
@@ -68,7 +62,7 @@ def test_per_sampler_factories_are_exported():
 @settings(max_examples=14, deadline=None, phases=NO_SHRINK)
 @given(
     sampler=st.sampled_from(SAMPLERS),
-    layout=st.sampled_from(LAYOUTS),
+    layout=st.sampled_from(LAYOUT_NAMES),
     sharing=st.sampled_from(["shared", "per_agent"]),
     num_agents=st.sampled_from([1, 3]),
     num_adds=st.integers(0, 25),
@@ -132,3 +126,50 @@ def test_samplers_run_inside_a_scan_vmapped_over_seeds():
         assert indices.shape == (2, 20, 8)
         assert state.size.tolist() == [64, 64]
         assert not np.array_equal(indices[0], indices[1])  # seeds differ
+
+
+def test_one_registry_names_the_samplers_and_make_buffer_dispatches_through_it():
+    from jaxmarl_accel import buffers
+    from jaxmarl_accel.buffers.factory import FACTORIES
+
+    assert tuple(FACTORIES) == buffers.SAMPLERS
+    assert buffers.INDEX_SHARING == ("shared", "per_agent")
+    state0 = fill(jitted("uniform", capacity=CAPACITY, batch_size=BATCH), 3, 5, PER_ADD)
+    for name, factory in FACTORIES.items():
+        assert factory is getattr(buffers, f"make_{name}_buffer")
+        via_registry = make_buffer(name, capacity=CAPACITY, batch_size=BATCH)
+        direct = factory(capacity=CAPACITY, batch_size=BATCH)
+        states = [jax.jit(buffer.add)(buffer.init(example(3)), state0.experience)
+                  for buffer in (via_registry, direct)]
+        jax.tree.map(np.testing.assert_array_equal, *states)
+        batches = [jax.jit(buffer.sample)(state, jax.random.key(1))
+                   for buffer, state in zip((via_registry, direct), states, strict=True)]
+        jax.tree.map(np.testing.assert_array_equal, *batches)
+
+
+def test_registry_errors_name_the_valid_choices():
+    with pytest.raises(ValueError, match=r"sampler must be one of \('uniform', 'neighbor'"):
+        make_buffer("fifo", capacity=8, batch_size=2)
+    with pytest.raises(ValueError, match=r"window: not an option of sampler 'per'; valid: "
+                                         r"\['alpha', 'beta', 'beta_final', 'beta_steps', "
+                                         r"'reduction'\]"):
+        make_buffer("per", capacity=8, batch_size=2, window="forward")
+    with pytest.raises(ValueError, match=r"layout must be one of \('transition_major', "
+                                         r"'agent_major'\), got 'rows'"):
+        make_buffer("reuse", capacity=8, batch_size=2, layout="rows")
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="batch_size must be a positive int"):
+            make_buffer("uniform", capacity=8, batch_size=bad)
+
+
+def test_estimate_bytes_is_the_state_the_buffer_allocates():
+    for sampler in SAMPLERS:
+        buffer = make_buffer(sampler, capacity=CAPACITY, batch_size=BATCH)
+        state = jax.jit(buffer.init)(example(3))
+        allocated = sum(leaf.nbytes for leaf in jax.tree.leaves(state))
+        assert estimate_bytes(example(3), capacity=CAPACITY, sampler=sampler,
+                              batch_size=BATCH) == allocated
+    # sampler options reach the count: the reused set is [round(ratio * B)]
+    ratios = [estimate_bytes(example(3), capacity=CAPACITY, sampler="reuse", batch_size=BATCH,
+                             reuse_ratio=ratio) for ratio in (0.25, 0.5)]
+    assert ratios[1] - ratios[0] == 4 * 2

@@ -7,33 +7,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.buffers import sum_tree
-from jaxmarl_accel.buffers.locality import spread_order
-from tests.buffers.helpers import fill, jitted
-
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
-
+from jaxmarl_accel.buffers.locality import (
+    locality_counts,
+    locality_probability,
+    spread_order,
+    window_start,
+)
+from tests.buffers.helpers import NO_SHRINK, PER_KW, jitted, priority_leaves, with_priorities
 
 CAPACITY = 32
-
-
 PER_CONFIG = dict(capacity=CAPACITY, batch_size=CAPACITY)
 
 
-PER_KW = (("alpha", 0.6), ("beta", 0.4), ("beta_final", 1.0), ("beta_steps", 10))
-
-
 def leaves(state):
-    return np.asarray(sum_tree.leaves(state.sampler.tree, jnp.arange(CAPACITY)))
-
-
-def with_priorities(buf, errors, num_adds=14):
-    """Full (wrapped) buffer of 3 agents whose slot i got per-agent TD errors ``errors[i]``."""
-    state = fill(buf, 3, num_adds, 3)
-    return buf.update_priorities(state, jnp.arange(CAPACITY), jnp.asarray(errors))
+    return priority_leaves(state, CAPACITY)
 
 
 def brute_force_q(priorities, size, scale, thresholds=(0.33, 0.66), counts=(1, 2, 4)):
@@ -90,3 +80,29 @@ def test_spread_order_is_a_permutation_whose_prefixes_cover_all_strata(batch_siz
     for m in range(1, batch_size + 1):
         edges = np.sort(np.append(order[:m], order[0] + batch_size))
         assert np.diff(edges).max() <= max(6 * batch_size / m, 1)
+
+
+def test_locality_counts_and_window_start_under_jit():
+    values = jnp.array([0.1, 0.33, 0.5, 0.66, 1.0], jnp.float32)  # [R]
+    counts = jax.jit(locality_counts, static_argnums=(2, 3))(
+        values, jnp.float32(1.0), (0.33, 0.66), (1, 2, 4))
+    assert counts.dtype == jnp.int32 and counts.tolist() == [1, 2, 2, 4, 4]
+    # windows of 4 from positions 0, 5, 8, 9 in 10 written slots: the last two shift back
+    starts = jax.jit(window_start)(jnp.array([0, 5, 8, 9]), jnp.int32(4), jnp.int32(10))
+    assert starts.tolist() == [0, 5, 6, 6]
+    assert jax.jit(window_start)(jnp.array([0]), jnp.int32(4), jnp.int32(2)).tolist() == [0]
+
+
+@settings(max_examples=6, deadline=None, phases=NO_SHRINK)
+@given(seed=st.integers(0, 2**16), num_adds=st.integers(4, 30))
+def test_locality_probability_under_jit_matches_enumerating_every_window(seed, num_adds):
+    buf = jitted("prioritized_locality", (("alpha", 1.0),), **PER_CONFIG)
+    errors = np.random.default_rng(seed).uniform(1.0, 70.0, (CAPACITY, 3)).astype(np.float32)
+    state = with_priorities(buf, errors, num_adds)  # wrapped or not, depending on num_adds
+    size = int(state.size)
+    oldest = (int(state.write_pos) - size) % CAPACITY
+    chrono = leaves(state)[(oldest + np.arange(size)) % CAPACITY]
+    scale = chrono.max()
+    q = jax.jit(locality_probability, static_argnums=(3, 4, 5))(
+        state, jnp.arange(size), jnp.float32(scale), (0.33, 0.66), (1, 2, 4), CAPACITY)
+    np.testing.assert_allclose(np.asarray(q), brute_force_q(chrono, size, scale), rtol=1e-5)

@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from jaxmarl_accel.buffers import BufferState
+from jaxmarl_accel.buffers.neighbor import window_offsets, window_starts
 from tests.buffers.helpers import (
+    LAYOUT_NAMES,
+    NO_SHRINK,
     fill,
     jitted,
     live_range,
+    stored_counter,
 )
 
 CAPACITY, BATCH, PER_ADD = 25, 8, 3
-
-LAYOUTS = ("transition_major", "agent_major")
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)  # failures print their example
-
-
-def stored_counter(state, layout):
-    """Counter held by each slot, ``[C]``."""
-    reward = np.asarray(state.experience.reward)
-    return reward[:, 0] if layout == "transition_major" else reward[0]
 
 
 @settings(max_examples=15, deadline=None, phases=NO_SHRINK)
@@ -34,7 +31,7 @@ def stored_counter(state, layout):
 def test_neighbor_windows_are_contiguous_in_time_and_layouts_agree(window, num_adds, seed):
     neighbors = 4
     batches = []
-    for layout in LAYOUTS:
+    for layout in LAYOUT_NAMES:
         buf = jitted("neighbor", (("neighbors", neighbors), ("window", window)),
                      capacity=CAPACITY, batch_size=BATCH, layout=layout)
         state = fill(buf, 3, num_adds, PER_ADD)
@@ -65,3 +62,24 @@ def test_neighbor_starts_cover_every_valid_window(num_adds, seed):
         if stored[s] >= lo and np.all(np.diff(stored[s:s + 4]) == 1)
     }
     assert firsts == valid
+
+
+def test_window_offsets_forward_and_centred():
+    span, keep = window_offsets(4, "forward")
+    assert span == 4 and keep.tolist() == [0, 1, 2, 3]
+    span, keep = window_offsets(4, "centred")  # [i - 2, i + 2] without i
+    assert span == 5 and keep.tolist() == [0, 1, 3, 4]
+
+
+@settings(max_examples=12, deadline=None, phases=NO_SHRINK)
+@given(written=st.integers(5, 60), span=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_window_starts_under_jit_stay_in_written_slots_and_off_the_head(written, span, seed):
+    size, write_pos = min(written, CAPACITY), written % CAPACITY
+    state = BufferState(experience=(), write_pos=jnp.int32(write_pos), size=jnp.int32(size),
+                        sampler=())
+    draw = jax.jit(window_starts, static_argnums=(2, 3, 4))
+    starts = np.asarray(draw(state, jax.random.key(seed), 64, span, CAPACITY))
+    assert starts.dtype == np.int32 and np.all(np.diff(starts) >= 0)  # ascending reads
+    assert np.all((starts >= 0) & (starts + span <= size))
+    if written > CAPACITY:  # wrapped: no window holds the newest slot and then the oldest
+        assert not np.any((starts < write_pos) & (starts + span > write_pos))

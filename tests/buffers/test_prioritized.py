@@ -7,26 +7,15 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from jaxmarl_accel.buffers import sum_tree
-from tests.buffers.helpers import fill, jitted
+from jaxmarl_accel.buffers.prioritized import PerSettings, beta_at, normalized_is_weights
+from tests.buffers.helpers import PER_KW, fill, jitted, priority_leaves, with_priorities
 
 CAPACITY = 32
-
-
 PER_CONFIG = dict(capacity=CAPACITY, batch_size=CAPACITY)
 
 
-PER_KW = (("alpha", 0.6), ("beta", 0.4), ("beta_final", 1.0), ("beta_steps", 10))
-
-
 def leaves(state):
-    return np.asarray(sum_tree.leaves(state.sampler.tree, jnp.arange(CAPACITY)))
-
-
-def with_priorities(buf, errors, num_adds=14):
-    """Full (wrapped) buffer of 3 agents whose slot i got per-agent TD errors ``errors[i]``."""
-    state = fill(buf, 3, num_adds, 3)
-    return buf.update_priorities(state, jnp.arange(CAPACITY), jnp.asarray(errors))
+    return priority_leaves(state, CAPACITY)
 
 
 def test_per_frequencies_match_priorities_chi_square():
@@ -79,3 +68,19 @@ def test_updates_from_batches_drawn_too_early_never_touch_unwritten_slots():
                 np.testing.assert_array_equal(leaves(state)[size:], 0.0)
             if size == 0:
                 np.testing.assert_array_equal(np.asarray(batch.weights) >= 0, True)
+
+
+def test_beta_schedule_under_jit_is_linear_then_flat():
+    per = PerSettings(alpha=0.6, beta=0.4, beta_final=1.0, beta_steps=10)
+    beta = jax.jit(beta_at, static_argnums=1)
+    got = [float(beta(jnp.int32(step), per)) for step in (0, 5, 10, 50)]
+    np.testing.assert_allclose(got, [0.4, 0.7, 1.0, 1.0], rtol=1e-6)
+
+
+def test_normalized_is_weights_under_jit():
+    prob = jnp.array([0.5, 0.25, 0.25, 0.0], jnp.float32)  # [B], the last never drawable
+    weights = np.asarray(jax.jit(normalized_is_weights)(jnp.int32(4), prob, jnp.float32(1.0)))
+    np.testing.assert_allclose(weights, [0.5, 1.0, 1.0, 0.0])  # (4 P)^-1 over its max; inf -> 0
+    # an empty buffer counts as size 1 and keeps the weights finite
+    empty = jax.jit(normalized_is_weights)(jnp.int32(0), prob[:3], jnp.float32(0.5))
+    assert np.all(np.isfinite(np.asarray(empty))) and float(empty.max()) == 1.0

@@ -5,13 +5,12 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
-from hypothesis import Phase, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.buffers.helpers import fill, jitted
-
-NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
-
+from jaxmarl_accel.buffers import BufferState
+from jaxmarl_accel.buffers.reuse import complement_uniform
+from tests.buffers.helpers import NO_SHRINK, fill, jitted
 
 CAPACITY = 32
 
@@ -46,3 +45,39 @@ def test_reuse_keeps_top_k_for_a_window_then_refreshes(seed, ratio, num_adds):
             reused = np.argsort(-table, kind="stable")[:num_reused]
         np.testing.assert_array_equal(np.sort(np.asarray(state.sampler.reused)), np.sort(reused))
         reused = np.asarray(state.sampler.reused)
+
+
+@settings(max_examples=8, deadline=None, phases=NO_SHRINK)
+@given(written=st.integers(6, 70), seed=st.integers(0, 2**16))
+def test_complement_draws_under_jit_cover_exactly_the_written_slots_outside_the_reused(
+    written, seed
+):
+    size = min(written, CAPACITY)
+    state = BufferState(experience=(), write_pos=jnp.int32(written % CAPACITY),
+                        size=jnp.int32(size), sampler=())
+    rng = np.random.default_rng(seed)
+    excluded = np.sort(rng.choice(size, 4, replace=False)).astype(np.int32)  # [K] distinct
+    draw = jax.jit(jax.vmap(complement_uniform, in_axes=(None, 0, None, None, None)),
+                   static_argnums=(3, 4))
+    fresh = draw(state, jax.random.split(jax.random.key(seed), 200), jnp.asarray(excluded), 8,
+                 CAPACITY)
+    assert fresh.shape == (200, 8) and fresh.dtype == jnp.int32
+    allowed = sorted(set(range(size)) - set(excluded.tolist()))
+    assert sorted(set(np.asarray(fresh).reshape(-1).tolist())) == allowed
+
+
+def test_new_transitions_enter_at_the_largest_decayed_weight():
+    decay = 0.9
+    buf = jitted("reuse", (("reuse_ratio", 0.5), ("decay", decay)), capacity=CAPACITY,
+                 batch_size=8)
+    state = fill(buf, 3, 4, 3)
+    errors = np.random.default_rng(0).uniform(0.0, 2.0, (8, 3)).astype(np.float32)
+    batch = buf.sample(state, jax.random.key(0))
+    state = buf.update_priorities(state, batch.indices, jnp.asarray(errors))
+    top = max(decay * 1.0, float(errors.max() + 1e-6))
+    np.testing.assert_allclose(float(state.sampler.max_weight), top, rtol=1e-6)
+    state = buf.add(state, jax.tree.map(lambda x: x[:3], state.experience))
+    new_slots = np.arange(12, 15)
+    np.testing.assert_allclose(np.asarray(state.sampler.weights)[new_slots], top, rtol=1e-6)
+    weights = np.asarray(buf.sample(state, jax.random.key(1)).weights)
+    assert np.all((weights > 0) & (weights <= 1.0))

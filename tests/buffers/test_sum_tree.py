@@ -96,3 +96,32 @@ def test_millions_of_updates_leave_no_float32_drift():
     ])
     found = np.asarray(find(ours, targets))
     assert np.all(leaves[found] > 0) and np.all(found < CAPACITY)
+
+
+def test_shape_of_the_tree():
+    assert [sum_tree.depth_for(c) for c in (1, 2, 3, 100, 128, 129)] == [1, 1, 2, 7, 7, 8]
+    tree = jax.jit(sum_tree.init, static_argnums=0)(100)
+    assert tree.shape == (256,) and tree.dtype == jnp.float32 and not np.any(np.asarray(tree))
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**30), batch_size=st.sampled_from([1, 5, 32]))
+def test_stratified_draws_under_jit_one_per_stratum(seed, batch_size):
+    rng = np.random.default_rng(seed)
+    priorities = rng.exponential(size=CAPACITY).astype(np.float32)
+    priorities[rng.random(CAPACITY) < 0.5] = 0.0
+    priorities[0] = 1.0
+    tree = set_leaves(sum_tree.init(CAPACITY), jnp.arange(CAPACITY), jnp.asarray(priorities))
+    np.testing.assert_array_equal(np.asarray(jax.jit(sum_tree.rebuild)(tree)), np.asarray(tree))
+    total = float(jax.jit(sum_tree.total)(tree))
+    key = jax.random.key(seed)
+    targets = np.asarray(jax.jit(sum_tree.stratified_targets, static_argnums=2)(
+        tree, key, batch_size))
+    # target i lies in stratum i, [i, i + 1) * total / B (up to float32 rounding)
+    centred = targets / (total / batch_size) - (np.arange(batch_size) + 0.5)
+    assert np.all(np.abs(centred) <= 0.5 + 1e-4)
+    slots = jax.jit(sum_tree.stratified_sample, static_argnums=2)(tree, key, batch_size)
+    np.testing.assert_array_equal(slots, find(tree, jnp.asarray(targets)))  # same draws
+    found = np.asarray(jax.jit(sum_tree.leaves)(tree, slots))
+    np.testing.assert_array_equal(found, priorities[np.asarray(slots)])
+    assert np.all(found > 0)
