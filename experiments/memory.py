@@ -42,14 +42,14 @@ def tree_bytes(tree: Any) -> int:
                for leaf in jax.tree.leaves(tree))
 
 
-def ensure_fits(needed: int, what: str, hint: str, fraction: float = 1.0) -> None:
-    """Raise ``ValueError`` (one line) when ``needed`` bytes exceed ``fraction`` of the
+def ensure_fits(needed_bytes: int, what: str, hint: str, fraction: float = 1.0) -> None:
+    """Raise ``ValueError`` (one line) when ``needed_bytes`` exceed ``fraction`` of the
     memory available now: "<what> needs X GiB but only Y GiB are available on <where>;
     <hint>"."""
     free, where = available_bytes()
-    if needed > fraction * free:
-        raise ValueError(f"{what} needs {needed / 2**30:.2f} GiB but only {free / 2**30:.2f} "
-                         f"GiB are available on {where}; {hint}")
+    if needed_bytes > fraction * free:
+        raise ValueError(f"{what} needs {needed_bytes / 2**30:.2f} GiB but only "
+                         f"{free / 2**30:.2f} GiB are available on {where}; {hint}")
 
 
 def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,

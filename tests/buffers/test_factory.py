@@ -155,7 +155,7 @@ def test_registry_errors_name_the_valid_choices():
                                          r"'reduction'\]"):
         make_buffer("per", capacity=8, batch_size=2, window="forward")
     with pytest.raises(ValueError, match=r"layout must be one of \('transition_major', "
-                                         r"'agent_major'\), got 'rows'"):
+                                         r"'agent_major'.*\), got 'rows'"):
         make_buffer("reuse", capacity=8, batch_size=2, layout="rows")
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="batch_size must be a positive int"):

@@ -33,3 +33,32 @@ def test_state_check_counts_the_abstract_state_and_refuses_before_allocating():
     big = jax.eval_shape(buffer.init, {"obs": jax.ShapeDtypeStruct((24, 10**6), jnp.float32)})
     with pytest.raises(ValueError, match="training state of 2 seed"):
         memory.check_state_fits(big, seeds=2)
+
+
+class _Device:
+    """A device that reports memory statistics, as accelerators do."""
+
+    def __init__(self, stats: dict | None) -> None:
+        self.stats = stats
+
+    def memory_stats(self) -> dict | None:
+        return self.stats
+
+    def __str__(self) -> str:
+        return "fake:0"
+
+
+def test_available_bytes_prefers_the_device_statistics(monkeypatch):
+    device = _Device({"bytes_limit": 10 * 2**30, "bytes_in_use": 4 * 2**30})
+    monkeypatch.setattr(memory.jax, "local_devices", lambda: [device])
+    assert memory.available_bytes() == (6 * 2**30, "fake:0 memory_stats")
+    with pytest.raises(ValueError, match=r"^x needs 7\.00 GiB but only 6\.00 GiB are available "
+                                         r"on fake:0 memory_stats; hint$"):
+        memory.ensure_fits(7 * 2**30, "x", "hint")
+    device.stats = None  # a CPU: the host's figure
+    assert "host" in memory.available_bytes()[1]
+
+
+def test_tree_bytes_counts_abstract_leaves():
+    tree = {"a": jax.ShapeDtypeStruct((3, 4), jnp.float32), "b": jnp.zeros((5,), jnp.int8)}
+    assert memory.tree_bytes(tree) == 3 * 4 * 4 + 5
