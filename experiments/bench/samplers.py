@@ -257,7 +257,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 def summarize(records: list[dict], copy_gbs: float, skipped: list) -> None:
-    """Print the issue's goals with measured ratios."""
+    """Print the sampler goals (ratios against uniform and flashbax) as measured."""
 
     def find(**match: Any) -> dict | None:
         hits = [r for r in records if all(r.get(k) == v for k, v in match.items())]
