@@ -11,7 +11,8 @@ import os
 from typing import Any
 
 import jax
-import numpy as np
+
+from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 
 
 def available_bytes() -> tuple[int, str]:
@@ -36,12 +37,6 @@ def available_bytes() -> tuple[int, str]:
     return int(pages), f"{device} (host sysconf)"
 
 
-def tree_bytes(tree: Any) -> int:
-    """Bytes of every array leaf of ``tree`` (abstract shapes are fine)."""
-    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
-               for leaf in jax.tree.leaves(tree))
-
-
 def ensure_fits(needed_bytes: int, what: str, hint: str, fraction: float = 1.0) -> None:
     """Raise ``ValueError`` (one line) when ``needed_bytes`` exceed ``fraction`` of the
     memory available now: "<what> needs X GiB but only Y GiB are available on <where>;
@@ -62,7 +57,7 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
     (where device and host memory are one) a run that checkpoints needs twice the state.
     A margin of 10% is kept for the program itself.
     """
-    needed = tree_bytes(abstract_state)
+    needed = tree_leaf_bytes(abstract_state)
     on_host = "host" in available_bytes()[1]
     copy = on_host and checkpoints
     want = 2 * needed if copy else needed // (1 if on_host else seed_shards)

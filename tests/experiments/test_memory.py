@@ -8,6 +8,7 @@ import pytest
 
 from experiments import memory
 from jaxmarl_accel.buffers import make_buffer
+from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 
 
 def test_available_bytes_names_its_source():
@@ -61,4 +62,4 @@ def test_available_bytes_prefers_the_device_statistics(monkeypatch):
 
 def test_tree_bytes_counts_abstract_leaves():
     tree = {"a": jax.ShapeDtypeStruct((3, 4), jnp.float32), "b": jnp.zeros((5,), jnp.int8)}
-    assert memory.tree_bytes(tree) == 3 * 4 * 4 + 5
+    assert tree_leaf_bytes(tree) == 3 * 4 * 4 + 5
