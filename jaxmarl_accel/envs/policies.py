@@ -83,12 +83,12 @@ def learner_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool) -> L
     instead of the learners (and their action vectors are those actions' vectors);
     ``explore`` (static) selects the learners' exploration noise.
     """
-    is_prey = jnp.asarray([team == "prey" for team in env.spec.teams])
+    is_prey = team_rows(env, "prey") if scripted_prey else None
 
     def policy(algo_state, key, obs, env_state, params):
         act_key, prey_key = jax.random.split(key)
         env_action, action_vec = algo.act(algo_state, obs, act_key, explore)
-        if not scripted_prey:
+        if is_prey is None:
             return env_action, action_vec
         env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
         action_vec = jnp.where(is_prey[:, None], action_vector(env, env_action), action_vec)
