@@ -28,3 +28,36 @@ class Transition:
     reward: jax.Array
     next_obs: jax.Array
     done: jax.Array
+
+
+@struct.dataclass
+class Episode:
+    """One whole episode of N agents, as an episode replay stores it (``T`` = the env's
+    ``episode_length``; leading axes, if any, are batch axes).
+
+    Every leaf has the time axis ``T + 1`` first, so the replay's slot-major storage keeps
+    leaves ``[C, T + 1, ...]``. Row ``t`` holds the observation, global state and available
+    actions *before* step ``t`` and what step ``t`` did; row ``T`` (and every row at or after
+    the episode's length) only completes the observations for bootstrapping: its action,
+    reward, terminated and filled entries are 0.
+
+    Attributes:
+      obs: ``[T + 1, N, obs_dim]`` observations (``uint8`` when the env's observations are
+        binary, float32 otherwise); row ``len`` is the pre-reset observation after the
+        last step.
+      state: ``[T + 1, S]`` global state (same dtype rule as ``obs``).
+      avail: ``[T + 1, N, A]`` bool available actions.
+      action: ``[T + 1, N]`` int32 actions taken.
+      reward: ``[T + 1]`` float32 team reward of each step.
+      terminated: ``[T + 1]`` float32, 1.0 at the step that terminated the episode (no
+        bootstrap); a time-limit truncation leaves it 0.
+      filled: ``[T + 1]`` float32, 1.0 for the steps the episode really took.
+    """
+
+    obs: jax.Array
+    state: jax.Array
+    avail: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    filled: jax.Array

@@ -49,12 +49,22 @@ class Algo(NamedTuple):
       update: ``(state, batch, weights, key) -> (state, metrics, td_errors)``. For
         transition replay ``batch`` leaves are ``[B, N, ...]`` (one batch for all agents;
         weights ``[B]``; td_errors ``[B, N]``) or ``[N, B, N, ...]`` (agent i learns from
-        ``batch[i]``; weights ``[N, B]``; td_errors ``[N, B]``). ``metrics`` maps names to
-        scalars.
+        ``batch[i]``; weights ``[N, B]``; td_errors ``[N, B]``). For episode replay
+        ``batch`` is a :class:`~jaxmarl_accel.types.Episode` with leaves ``[B, T + 1, ...]``,
+        weights ``[B]`` and td_errors ``[B]`` (one priority per episode). ``metrics`` maps
+        names to scalars.
       action_dim: width of the action vector the replay stores.
       phases: the steps ``update`` is composed of (e.g.
         :class:`~jaxmarl_accel.algos.actor_critic.Phases`), to run or time apart.
       needs: what the learner needs from the replay and the env (:class:`Needs`).
+      initial_carry: for recurrent learners (episode replay), ``() -> carry`` of one env at
+        an episode start (leaves ``[N, ...]``: hidden state, previous action); their ``act``
+        is then ``(state, carry, obs [N, obs_dim], avail [N, A] bool, key, explore: bool)
+        -> (env_action [N] int32, carry)`` for one env. ``None`` for stateless policies.
+      observe: ``(state, env_steps [] int32, episodes [] int32) -> state``, told by the
+        trainer how many env steps and finished episodes it has seen before acting and
+        updating (for schedules such as epsilon-greedy and target updates every K
+        episodes); ``None`` for learners whose schedules count their own updates.
     """
 
     init: Callable[[jax.Array], PyTree]
@@ -63,3 +73,5 @@ class Algo(NamedTuple):
     action_dim: int
     phases: Any
     needs: Needs = Needs()
+    initial_carry: Callable[[], PyTree] | None = None
+    observe: Callable[[PyTree, jax.Array, jax.Array], PyTree] | None = None

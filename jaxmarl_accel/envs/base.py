@@ -46,6 +46,14 @@ class EnvSpec:
       episode_length: the make-time default of ``params.episode_length``. Static and never
         updated: the live episode length (the one that decides truncation) is
         ``params.episode_length``, which may be replaced without rebuilding the env.
+      shared_reward: the reward ``[N]`` is one team reward broadcast to every agent (a
+        value-based learner's team reward is then ``reward[0]``, otherwise the sum).
+      state_dim: width of the global state (``Env.state_of``) or 0 when the env has none
+        (a mixer then sees the concatenated observations, ``N * obs_dim``).
+      binary_observations: observations and global state hold only 0/1 values (a replay
+        may store them as ``uint8``).
+      episode_stats: names of per-step scalar counters the env reports in ``info`` (e.g.
+        ``"captures"``); trainers and evaluations sum them over each episode.
     """
 
     name: str
@@ -58,6 +66,10 @@ class EnvSpec:
     action_sizes: tuple[int, ...]
     act_dim: int
     episode_length: int
+    shared_reward: bool = False
+    state_dim: int = 0
+    binary_observations: bool = False
+    episode_stats: tuple[str, ...] = ()
 
     @property
     def action_mask(self) -> jax.Array:
@@ -84,6 +96,13 @@ class Env(NamedTuple):
       heuristic_action: ``(key, state, params) -> actions``, the scripted policy whose
         return defines the top of the normalized score.
       random_action: ``(key) -> actions``, uniform over valid actions.
+      avail_actions: ``(state, params) -> bool [N, num_actions]``, the actions available in
+        ``state``, or ``None`` when every valid action (``spec.action_mask``) always is. Envs
+        that have it also report ``info["avail_actions"]`` for the returned observation and
+        ``info["final_avail_actions"]`` for the pre-reset one.
+      state_of: ``(state, params) -> [state_dim]`` float32 global state (a mixer's input),
+        or ``None``. Envs that have it also report ``info["state"]`` and
+        ``info["final_state"]`` (pre-reset).
     """
 
     spec: EnvSpec
@@ -91,3 +110,5 @@ class Env(NamedTuple):
     step: Callable[..., tuple[jax.Array, PyTree, jax.Array, jax.Array, jax.Array, dict]]
     heuristic_action: Callable[..., jax.Array]
     random_action: Callable[[jax.Array], jax.Array]
+    avail_actions: Callable[..., jax.Array] | None = None
+    state_of: Callable[..., jax.Array] | None = None
