@@ -1,8 +1,14 @@
 """The one registry of learners: an algorithm's name is written here and nowhere else.
 
-``make_algo(name, spec, config)`` builds it. An actor-critic variant is a function
-``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.variant`) assembled by the shared
-skeleton; adding an algorithm is one module with its ``variant`` and one line below.
+``make_algo(name, spec, config)`` builds it. Two families share the protocol
+(:class:`~jaxmarl_accel.algos.base.Algo`):
+
+* actor-critic (MADDPG, MATD3, MASAC; :class:`AlgoConfig`): a variant is a function
+  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.variant`) assembled by the shared
+  skeleton; adding an algorithm is one module with its ``variant`` and one line below;
+* value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
+  ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
+  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from jaxmarl_accel.algos import maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.value import learner as value_learner
+from jaxmarl_accel.algos.value import mixers
+from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.variant import Variant
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -21,30 +30,74 @@ VARIANTS: dict[str, Callable[[EnvSpec, AlgoConfig], Variant]] = {
     "matd3": matd3.variant,
     "masac": masac.variant,
 }
-ALGOS: tuple[str, ...] = tuple(VARIANTS)
+MIXERS: dict[str, Callable[[EnvSpec, ValueConfig], mixers.Mixer]] = {
+    "qmix": mixers.qmix,
+    "vdn": mixers.vdn,
+    "iql": mixers.iql,
+}
+ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS)
+FAMILIES = ("actor_critic", "value")
+
+
+def _check_name(name: str) -> None:
+    if name not in ALGOS:
+        raise ValueError(f"name must be one of {sorted(ALGOS)}, got {name!r}")
+
+
+def family_of(name: str) -> str:
+    """The family of algorithm ``name``: ``"actor_critic"`` or ``"value"``."""
+    _check_name(name)
+    return "actor_critic" if name in VARIANTS else "value"
+
+
+def config_type(name: str) -> type[AlgoConfig] | type[ValueConfig]:
+    """The hyperparameter class of algorithm ``name`` (:class:`AlgoConfig` or
+    :class:`ValueConfig`)."""
+    return AlgoConfig if family_of(name) == "actor_critic" else ValueConfig
 
 
 def variant_of(name: str, spec: EnvSpec, config: AlgoConfig) -> Variant:
-    """The :class:`Variant` (plug-ins) of algorithm ``name`` for ``spec`` and ``config``."""
+    """The :class:`Variant` (plug-ins) of actor-critic algorithm ``name``."""
     if name not in VARIANTS:
         raise ValueError(f"name must be one of {sorted(VARIANTS)}, got {name!r}")
     return VARIANTS[name](spec, config)
 
 
-def make_algo(name: str, spec: EnvSpec, config: AlgoConfig) -> Algo:
+def check_replay(name: str, config: AlgoConfig | ValueConfig, replay: str) -> None:
+    """Raise a one-line ValueError if algorithm ``name`` with ``config`` cannot learn from
+    ``replay`` (``"transition"`` or ``"episode"``): actor-critic learners and feed-forward
+    value learners replay transitions, recurrent value learners whole episodes."""
+    wanted = ("episode" if isinstance(config, ValueConfig) and config.agent == "rnn"
+              else "transition")
+    if replay != wanted:
+        why = ("a recurrent agent learns from whole episodes; use agent='mlp' for transitions"
+               if wanted == "episode" else f"algo {name!r} learns from single transitions")
+        raise ValueError(f"replay must be {wanted!r} for algo {name!r}, got {replay!r}: {why}")
+
+
+def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Algo:
     """The learner ``name`` for environment ``spec`` as a bundle of pure functions.
 
     Args:
-      name: one of :data:`ALGOS` (``"maddpg"``, ``"matd3"``, ``"masac"``).
+      name: one of :data:`ALGOS` (``"maddpg"``, ``"matd3"``, ``"masac"``, ``"qmix"``,
+        ``"vdn"``, ``"iql"``).
       spec: static environment spec (agents, observation and action spaces).
-      config: learner hyperparameters.
+      config: learner hyperparameters of the algorithm's family (:func:`config_type`).
 
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` with ``init``, ``act``, ``update``, its
       ``phases`` and its ``needs`` (see their docstrings for shapes).
     """
+    _check_name(name)
     if not isinstance(spec, EnvSpec):
         raise ValueError(f"spec must be an EnvSpec, got {type(spec).__name__}")
-    if not isinstance(config, AlgoConfig):
-        raise ValueError(f"config must be an AlgoConfig, got {type(config).__name__}")
-    return build(spec, config, variant_of(name, spec, config))
+    wanted = config_type(name)
+    if not isinstance(config, wanted):
+        raise ValueError(f"config must be a {wanted.__name__} for algo {name!r}, got "
+                         f"{type(config).__name__}")
+    if name in VARIANTS:
+        return build(spec, config, variant_of(name, spec, config))
+    if spec.continuous:
+        raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "
+                         "continuous_actions=True")
+    return value_learner.build(spec, config, MIXERS[name](spec, config))

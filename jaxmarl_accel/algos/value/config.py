@@ -1,0 +1,77 @@
+"""Hyperparameters of the value-based learners (QMIX, VDN, IQL).
+
+Defaults are the settings of paper 004's reference code (pymarl2's QMIX): a shared agent
+network Dense 64 -> ReLU -> GRU 64 -> Dense, a QMIX mixer with embedding 32 and
+hypernetworks of 64 units, Adam 1e-3, gamma 0.99, TD(lambda) with lambda 0.6, gradient
+clipping at norm 10, hard target updates every 200 episodes, and epsilon-greedy exploration
+annealed linearly from 1.0 to 0.05 over 100K env steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+AGENTS = ("rnn", "mlp")
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueConfig:
+    """Value-learner hyperparameters (frozen; shared by QMIX, VDN and IQL).
+
+    Attributes:
+      agent: the shared agent network: ``"rnn"`` (Dense -> ReLU -> GRU -> Dense over the
+        episode, input observation + agent one-hot + previous action one-hot; learns from
+        whole episodes) or ``"mlp"`` (Dense -> ReLU -> Dense -> ReLU -> Dense on the
+        observation + agent one-hot; learns from single transitions).
+      hidden: width of the agent network's hidden layers (and of its GRU state).
+      mixer_embed: width of the QMIX mixing layer (``embed_dim`` in QMIX).
+      hypernet_hidden: width of the hidden layer of QMIX's weight hypernetworks.
+      lr: Adam learning rate of the agent network and mixer together.
+      gamma: discount factor.
+      td_lambda: lambda of the TD(lambda) targets over an episode (0: one-step targets,
+        1: Monte-Carlo returns bootstrapped at the episode's end); ignored by ``"mlp"``
+        agents, whose transitions give one-step targets.
+      grad_clip: maximum global norm of the gradient of all parameters.
+      target_update_episodes: the target networks are copied from the online ones once
+        this many episodes have finished since the last copy.
+      epsilon_start: exploration rate at env step 0.
+      epsilon_finish: exploration rate after the annealing.
+      epsilon_anneal_steps: env steps over which epsilon falls linearly from
+        ``epsilon_start`` to ``epsilon_finish``.
+      double_q: evaluate the target network at the online network's greedy actions
+        (double Q-learning) instead of at the target network's own greedy actions.
+    """
+
+    agent: str = "rnn"
+    hidden: int = 64
+    mixer_embed: int = 32
+    hypernet_hidden: int = 64
+    lr: float = 1e-3
+    gamma: float = 0.99
+    td_lambda: float = 0.6
+    grad_clip: float = 10.0
+    target_update_episodes: int = 200
+    epsilon_start: float = 1.0
+    epsilon_finish: float = 0.05
+    epsilon_anneal_steps: int = 100_000
+    double_q: bool = True
+
+    def __post_init__(self) -> None:
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
+        for name in ("hidden", "mixer_embed", "hypernet_hidden", "target_update_episodes",
+                     "epsilon_anneal_steps"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        for name in ("lr", "grad_clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ("gamma", "td_lambda", "epsilon_start", "epsilon_finish"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
+        if self.epsilon_finish > self.epsilon_start:
+            raise ValueError(f"epsilon_finish must be <= epsilon_start ({self.epsilon_start}), "
+                             f"got {self.epsilon_finish!r}")
+        if not isinstance(self.double_q, bool):
+            raise ValueError(f"double_q must be a bool, got {self.double_q!r}")
