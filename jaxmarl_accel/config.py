@@ -10,10 +10,13 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos import registry
 from jaxmarl_accel.algos.registry import ALGOS
+from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
 
 PREY_MODES = ("trained", "heuristic")
+REPLAY_MODES = ("auto", "transition", "episode")
 
 
 def _positive(name: str, value: int) -> None:
@@ -29,7 +32,13 @@ class TrainConfig:
       env: registry name of the scenario (``jaxmarl_accel.envs.make``).
       env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
       algo: a registered learner, one of :data:`jaxmarl_accel.algos.ALGOS`.
-      algo_config: learner hyperparameters.
+      algo_config: hyperparameters of the actor-critic learners (MADDPG, MATD3, MASAC).
+      value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL).
+      replay: ``"transition"`` (single joint transitions), ``"episode"`` (whole episodes,
+        for recurrent learners) or ``"auto"``: what the learner needs (episode for
+        recurrent value learners, transition otherwise). For episode replay
+        ``buffer_capacity`` and ``batch_size`` count episodes, one round runs one episode
+        per env and then one update, and ``update_every`` is not used.
       sampler: replay sampler name, one of :data:`SAMPLERS`.
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
@@ -38,10 +47,14 @@ class TrainConfig:
       buffer_capacity: transitions held by the replay buffer.
       batch_size: transitions per update.
       num_envs: environments stepped in parallel per seed (E).
-      total_env_steps: environment steps per seed (one env step = one step of one env).
+      total_env_steps: environment steps per seed (one env step = one step of one env); a
+        multiple of max(num_envs, update_every). When it is not a multiple of eval_every,
+        the last evaluation period is shorter.
       update_every: environment steps between two updates of all agents.
-      learning_starts: transitions collected before the first update.
-      eval_every: environment steps between two deterministic evaluations.
+      learning_starts: transitions collected before the first update (at least
+        batch_size are).
+      eval_every: environment steps between two deterministic evaluations; a multiple of
+        max(num_envs, update_every).
       eval_episodes: episodes per evaluation (run in parallel).
       prey: for predator-prey, ``"trained"`` or driven by the ``"heuristic"`` policy.
     """
@@ -50,6 +63,8 @@ class TrainConfig:
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     algo: str = "maddpg"
     algo_config: AlgoConfig = dataclasses.field(default_factory=AlgoConfig)
+    value_config: ValueConfig = dataclasses.field(default_factory=ValueConfig)
+    replay: str = "auto"
     sampler: str = "uniform"
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
     layout: str = "transition_major"
@@ -74,9 +89,13 @@ class TrainConfig:
                                    ("sampler", self.sampler, SAMPLERS),
                                    ("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
-                                   ("prey", self.prey, PREY_MODES)):
+                                   ("prey", self.prey, PREY_MODES),
+                                   ("replay", self.replay, REPLAY_MODES)):
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+        if replay_of(self) == "episode":
+            self._check_episode_replay()
+            return
         big, small = max(self.num_envs, self.update_every), min(self.num_envs, self.update_every)
         if big % small:
             raise ValueError(
@@ -86,13 +105,51 @@ class TrainConfig:
             raise ValueError(
                 f"eval_every ({self.eval_every}) must be a multiple of the env steps per "
                 f"round ({steps_per_round(self)} = max(num_envs, update_every))")
-        if self.total_env_steps % self.eval_every:
+        if self.total_env_steps % steps_per_round(self):
             raise ValueError(
-                f"total_env_steps ({self.total_env_steps}) must be a multiple of eval_every "
-                f"({self.eval_every})")
+                f"total_env_steps ({self.total_env_steps}) must be a multiple of the env steps "
+                f"per round ({steps_per_round(self)} = max(num_envs, update_every))")
         if self.batch_size > self.buffer_capacity:
             raise ValueError(f"batch_size ({self.batch_size}) exceeds buffer_capacity "
                              f"({self.buffer_capacity})")
+
+
+    def _check_episode_replay(self) -> None:
+        """What episode replay accepts (its rounds do not use update_every)."""
+        if self.layout not in ("transition_major", "episode"):
+            raise ValueError(f"layout {self.layout!r}: episode replay stores whole episodes "
+                             "slot-major ([C, T + 1, ...]); use transition_major or episode")
+        if self.index_sharing != "shared":
+            raise ValueError(f"index_sharing {self.index_sharing!r}: episode replay draws one "
+                             "batch of episodes for all agents; use shared")
+        if self.batch_size > self.buffer_capacity:
+            raise ValueError(f"batch_size ({self.batch_size} episodes) exceeds buffer_capacity "
+                             f"({self.buffer_capacity} episodes)")
+
+
+def family_of(algo: str) -> str:
+    """The learner family of a registered algorithm: ``"actor_critic"`` or ``"value"``."""
+    family = getattr(registry, "family_of", None)
+    return "actor_critic" if family is None else family(algo)
+
+
+def replay_of(config: TrainConfig) -> str:
+    """The replay kind a run uses: ``"episode"`` or ``"transition"`` (``config.replay``
+    resolved). ``ValueError`` when the learner cannot use the kind asked for."""
+    recurrent = family_of(config.algo) == "value" and config.value_config.agent == "rnn"
+    needed = "episode" if recurrent else "transition"
+    if config.replay not in ("auto", needed):
+        why = ("a recurrent learner (value_config.agent='rnn') learns from whole episodes; "
+               "use agent 'mlp' for transition replay" if recurrent else
+               f"algo {config.algo!r} learns from single transitions")
+        raise ValueError(f"replay {config.replay!r}: {why}")
+    return needed
+
+
+def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig:
+    """The hyperparameters of the run's learner family (``algo_config`` for actor-critic
+    learners, ``value_config`` for value-based ones)."""
+    return config.value_config if family_of(config.algo) == "value" else config.algo_config
 
 
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
@@ -110,6 +167,8 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     train = dict(data)
     train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in train["algo_config"].items()})
+    if "value_config" in train:
+        train["value_config"] = ValueConfig(**train["value_config"])
     train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
     train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
     return TrainConfig(**train)
@@ -135,6 +194,20 @@ def rounds_per_chunk(config: TrainConfig) -> int:
     return config.eval_every // steps_per_round(config)
 
 
+def total_rounds(config: TrainConfig) -> int:
+    """Rounds in the whole run."""
+    return config.total_env_steps // steps_per_round(config)
+
+
 def num_chunks(config: TrainConfig) -> int:
-    """Chunks (evaluation periods) in the whole run."""
-    return config.total_env_steps // config.eval_every
+    """Chunks (evaluation periods) in the whole run; the last one is shorter (its rounds
+    past :func:`total_rounds` do nothing) when ``total_env_steps`` is not a multiple of
+    ``eval_every``."""
+    return -(-config.total_env_steps // config.eval_every)
+
+
+def first_update_step(config: TrainConfig) -> int:
+    """Env steps per seed after which the learners are first updated: the first round
+    that ends with at least ``max(learning_starts, batch_size)`` transitions collected."""
+    start = max(config.learning_starts, config.batch_size)
+    return -(-start // steps_per_round(config)) * steps_per_round(config)

@@ -121,3 +121,176 @@ def example_transition(spec: Any, action_dim: int) -> Transition:
     return Transition(obs=obs, action=jnp.zeros((spec.num_agents, action_dim), jnp.float32),
                       reward=jnp.zeros(spec.num_agents, jnp.float32), next_obs=obs,
                       done=jnp.zeros(spec.num_agents, jnp.float32))
+
+
+class EpisodeBatch(NamedTuple):
+    """E whole episodes run side by side (one per env, from a reset).
+
+    Attributes:
+      episodes: what an episode replay stores, :class:`~jaxmarl_accel.types.Episode` with
+        leaves ``[E, T + 1, ...]`` (T = ``env.spec.episode_length``).
+      returns: ``[E, N]`` undiscounted per-agent return of each episode.
+      stats: ``spec.episode_stats`` name -> ``[E]`` sum over each episode (e.g. captures).
+      lengths: ``[E]`` int32 steps each episode took.
+    """
+
+    episodes: Any
+    returns: jax.Array
+    stats: dict[str, jax.Array]
+    lengths: jax.Array
+
+
+def env_views(env: Env, env_state: PyTree, obs: jax.Array, params: PyTree
+              ) -> tuple[jax.Array, jax.Array]:
+    """``(global state [S], available actions [N, A] bool)`` of one env state: the env's own
+    (``env.state_of``, ``env.avail_actions``) or, when it has none, the concatenated
+    observations and every valid action (``spec.action_mask``)."""
+    state = (obs.reshape(-1) if env.state_of is None else env.state_of(env_state, params))
+    avail = (env.spec.action_mask if env.avail_actions is None
+             else env.avail_actions(env_state, params))
+    return state, avail
+
+
+def team_reward(spec: Any, reward: jax.Array) -> jax.Array:
+    """The team reward of per-agent rewards ``[..., N]``: the broadcast value when the env
+    shares one reward (``spec.shared_reward``), their sum otherwise. Shape ``[...]``."""
+    return reward[..., 0] if spec.shared_reward else jnp.sum(reward, axis=-1)
+
+
+def example_episode(spec: Any) -> Any:
+    """A zero :class:`~jaxmarl_accel.types.Episode` (leaves ``[T + 1, ...]``), the shape and
+    dtypes an episode replay stores: observations and state as ``uint8`` when the env's are
+    binary (``spec.binary_observations``), float32 otherwise."""
+    from jaxmarl_accel.types import Episode
+
+    rows, n = spec.episode_length + 1, spec.num_agents
+    stored = jnp.uint8 if spec.binary_observations else jnp.float32
+    state_dim = spec.state_dim or n * spec.obs_dim
+    zeros = lambda *shape, dtype=jnp.float32: jnp.zeros((rows, *shape), dtype)
+    return Episode(obs=zeros(n, spec.obs_dim, dtype=stored), state=zeros(state_dim, dtype=stored),
+                   avail=zeros(n, spec.num_actions, dtype=jnp.bool_),
+                   action=zeros(n, dtype=jnp.int32), reward=zeros(), terminated=zeros(),
+                   filled=zeros())
+
+
+class _Running(NamedTuple):
+    """Carry of :func:`collect_episodes` (leaves ``[E, ...]``; ``t`` is shared)."""
+
+    t: jax.Array
+    env_state: PyTree
+    obs: jax.Array           # the env's current observation (after any auto-reset)
+    rec: tuple               # (obs, state, avail) recorded for the row of step t
+    carry: PyTree            # the learner's recurrent carry
+    alive: jax.Array         # bool [E]: the episode has not ended before step t
+    rows: Any                # Episode leaves [T + 1, E, ...] being filled
+    returns: jax.Array
+    stats: dict[str, jax.Array]
+    key: jax.Array
+
+
+def collect_episodes(
+    env: Env, env_params: PyTree, algo: Any, algo_state: PyTree, key: jax.Array,
+    num_envs: int, explore: bool,
+) -> EpisodeBatch:
+    """Run one whole episode in each of E envs under a recurrent learner's ``act``.
+
+    Every env starts from a reset; step ``t`` writes row ``t`` of its episode (the
+    observation, state and available actions before the step, the action, team reward and
+    termination); rows at and after an env's episode end are masked (``filled`` 0) and row
+    ``len`` holds the pre-reset observation the episode ended in (for bootstrapping after a
+    time-limit truncation). The loop stops as soon as every env's episode has ended
+    (``lax.while_loop``), at the latest after ``T = spec.episode_length`` steps; rows never
+    reached stay zero.
+
+    Args:
+      env: the environment; ``params.episode_length`` must not exceed
+        ``spec.episode_length`` (the stored rows).
+      env_params: its params.
+      algo: a recurrent learner (``algo.initial_carry`` set; ``act`` of one env:
+        ``(state, carry, obs, avail, key, explore) -> (action [N], carry)``).
+      algo_state: the learner state it acts with.
+      key: PRNG key.
+      num_envs: E (static).
+      explore: exploration (True) or greedy actions (False), static.
+
+    Returns:
+      :class:`EpisodeBatch` with leaves ``[E, ...]``.
+    """
+    spec = env.spec
+    horizon = spec.episode_length
+    template = example_episode(spec)
+    views = jax.vmap(env_views, in_axes=(None, 0, 0, None))
+    act = jax.vmap(algo.act, in_axes=(None, 0, 0, 0, 0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    key, reset_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(reset_key, num_envs), env_params)
+    state, avail = views(env, env_state, obs, env_params)
+    rows = jax.tree.map(lambda leaf: jnp.zeros((leaf.shape[0], num_envs, *leaf.shape[1:]),
+                                               leaf.dtype), template)
+    carry = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (num_envs, *leaf.shape)),
+                         algo.initial_carry())
+    start = _Running(
+        t=jnp.zeros((), jnp.int32), env_state=env_state, obs=obs, rec=(obs, state, avail),
+        carry=carry, alive=jnp.ones((num_envs,), bool), rows=rows,
+        returns=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
+        stats={name: jnp.zeros((num_envs,), jnp.float32) for name in spec.episode_stats},
+        key=key)
+
+    def put(rows_leaf: jax.Array, t: jax.Array, value: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_index_in_dim(rows_leaf, value.astype(rows_leaf.dtype), t, 0)
+
+    def keep_going(run: _Running) -> jax.Array:
+        return (run.t < horizon) & jnp.any(run.alive)
+
+    def one_step(run: _Running) -> _Running:
+        key, act_key, step_key = jax.random.split(run.key, 3)
+        rec_obs, rec_state, rec_avail = run.rec
+        action, carry = act(algo_state, run.carry, run.obs, rec_avail,
+                            jax.random.split(act_key, num_envs), explore)
+        obs, env_state, reward, terminated, truncated, info = step(
+            jax.random.split(step_key, num_envs), run.env_state, action, env_params)
+        alive = run.alive
+        live = alive.astype(jnp.float32)
+        rows = run.rows.replace(
+            obs=put(run.rows.obs, run.t, rec_obs), state=put(run.rows.state, run.t, rec_state),
+            avail=put(run.rows.avail, run.t, rec_avail),
+            action=put(run.rows.action, run.t, jnp.where(alive[:, None], action, 0)),
+            reward=put(run.rows.reward, run.t, live * team_reward(spec, reward)),
+            terminated=put(run.rows.terminated, run.t, live * terminated),
+            filled=put(run.rows.filled, run.t, live))
+        # what the next row records: the new observation while the episode runs, the
+        # pre-reset one it ended in, then that one frozen
+        ended = terminated | truncated
+        final_obs = info["final_obs"]
+        if env.state_of is None:
+            final_state = final_obs.reshape(num_envs, -1)
+        else:
+            final_state = info["final_state"]
+        final_avail = (info["final_avail_actions"] if env.avail_actions is not None
+                       else jnp.broadcast_to(spec.action_mask, rec_avail.shape))
+        next_state, next_avail = views(env, env_state, obs, env_params)
+        pick = lambda running, last, frozen: jnp.where(
+            _rows_like(alive & ~ended, running), running,
+            jnp.where(_rows_like(alive, running), last, frozen))
+        rec = (pick(obs, final_obs, rec_obs), pick(next_state, final_state, rec_state),
+               pick(next_avail, final_avail, rec_avail))
+        stats = {name: run.stats[name] + live * info[name] for name in spec.episode_stats}
+        return _Running(t=run.t + 1, env_state=env_state, obs=obs, rec=rec, carry=carry,
+                        alive=alive & ~ended, rows=rows,
+                        returns=run.returns + live[:, None] * reward, stats=stats, key=key)
+
+    end = jax.lax.while_loop(keep_going, one_step, start)
+    rec_obs, rec_state, rec_avail = end.rec
+    rows = end.rows.replace(obs=put(end.rows.obs, end.t, rec_obs),
+                            state=put(end.rows.state, end.t, rec_state),
+                            avail=put(end.rows.avail, end.t, rec_avail))
+    episodes = jax.tree.map(lambda leaf: jnp.swapaxes(leaf, 0, 1), rows)
+    lengths = jnp.sum(episodes.filled, axis=1).astype(jnp.int32)
+    return EpisodeBatch(episodes, end.returns, end.stats, lengths)
+
+
+def _rows_like(mask: jax.Array, like: jax.Array) -> jax.Array:
+    """``mask [E]`` broadcast against ``like [E, ...]``."""
+    return mask.reshape(mask.shape + (1,) * (like.ndim - 1))

@@ -5,8 +5,12 @@ round is what the learner's replay kind asks for (``algo.needs.replay``). The tr
 round, for learners that replay single transitions (MADDPG, MATD3, MASAC), steps all
 ``E`` environments ``iters_per_round`` times with exploration, adds every transition to the
 replay buffer, then performs ``updates_per_round`` updates of all agents (one per
-``update_every`` env steps, the seed papers' schedule). Each chunk ends with a
-deterministic evaluation. Seeds are a ``jax.vmap`` over keys outside::
+``update_every`` env steps, the seed papers' schedule). The episode round, for recurrent
+learners that replay whole episodes (QMIX, VDN, IQL; paper 004), runs one whole episode in
+each of the ``E`` environments, adds the ``E`` episodes to the replay and then performs one
+update (the schedule of pymarl2, the reference code); its chunk runs rounds until the
+seed's env steps (steps the episodes really took) reach the chunk's end, as pymarl2 counts
+``t_env``. Each chunk ends with a deterministic evaluation. Seeds are a ``jax.vmap`` over keys outside::
 
     train = make_train(config)
     state, metrics = jax.jit(jax.vmap(train))(jax.random.split(key, num_seeds))
@@ -32,7 +36,13 @@ from jaxmarl_accel.buffers import Buffer, BufferState, make_buffer
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.steps import (
+    collect_episodes,
+    example_episode,
+    example_transition,
+    learn_step,
+    transition_step,
+)
 
 PyTree = Any
 
@@ -66,10 +76,13 @@ class EpisodeEnds(NamedTuple):
     Attributes:
       returns: ``[N]`` summed per-agent return of those episodes.
       count: ``[]`` float32 number of those episodes.
+      stats: ``spec.episode_stats`` name -> ``[]`` sum over those episodes (empty for envs
+        without such counters).
     """
 
     returns: jax.Array
     count: jax.Array
+    stats: dict[str, jax.Array] = {}
 
 
 class RoundOutput(NamedTuple):
@@ -95,6 +108,8 @@ class ChunkMetrics(NamedTuple):
       train_return: ``[N]`` mean return per agent of the exploration episodes that ended.
       learner: learner metrics averaged over the chunk's updates.
       updates: number of updates run in the chunk.
+      eval_stats: ``spec.episode_stats`` name -> ``[]`` mean per deterministic episode.
+      train_stats: name -> ``[]`` mean per exploration episode that ended.
     """
 
     env_steps: jax.Array
@@ -102,6 +117,8 @@ class ChunkMetrics(NamedTuple):
     train_return: jax.Array
     learner: dict[str, jax.Array]
     updates: jax.Array
+    eval_stats: dict[str, jax.Array] = {}
+    train_stats: dict[str, jax.Array] = {}
 
 
 RoundFn = Callable[[TrainState, jax.Array], tuple[TrainState, RoundOutput]]
@@ -115,7 +132,8 @@ class Trainer(NamedTuple):
       env, env_params, algo, buffer: the components the run is assembled from.
       init: ``key -> TrainState``.
       run_chunk: ``(TrainState, chunk_index) -> (TrainState, ChunkMetrics)``.
-      evaluate: ``(algo_state, key) -> [N]`` mean deterministic return per agent.
+      evaluate: ``(algo_state, key) -> ([N] mean deterministic return per agent,
+        episode_stats name -> [] mean per episode)``.
       train: ``key -> (TrainState, ChunkMetrics with a leading [num_chunks] axis)``.
       num_chunks: chunks in the whole run.
     """
@@ -127,7 +145,7 @@ class Trainer(NamedTuple):
     buffer: Buffer
     init: Callable[[jax.Array], TrainState]
     run_chunk: Callable[[TrainState, jax.Array], tuple[TrainState, ChunkMetrics]]
-    evaluate: Callable[[PyTree, jax.Array], jax.Array]
+    evaluate: Callable[[PyTree, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
     train: Callable[[jax.Array], tuple[TrainState, ChunkMetrics]]
     num_chunks: int
 
@@ -139,14 +157,18 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     if config.prey == "heuristic" and "prey" not in spec.teams:
         raise ValueError(f"prey='heuristic' needs a scenario with prey; {config.env} has teams "
                          f"{sorted(set(spec.teams))}")
-    algo = make_algo(config.algo, spec, config.algo_config)
+    algo = make_algo(config.algo, spec, cfg.algo_config_of(config))
+    if algo.needs.replay == "episode":
+        from jaxmarl_accel.episode_trainer import make_episode_trainer  # imports this module
+
+        return make_episode_trainer(config, env, env_params, algo)
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
                          index_sharing=config.index_sharing, **dict(config.sampler_kwargs))
     scripted_prey = config.prey == "heuristic"
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
-                         f"has rounds for {sorted(ROUNDS)}")
+                         f"has rounds for {sorted([*ROUNDS, 'episode'])}")
     run_round = ROUNDS[algo.needs.replay](config, env, env_params, algo, buffer,
                                           learner_policy(env, algo, scripted_prey, explore=True))
     greedy = learner_policy(env, algo, scripted_prey, explore=False)
@@ -163,18 +185,21 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
             episode_return=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
             key=run_key, env_steps=jnp.zeros((), jnp.int32))
 
-    def evaluate(algo_state: AlgoState, key: jax.Array) -> jax.Array:
+    def evaluate(algo_state: AlgoState, key: jax.Array
+                 ) -> tuple[jax.Array, dict[str, jax.Array]]:
         def policy_fn(key, obs, env_state, params):
             return greedy(algo_state, key, obs, env_state, params)[0]
 
-        return evaluate_policy(env, env_params, policy_fn, key, config.eval_episodes).agent_returns
+        result = evaluate_policy(env, env_params, policy_fn, key, config.eval_episodes)
+        stats = getattr(result, "stats", {})
+        return result.agent_returns, {name: jnp.mean(v) for name, v in stats.items()}
 
     def run_chunk(state: TrainState, chunk_index: jax.Array) -> tuple[TrainState, ChunkMetrics]:
         round_indices = chunk_index * rounds + jnp.arange(rounds)
         state, out = jax.lax.scan(run_round, state, round_indices)
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
-        eval_return = evaluate(state.algo, eval_key)
+        eval_return, eval_stats = evaluate(state.algo, eval_key)
         n_updated = jnp.sum(out.updated)
         learner = jax.tree.map(
             lambda m: jnp.sum(m, axis=0) / jnp.maximum(n_updated, 1), out.learner)
@@ -182,7 +207,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
         metrics = ChunkMetrics(
             env_steps=state.env_steps, eval_return=eval_return,
             train_return=jnp.sum(out.episodes.returns, axis=0) / finished, learner=learner,
-            updates=n_updated * cfg.updates_per_round(config))
+            updates=n_updated * cfg.updates_per_round(config), eval_stats=eval_stats)
         return state, metrics
 
     def train(key: jax.Array) -> tuple[TrainState, ChunkMetrics]:
@@ -193,18 +218,40 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
                    num_chunks=cfg.num_chunks(config))
 
 
+def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:
+    """``run_round`` for rounds before ``total_rounds``; later rounds (the rest of a shorter
+    last chunk, which runs in the same compiled scan) leave the state as it is and report
+    nothing. The round index is a scan input, not vmapped, so this is a real branch."""
+
+    def skip_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        shapes = jax.eval_shape(run_round, state, round_index)[1]
+        return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    def maybe_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        return jax.lax.cond(round_index < total_rounds, run_round, skip_round, state,
+                            round_index)
+
+    return maybe_round
+
+
 def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Algo,
                           buffer: Buffer, behaviour: Callable[..., tuple]) -> RoundFn:
     """The round of learners that replay transitions: ``(state, round_index) -> (state,
     RoundOutput)``: ``iters_per_round`` steps of all E envs under the ``behaviour`` policy
     (every transition added to the replay), then ``updates_per_round`` learner updates once
-    ``max(learning_starts, batch_size)`` env steps have been taken."""
+    ``max(learning_starts, batch_size)`` env steps have been taken. Rounds past the end of
+    the run (in a shorter last chunk) do nothing (:func:`within_run`)."""
     num_envs, iters = config.num_envs, cfg.iters_per_round(config)
     updates, steps_per_round = cfg.updates_per_round(config), cfg.steps_per_round(config)
     start_updates_after = max(config.learning_starts, config.batch_size)
 
+    episode_length = env.spec.episode_length
+
     def env_iteration(state: TrainState, _: None) -> tuple[TrainState, EpisodeEnds]:
         key, act_key, step_key = jax.random.split(state.key, 3)
+        if algo.observe is not None:  # counters for schedules (episodes: fixed-length MPE)
+            state = state.replace(algo=algo.observe(state.algo, state.env_steps,
+                                                    state.env_steps // episode_length))
         step = transition_step(env, env_params, behaviour, state.algo, state.env_state,
                                state.obs, act_key, step_key)
         ended = step.ended[:, None]
@@ -237,6 +284,8 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
         episodes = EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
         return state, RoundOutput(episodes, learner, ready)
 
+    if cfg.total_rounds(config) % cfg.rounds_per_chunk(config):  # a shorter last chunk
+        return within_run(run_round, cfg.total_rounds(config))
     return run_round
 
 

@@ -6,7 +6,9 @@ Every stored pytree leaf has a leading agent axis N in the transition it comes f
 * ``"transition_major"``: leaf ``[C, N, ...]``, all agents of one transition contiguous
   (the key-value layout reorganization of paper 000, section IV-B2);
 * ``"agent_major"``: leaf ``[N, C, ...]``, one array per agent, as the original MADDPG code
-  stores it.
+  stores it;
+* ``"episode"``: leaf ``[C, T + 1, N, ...]``, whole episodes (the item's leading axis is then
+  time, not agents), slot-major like ``transition_major``.
 
 Slots are filled in order ``0, 1, ..., C-1`` and then overwritten oldest first. With
 ``size`` written slots and the write head at ``write_pos``, the oldest transition lives in
@@ -112,9 +114,15 @@ AGENT_MAJOR = StorageLayout(
 )
 """Leaf ``[N, C, ...]``: one array per agent, as the original MADDPG code stores it."""
 
+EPISODE = TRANSITION_MAJOR._replace(name="episode")
+"""Leaf ``[C, T + 1, N, ...]``: whole episodes (:class:`~jaxmarl_accel.types.Episode`, items
+``[T + 1, ...]`` with a ``filled`` mask), one contiguous block per episode. The same
+slot-major functions as ``transition_major``; the name says what a slot holds."""
+
 LAYOUTS: dict[str, StorageLayout] = {
     TRANSITION_MAJOR.name: TRANSITION_MAJOR,
     AGENT_MAJOR.name: AGENT_MAJOR,
+    EPISODE.name: EPISODE,
 }
 """The storage layouts by name; a new layout is one more entry."""
 
