@@ -10,7 +10,7 @@ import jaxmarl_accel.algos as algos
 from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
 from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
-from jaxmarl_accel.algos.registry import ALGOS, VARIANTS, variant_of
+from jaxmarl_accel.algos.registry import ALGOS, MIXERS, VARIANTS, variant_of
 from tests.algos.helpers import SMALL, make_spec
 
 # name: (num_critics, next_actors, actor_critics, alpha, continuous_default)
@@ -22,7 +22,8 @@ PLUG_INS = {
 
 
 def test_names_are_registered_once_and_exported():
-    assert ALGOS == ("maddpg", "matd3", "masac") == tuple(VARIANTS)
+    assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql")
+    assert ALGOS == (*VARIANTS, *MIXERS)
     assert algos.ALGOS is ALGOS
 
 
@@ -47,7 +48,9 @@ def test_actor_critic_learners_declare_what_they_need(name):
     assert algo.needs == Needs(replay="transition", avail_actions=False, global_state=False)
     assert algo.needs.replay in REPLAY_KINDS
     assert algo.phases._fields == ("target_q", "critic_step", "actor_step", "target_update")
-    assert algo._fields == ("init", "act", "update", "action_dim", "phases", "needs")
+    assert algo._fields == ("init", "act", "update", "action_dim", "phases", "needs",
+                            "initial_carry", "observe")
+    assert algo.initial_carry is None and algo.observe is None
 
 
 def test_make_algo_rejects_bad_arguments():
