@@ -11,8 +11,10 @@ from jaxmarl_accel.config import (
     TrainConfig,
     config_from_dict,
     config_to_dict,
+    first_update_step,
     num_chunks,
     rounds_per_chunk,
+    total_rounds,
     updates_per_round,
 )
 from tests.test_train import tiny_config
@@ -23,6 +25,12 @@ def test_schedule_helpers():
     assert updates_per_round(config) == 1
     assert rounds_per_chunk(config) == 4
     assert num_chunks(config) == 3
+    assert total_rounds(config) == 12
+    assert first_update_step(config) == 100  # learning_starts 100, rounds of 50 steps
+    assert first_update_step(tiny_config(learning_starts=120)) == 150
+    assert first_update_step(tiny_config(learning_starts=0)) == 50  # batch_size 32
+    shorter = tiny_config(total_env_steps=650)  # 3 chunks of 4 rounds, then one of 1 round
+    assert (num_chunks(shorter), total_rounds(shorter)) == (4, 13)
     many_envs = tiny_config(num_envs=100, update_every=25, eval_every=200)
     assert updates_per_round(many_envs) == 4
 
@@ -30,7 +38,7 @@ def test_schedule_helpers():
 @pytest.mark.parametrize("bad, match", [
     (dict(num_envs=3, update_every=50), "divide"),
     (dict(eval_every=130), "multiple of the env steps per round"),
-    (dict(total_env_steps=500), "multiple of eval_every"),
+    (dict(total_env_steps=520), "total_env_steps .* multiple of the env steps per round"),
     (dict(batch_size=0), "batch_size"),
     (dict(sampler="nope"), "sampler must be one of"),
     (dict(batch_size=2000), "exceeds buffer_capacity"),

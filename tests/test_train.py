@@ -91,3 +91,18 @@ def test_an_episode_learner_without_a_recurrent_carry_is_refused(monkeypatch):
         needs=real(*a).needs._replace(replay="episode")))
     with pytest.raises(ValueError, match="replays episodes but has no initial_carry"):
         make_trainer(tiny_config())
+
+
+def test_a_shorter_last_chunk_stops_at_total_env_steps(whole_run):
+    """500 env steps with an evaluation every 200: the third chunk runs 2 of its 4 rounds,
+    in the same compiled chunk program; the first two chunks are those of the 600-step run."""
+    keys, (_, whole_metrics) = whole_run
+    trainer = make_trainer(tiny_config(total_env_steps=500))
+    assert trainer.num_chunks == 3
+    state, metrics = jax.jit(jax.vmap(trainer.train))(keys)
+    np.testing.assert_array_equal(np.asarray(metrics.env_steps[0]), [200, 400, 500])
+    np.testing.assert_array_equal(np.asarray(state.env_steps), [500, 500])
+    np.testing.assert_array_equal(np.asarray(metrics.updates[0]), [3, 4, 2])
+    np.testing.assert_allclose(np.asarray(metrics.eval_return[:, :2]),
+                               np.asarray(whole_metrics.eval_return[:, :2]), rtol=1e-5, atol=1e-5)
+    assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
