@@ -271,7 +271,7 @@ def loss_and_grad(sk: Skeleton, state: ValueState, batch: Episode, weights: jax.
         return episode_loss(sk, params.mixer, agent_q(sk, params.agent, batch), batch, weights, y)
 
     (_, info), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    return grads, info._replace(grad_norm=optax.global_norm(grads))
+    return grads, info._replace(grad_norm=optax.tree.norm(grads))
 
 
 def apply(sk: Skeleton, state: ValueState, grads: ValueParams) -> ValueState:
@@ -309,7 +309,7 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
     filled = jnp.maximum(jnp.sum(episode.filled[:, :-1]), 1.0)
     metrics = {"loss": info.loss, "td_error": jnp.mean(info.td), "q_mean": info.q_mean,
                "target_mean": jnp.sum(jnp.mean(y, axis=-1) * episode.filled[:, :-1]) / filled,
-               "grad_norm": optax.global_norm(grads),
+               "grad_norm": optax.tree.norm(grads),
                "epsilon": targets.epsilon(sk.config, state.env_steps),
                "target_updated": (new_state.last_target_update != old_last).astype(jnp.float32)}
     return new_state.replace(step=state.step + 1), metrics, info.td

@@ -28,16 +28,18 @@ def value_spec(n: int = 3, actions: int = 4, state_dim: int = STATE,
 def random_episodes(key: jax.Array, spec: EnvSpec, lengths: tuple[int, ...],
                     terminated: tuple[bool, ...], rows: int = T + 1) -> Episode:
     """Episodes with leaves ``[B, rows, ...]``: episode b takes ``lengths[b]`` steps and
-    terminates at its last one if ``terminated[b]``; random available actions (at least one
-    per agent), the actions taken among them, zeros after the end."""
+    terminates at its last one if ``terminated[b]``; random observations and states; random
+    available actions (at least one per agent up to the bootstrap row ``lengths[b]``, none
+    after it), the actions taken among them; actions and rewards zero after the end."""
     bsz, n, a = len(lengths), spec.num_agents, spec.num_actions
     k_obs, k_state, k_avail, k_act, k_rew = jax.random.split(key, 5)
     t = np.arange(rows)[None]
     lens = np.asarray(lengths)[:, None]
     filled = (t < lens).astype(np.float32)
     term = ((t == lens - 1) & np.asarray(terminated)[:, None]).astype(np.float32)
-    avail = np.asarray(jax.random.uniform(k_avail, (bsz, rows, n, a)) < 0.6)
+    avail = np.array(jax.random.uniform(k_avail, (bsz, rows, n, a)) < 0.6)
     avail[..., 0] |= ~avail.any(-1)
+    avail &= (t <= lens)[..., None, None]  # rows after the bootstrap row: padding
     logits = jnp.where(avail, 0.0, -jnp.inf)
     action = np.asarray(jax.random.categorical(k_act, logits)) * filled[..., None]
     return Episode(

@@ -48,18 +48,19 @@ def numpy_recursion(reward, term, filled, q, gamma, lam):
 def numpy_forward_view(reward, term, filled, q, gamma, lam):
     """The lambda-return as the weighted average of n-step returns (Sutton & Barto eq.
     12.3): sum_n (1 - lam) lam^(n-1) G_{t:t+n} + lam^(L-t-1) G_{t:L}."""
+    def n_step(b, t, n):
+        ret = sum(gamma**k * reward[b, t + k] for k in range(n))
+        alive = 1.0 - term[b, t:t + n].max()
+        return ret + gamma**n * alive * q[b, t + n]
+
     bsz, rows, heads = q.shape
     y = np.zeros((bsz, rows - 1, heads))
     for b in range(bsz):
         length = int(filled[b].sum())
         for t in range(length):
-            def n_step(n):
-                ret = sum(gamma**k * reward[b, t + k] for k in range(n))
-                alive = 1.0 - term[b, t:t + n].max()
-                return ret + gamma**n * alive * q[b, t + n]
             horizon = length - t
-            y[b, t] = sum((1 - lam) * lam ** (n - 1) * n_step(n) for n in range(1, horizon))
-            y[b, t] += lam ** (horizon - 1) * n_step(horizon)
+            y[b, t] = sum((1 - lam) * lam ** (n - 1) * n_step(b, t, n) for n in range(1, horizon))
+            y[b, t] += lam ** (horizon - 1) * n_step(b, t, horizon)
     return y
 
 

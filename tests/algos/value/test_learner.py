@@ -1,0 +1,226 @@
+"""The value learner as an Algo: what it needs, acting from its carry, the update and its
+phases, priorities, the target copy every K episodes, and the feed-forward form on
+transitions."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.registry import MIXERS
+from jaxmarl_accel.algos.value import Carry, ValueConfig, targets
+from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.types import Episode, Transition
+from tests.algos.helpers import assert_trees_close
+from tests.algos.value.helpers import SMALL, SMALL_MLP, random_episodes, value_spec
+
+LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
+
+
+class Compiled(NamedTuple):
+    """An algorithm with jitted functions, cached so that tests share compilations."""
+
+    algo: Algo
+    init: Callable
+    act: Callable
+    update: Callable
+
+
+@functools.cache
+def compiled(name: str, spec: EnvSpec, config: ValueConfig = SMALL) -> Compiled:
+    algo = make_algo(name, spec, config)
+    static = 5 if config.agent == "rnn" else 3
+    return Compiled(algo, jax.jit(algo.init), jax.jit(algo.act, static_argnums=static),
+                    jax.jit(algo.update))
+
+
+def _episodes(spec: EnvSpec, seed: int = 0) -> Episode:
+    return random_episodes(jax.random.key(seed), spec, LENGTHS, TERMINATED)
+
+
+@pytest.mark.parametrize("name", ["qmix", "vdn", "iql"])
+@pytest.mark.parametrize("agent", ["rnn", "mlp"])
+def test_value_learners_declare_their_replay_and_protocol(name, agent):
+    spec = value_spec()
+    algo = make_algo(name, spec, dataclasses.replace(SMALL, agent=agent))
+    assert algo.action_dim == spec.num_actions
+    assert algo.phases._fields == ("agent_q", "targets", "loss_and_grad", "apply",
+                                   "target_update")
+    assert algo.observe is not None
+    if agent == "mlp":
+        assert algo.needs == Needs(replay="transition") and algo.initial_carry is None
+        return
+    assert algo.needs == Needs(replay="episode", avail_actions=True,
+                               global_state=name == "qmix")
+    carry = algo.initial_carry()
+    assert isinstance(carry, Carry)
+    chex.assert_trees_all_equal(carry, Carry(jnp.zeros((3, SMALL.hidden)), jnp.zeros((3, 4))))
+
+
+@pytest.mark.parametrize("name", ["qmix", "vdn", "iql"])
+def test_repeated_updates_on_one_batch_lower_the_loss(name):
+    spec = value_spec()
+    c = compiled(name, spec, dataclasses.replace(SMALL, lr=1e-2))
+    state = c.init(jax.random.key(0))
+    batch, weights = _episodes(spec), jnp.ones(len(LENGTHS))
+    losses = []
+    for _ in range(30):
+        state, metrics, td = c.update(state, batch, weights, jax.random.key(1))
+        losses.append(float(metrics["loss"]))
+    assert td.shape == (len(LENGTHS),) and bool(jnp.all(td >= 0))
+    assert losses[-1] < 0.3 * losses[0]
+    assert int(state.step) == 30
+
+
+def test_update_is_the_composition_of_its_phases_and_td_is_the_masked_mean():
+    spec = value_spec()
+    c = compiled("qmix", spec)
+    p = c.algo.phases
+    state = c.algo.observe(c.init(jax.random.key(2)), jnp.int32(10), jnp.int32(0))
+    batch = _episodes(spec, seed=1)
+    weights = jnp.array([1.0, 0.5, 2.0, 1.0])
+    new, metrics, td = c.update(state, batch, weights, jax.random.key(3))
+
+    q = jax.jit(p.agent_q)(state, batch)
+    y = jax.jit(p.targets)(state, batch, q)
+    grads, info = jax.jit(p.loss_and_grad)(state, batch, weights, y)
+    by_phases = jax.jit(p.target_update)(jax.jit(p.apply)(state, grads))
+    assert_trees_close(new.params, by_phases.params, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(td, info.td, rtol=1e-5)
+    np.testing.assert_allclose(metrics["loss"], info.loss, rtol=1e-5)
+    np.testing.assert_allclose(metrics["grad_norm"], info.grad_norm, rtol=1e-4)
+
+    # td: each episode's mean |Q_tot - y| over its filled steps
+    mixer = MIXERS["qmix"](spec, SMALL)
+    q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
+    q_tot = mixer.apply(state.params.mixer, q_taken, batch.state[:, :-1])[..., 0]
+    filled = np.asarray(batch.filled[:, :-1])
+    manual = (np.abs(np.asarray(q_tot - y[..., 0])) * filled).sum(1) / filled.sum(1)
+    np.testing.assert_allclose(td, manual, rtol=1e-4, atol=1e-6)
+    # an episode's priority does not depend on the episodes' weights
+    _, _, td_ones = c.update(state, batch, jnp.ones(4), jax.random.key(3))
+    np.testing.assert_allclose(td, td_ones, rtol=1e-6)
+
+
+def test_the_update_is_traced_once():
+    spec = value_spec(2)
+    algo = make_algo("iql", spec, SMALL)
+    chex.clear_trace_counter()
+    update = jax.jit(chex.assert_max_traces(algo.update, n=1))
+    state, batch = algo.init(jax.random.key(0)), random_episodes(
+        jax.random.key(1), spec, (2, 1), (True, False), rows=3)
+    for i in range(3):
+        state, _, _ = update(algo.observe(state, jnp.int32(i), jnp.int32(i)), batch,
+                             jnp.ones(2), jax.random.key(i))
+    assert int(state.step) == 3
+
+
+def test_zero_weights_leave_the_parameters_and_weights_scale_the_loss():
+    spec = value_spec()
+    c = compiled("qmix", spec)
+    state, batch = c.init(jax.random.key(4)), _episodes(spec, seed=2)
+    new, metrics, _ = c.update(state, batch, jnp.zeros(4), jax.random.key(0))
+    chex.assert_trees_all_equal(new.params, state.params)
+    assert float(metrics["loss"]) == 0.0
+    _, one, _ = c.update(state, batch, jnp.ones(4), jax.random.key(0))
+    _, three, _ = c.update(state, batch, 3 * jnp.ones(4), jax.random.key(0))
+    np.testing.assert_allclose(three["loss"], 3 * one["loss"], rtol=1e-5)
+
+
+def test_targets_are_copied_once_every_k_finished_episodes():
+    spec = value_spec()
+    config = dataclasses.replace(SMALL, target_update_episodes=200)
+    c = compiled("vdn", spec, config)
+    state, batch, w = c.init(jax.random.key(5)), _episodes(spec, seed=3), jnp.ones(4)
+    copied = []
+    for episodes in (0, 199, 200, 210, 399, 400):
+        state = c.algo.observe(state, jnp.int32(25 * episodes), jnp.int32(episodes))
+        state, metrics, _ = c.update(state, batch, w, jax.random.key(0))
+        is_copy = bool(metrics["target_updated"])
+        copied.append(is_copy)
+        if is_copy:
+            chex.assert_trees_all_equal(state.target, state.params)
+        else:
+            assert not np.allclose(jax.tree.leaves(state.target)[0],
+                                   jax.tree.leaves(state.params)[0])
+    assert copied == [False, False, True, False, False, True]
+    assert int(state.last_target_update) == 400
+
+
+def test_greedy_acting_from_the_initial_carry_reproduces_the_unrolled_q():
+    """The GRU state starts from zeros at every episode: stepping ``act`` from
+    ``initial_carry`` chooses the greedy actions of the network unrolled over the episode."""
+    spec = value_spec()
+    c = compiled("qmix", spec)
+    state = c.init(jax.random.key(6))
+    ep = _episodes(spec, seed=4)
+    actions, carry = [], c.algo.initial_carry()
+    for t in range(ep.filled.shape[1]):
+        action, carry = c.act(state, carry, ep.obs[0, t], ep.avail[0, t], jax.random.key(t),
+                              False)
+        actions.append(action)
+        assert bool(jnp.all(jnp.take_along_axis(ep.avail[0, t], action[:, None], -1)))
+    actions = jnp.stack(actions)  # [T + 1, N]
+    played = ep.replace(action=jnp.broadcast_to(actions, ep.action.shape),
+                        filled=jnp.ones_like(ep.filled))
+    q = jax.jit(c.algo.phases.agent_q)(state, played)
+    np.testing.assert_array_equal(targets.greedy(q[0], ep.avail[0]), actions)
+
+
+def test_exploration_follows_the_observed_env_steps():
+    spec = value_spec(actions=5)
+    config = dataclasses.replace(SMALL, epsilon_start=1.0, epsilon_finish=0.0,
+                                 epsilon_anneal_steps=100)
+    c = compiled("vdn", spec, config)
+    state, carry = c.init(jax.random.key(7)), c.algo.initial_carry()
+    obs = jax.random.normal(jax.random.key(8), (3, spec.obs_dim))
+    avail = jnp.array([[True, False, True, False, True]] * 3)
+    act = jax.vmap(c.algo.act, in_axes=(None, None, None, None, 0, None))
+    keys = jax.random.split(jax.random.key(9), 200)
+    greedy, _ = c.act(state, carry, obs, avail, keys[0], False)
+    early = jax.jit(act, static_argnums=5)(state, carry, obs, avail, keys, True)[0]
+    late_state = c.algo.observe(state, jnp.int32(100), jnp.int32(4))
+    late = jax.jit(act, static_argnums=5)(late_state, carry, obs, avail, keys, True)[0]
+    assert bool(jnp.all(late == greedy))
+    assert set(np.unique(np.asarray(early))) == {0, 2, 4}
+
+
+def test_feedforward_form_acts_over_valid_actions_and_learns_one_step_targets():
+    spec = dataclasses.replace(value_spec(shared_reward=False),
+                               action_sizes=(4, 2, 3), num_actions=4, state_dim=0)
+    c = compiled("vdn", spec, SMALL_MLP)
+    state = c.init(jax.random.key(10))
+    obs = jax.random.normal(jax.random.key(11), (64, 3, spec.obs_dim))
+    env_action, vec = c.act(state, obs, jax.random.key(12), True)
+    assert env_action.shape == (64, 3) and env_action.dtype == jnp.int32
+    np.testing.assert_array_equal(vec, jax.nn.one_hot(env_action, 4))
+    assert bool(jnp.all(jnp.take_along_axis(spec.action_mask[None], env_action[..., None], -1)))
+
+    k = jax.random.split(jax.random.key(13), 3)
+    batch = Transition(obs=obs[:8], action=vec[:8],
+                       reward=jax.random.normal(k[0], (8, 3)),
+                       next_obs=jax.random.normal(k[1], (8, 3, spec.obs_dim)),
+                       done=jnp.broadcast_to((jnp.arange(8) % 3 == 0)[:, None], (8, 3)) * 1.0)
+    p = c.algo.phases
+    q = jax.jit(p.agent_q)(state, batch)
+    y = jax.jit(p.targets)(state, batch, q)
+    # VDN, one step, double Q: r_team + gamma (1 - done) sum_i Q^-_i(o'_i, argmax over valid)
+    q_next = q[:, 1]
+    boot = targets.chosen(q_next, targets.greedy(q_next, spec.action_mask))  # target == online
+    expect = batch.reward.sum(-1) + SMALL.gamma * (1 - batch.done[:, 0]) * boot.sum(-1)
+    np.testing.assert_allclose(y[:, 0, 0], expect, rtol=1e-5, atol=1e-5)
+    _, metrics, td = c.update(state, batch, jnp.ones(8), jax.random.key(0))
+    assert td.shape == (8,) and np.isfinite(float(metrics["loss"]))
+    per_agent = jax.tree.map(lambda x: jnp.broadcast_to(x, (3, *x.shape)), batch)
+    with pytest.raises(ValueError, match="one batch for all agents"):
+        c.algo.update(state, per_agent, jnp.ones((3, 8)), jax.random.key(0))
