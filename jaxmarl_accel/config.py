@@ -10,8 +10,7 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos import registry
-from jaxmarl_accel.algos.registry import ALGOS
+from jaxmarl_accel.algos.registry import ALGOS, family_of
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
 
@@ -127,12 +126,6 @@ class TrainConfig:
                              f"({self.buffer_capacity} episodes)")
 
 
-def family_of(algo: str) -> str:
-    """The learner family of a registered algorithm: ``"actor_critic"`` or ``"value"``."""
-    family = getattr(registry, "family_of", None)
-    return "actor_critic" if family is None else family(algo)
-
-
 def replay_of(config: TrainConfig) -> str:
     """The replay kind a run uses: ``"episode"`` or ``"transition"`` (``config.replay``
     resolved). ``ValueError`` when the learner cannot use the kind asked for."""
@@ -144,6 +137,20 @@ def replay_of(config: TrainConfig) -> str:
                f"algo {config.algo!r} learns from single transitions")
         raise ValueError(f"replay {config.replay!r}: {why}")
     return needed
+
+
+VALUE_DEFAULTS: dict[str, Any] = {"buffer_capacity": 5000, "batch_size": 128, "num_envs": 8,
+                                  "total_env_steps": 1_050_000, "learning_starts": 0}
+"""TrainConfig fields whose defaults differ for value-based learners: paper 004's reference
+code (pymarl2's QMIX): 5000 episodes of replay, batches of 128 episodes, 8 envs, 1.05M env
+steps; updates start once the replay holds a batch."""
+
+
+def defaults_for(algo: str) -> dict[str, Any]:
+    """The ``TrainConfig`` fields whose defaults depend on the learner family of ``algo``
+    (empty for actor-critic learners, whose defaults are the dataclass's):
+    ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
+    return dict(VALUE_DEFAULTS) if family_of(algo) == "value" else {}
 
 
 def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig:

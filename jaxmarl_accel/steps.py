@@ -294,3 +294,26 @@ def collect_episodes(
 def _rows_like(mask: jax.Array, like: jax.Array) -> jax.Array:
     """``mask [E]`` broadcast against ``like [E, ...]``."""
     return mask.reshape(mask.shape + (1,) * (like.ndim - 1))
+
+
+def recurrent_rollout(env: Env, env_params: PyTree, algo: Any, algo_state: PyTree,
+                      key: jax.Array, num_steps: int) -> tuple[PyTree, jax.Array]:
+    """``num_steps`` greedy steps of one env from a reset under a recurrent learner, for
+    rendering: ``(states, ended)`` with the env state before each step (leaves
+    ``[num_steps, ...]``) and bool ``[num_steps]``, True from the step that ended the first
+    episode on (frames after it belong to the next episode)."""
+    reset_key, run_key = jax.random.split(key)
+    obs, env_state = env.reset(reset_key, env_params)
+
+    def one(carry, step_key):
+        env_state, obs, memory, ended = carry
+        act_key, env_key = jax.random.split(step_key)
+        _, avail = env_views(env, env_state, obs, env_params)
+        action, memory = algo.act(algo_state, memory, obs, avail, act_key, False)
+        next_obs, next_state, _, terminated, truncated, _ = env.step(env_key, env_state, action,
+                                                                    env_params)
+        return (next_state, next_obs, memory, ended | terminated | truncated), (env_state, ended)
+
+    start = (env_state, obs, algo.initial_carry(), jnp.zeros((), bool))
+    _, (states, ended) = jax.lax.scan(one, start, jax.random.split(run_key, num_steps))
+    return states, ended

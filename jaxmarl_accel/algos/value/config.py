@@ -28,9 +28,9 @@ class ValueConfig:
       hypernet_hidden: width of the hidden layer of QMIX's weight hypernetworks.
       lr: Adam learning rate of the agent network and mixer together.
       gamma: discount factor.
-      td_lambda: lambda of the TD(lambda) targets over an episode (0: one-step targets,
-        1: Monte-Carlo returns bootstrapped at the episode's end); ignored by ``"mlp"``
-        agents, whose transitions give one-step targets.
+      td_lambda: lambda of the TD(lambda) targets over an episode (0 gives one-step
+        targets, 1 Monte-Carlo returns bootstrapped at the episode's end); ignored by
+        ``"mlp"`` agents, whose transitions give one-step targets.
       grad_clip: maximum global norm of the gradient of all parameters.
       target_update_episodes: the target networks are copied from the online ones once
         this many episodes have finished since the last copy.
