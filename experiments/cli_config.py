@@ -10,9 +10,55 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
+import math
 import re
+import textwrap
 import typing
 from typing import Any
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's line breaks and never breaks a line inside a flag name
+    (``--eval-`` / ``every``)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr,
+    ``<prog>: error: <message>; see --help``, with exit status 2 (no usage block), and
+    whose help is formatted by :class:`HelpFormatter`.
+
+    ``fields`` lists the config fields the command made flags of (:func:`flag_message`
+    writes them as those flags in error messages).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.fields: list[str] = []
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see --help\n")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without Sphinx markup: ``:role:`~a.b.c``` becomes ``c`` (``a.b.c`` without
+    the tilde) and double backquotes are dropped."""
+    text = re.sub(r":\w+:`~[\w.]*?(\w+)`", r"\1", text)
+    text = re.sub(r":\w+:`([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def plain_description(doc: str, width: int = 88) -> str:
+    """A module docstring as a command's ``--help`` description: :func:`plain_text`, each
+    paragraph refilled to ``width`` columns except indented ones (examples)."""
+    paragraphs = plain_text(doc).strip().split("\n\n")
+    return "\n\n".join(
+        p if p.startswith(" ") else textwrap.fill(" ".join(p.split()), width,
+                                                  break_on_hyphens=False)
+        for p in paragraphs)
 
 
 def field_docs(cls: type) -> dict[str, str]:
@@ -31,6 +77,23 @@ def field_docs(cls: type) -> dict[str, str]:
             for name in current:
                 docs[name] += " " + line.strip()
     return docs
+
+
+def parse_int(text: str) -> int:
+    """An integer flag value, also written as ``1e6``, ``1_000_000`` or ``1,000,000``."""
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        pass
+    try:
+        value = float(cleaned)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not value.is_integer():
+        raise argparse.ArgumentTypeError(f"expected an integer such as 1000000 or 1e6, got "
+                                         f"{text!r}")
+    return int(value)
 
 
 def _parse_bool(text: str) -> bool:
@@ -54,13 +117,16 @@ def _flag_kwargs(annotation: Any, default: Any) -> dict[str, Any] | None:
     """argparse keywords for a field of type ``annotation``; None for unsupported types."""
     args = typing.get_args(annotation)
     if typing.get_origin(annotation) is tuple and args and args[-1] is Ellipsis:
-        return {"type": args[0], "nargs": "+"}
+        return {"type": parse_int if args[0] is int else args[0], "nargs": "+"}
     optional = type(None) in args
     base = next((a for a in args if a is not type(None)), annotation) if args else annotation
-    convert = {bool: _parse_bool, int: int, float: float, str: str}.get(base)
+    convert = {bool: _parse_bool, int: parse_int, float: float, str: str}.get(base)
     if convert is None:
         return None
-    return {"type": _optional(convert) if optional else convert}
+    kwargs: dict[str, Any] = {"type": _optional(convert) if optional else convert}
+    if base is bool:
+        kwargs["metavar"] = "{true,false,none}" if optional else "{true,false}"
+    return kwargs
 
 
 def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
@@ -79,25 +145,41 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tup
     """
     hints = typing.get_type_hints(cls)
     docs = field_docs(cls)
+    fields = [field for field in dataclasses.fields(cls)
+              if field.name not in skip and (only is None or field.name in only)
+              and field.default is not dataclasses.MISSING
+              and _flag_kwargs(hints.get(field.name), field.default) is not None]
+    compound = [field.name for field in fields if "_" in field.name]
     names = []
-    for field in dataclasses.fields(cls):
-        if field.name in skip or (only is not None and field.name not in only):
-            continue
-        if field.default is dataclasses.MISSING:
-            continue
+    for field in fields:
         kwargs = _flag_kwargs(hints.get(field.name), field.default)
-        if kwargs is None:
-            continue
         default = (defaults or {}).get(field.name, field.default)
         flags = ["--" + field.name.replace("_", "-"), *(aliases or {}).get(field.name, ())]
-        help_text = docs.get(field.name, field.name.replace("_", " "))
+        help_text = flag_message(plain_text(docs.get(field.name, field.name.replace("_", " "))),
+                                 compound)
         shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
+        shown = str(shown).lower() if isinstance(shown, bool) or shown is None else shown
         shown = (shown_defaults or {}).get(field.name, shown)
         parser.add_argument(*flags, dest=field.name, default=default,
                             choices=(choices or {}).get(field.name),
                             help=f"{help_text} (default: {shown})", **kwargs)
         names.append(field.name)
     return names
+
+
+def flag_message(message: str, fields: typing.Iterable[str]) -> str:
+    """``message`` (a config validation error) with each of ``fields`` written as its flag:
+    ``total_env_steps (60000) must ...`` becomes ``--total-env-steps (60000) must ...``.
+    Names with an underscore are replaced wherever they stand as words; one-word names only
+    where they start the message or come before ``must`` or a parenthesis, so that the
+    same word in the prose stays."""
+    for name in sorted(fields, key=len, reverse=True):
+        flag = "--" + name.replace("_", "-")
+        if "_" in name:
+            message = re.sub(rf"(?<![\w.-]){name}(?!\w)", flag, message)
+        else:
+            message = re.sub(rf"(^|(?<=[\s(])){name}(?= must| \()", flag, message)
+    return message
 
 
 def train_choices() -> dict[str, tuple[str, ...]]:

@@ -9,8 +9,6 @@ writes files (orbax coordinates the checkpoint writes of all processes).
 from __future__ import annotations
 
 import dataclasses
-import json
-import math
 import os
 import sys
 import time
@@ -24,6 +22,7 @@ import orbax.checkpoint as ocp
 
 from experiments import outputs
 from experiments.memory import check_state_fits
+from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
@@ -42,7 +41,9 @@ from jaxmarl_accel.sharding import (
 )
 from jaxmarl_accel.train import Trainer, make_trainer
 
-CONFIG_NAME = "config.json"
+STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every")
+"""The :class:`RunOptions` that change a run's outputs: stored in ``config.json`` with the
+training config, and taken from there on ``--resume``."""
 
 
 class NonFiniteError(RuntimeError):
@@ -91,38 +92,6 @@ def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
-class ProgressBar:
-    """A one-line progress bar on stderr with env steps per second and time left."""
-
-    def __init__(self, total_steps: int, start_steps: int, quiet: bool) -> None:
-        self.total, self.start, self.quiet = total_steps, start_steps, quiet
-        self.t0 = time.perf_counter()
-
-    def update(self, steps: int, seeds: int, eval_return: float) -> None:
-        if self.quiet:
-            return
-        elapsed = max(time.perf_counter() - self.t0, 1e-9)
-        rate = (steps - self.start) / elapsed
-        left = (self.total - steps) / rate if rate > 0 else math.inf
-        width, done = 30, steps / self.total
-        bar = "#" * int(width * done) + "." * (width - int(width * done))
-        print(f"\r[{bar}] {100 * done:5.1f}% {steps:,}/{self.total:,} steps/seed | "
-              f"{rate * seeds:,.0f} env steps/s ({rate:,.0f} per seed) | eval {eval_return:.2f}"
-              f" | left {_duration(left)}   ", end="", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if not self.quiet:
-            print(file=sys.stderr)
-
-
-def _duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    minutes, sec = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{sec:02d}s"
-
-
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
     """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies.
 
@@ -156,7 +125,9 @@ class RunOptions:
       seeds: seeds trained at once (vmapped).
       seed: base PRNG seed; seed i uses ``split(PRNGKey(seed))[i]``.
       out_dir: output folder.
-      resume: continue from the newest checkpoint in ``out_dir`` (if any).
+      resume: continue from the newest checkpoint of ``out_dir`` that restores (if any).
+      overwrite: replace the run that ``out_dir`` holds (without it, and without
+        ``resume``, a folder that holds a run is refused).
       render: render one evaluation episode of seed 0 to ``episode.gif`` / ``.png``.
       baseline_episodes: episodes of the random and scripted baselines of the score.
       checkpoint_every: save a checkpoint every this many chunks.
@@ -169,6 +140,7 @@ class RunOptions:
     seed: int
     out_dir: str
     resume: bool = False
+    overwrite: bool = False
     render: bool = False
     baseline_episodes: int = 1000
     checkpoint_every: int = 1
@@ -188,28 +160,33 @@ class Started(NamedTuple):
 def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     """Run (or resume) a multi-seed training run; returns the process exit code.
 
-    Compile one chunk, restore or initialize the state (:func:`restore_or_init`), train
-    the remaining chunks (:func:`train_chunks`), then write the summary, curve and
-    rendering (:func:`summarize_run`).
+    Check the output folder and store the config (:func:`prepare_folder`), restore or
+    initialize the state (:func:`restore_or_init`), compile one chunk, train the remaining
+    chunks (:func:`train_chunks`), then write the summary, curve and rendering
+    (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one line)
+    before anything is compiled.
     """
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
     state_bytes = check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
     writer = jax.process_index() == 0
-    if writer:
-        os.makedirs(options.out_dir, exist_ok=True)
+    log = _logger(options.quiet or not writer)
+    warn = _logger(not writer)
+    prepare_folder(config, options, writer)
+    if config.total_env_steps < cfg.first_update_step(config):
+        warn(f"warning: {untrained_note(config)}")
     manager = ocp.CheckpointManager(
-        os.path.abspath(os.path.join(options.out_dir, "checkpoints")),
-        options=ocp.CheckpointManagerOptions(max_to_keep=2))
+        os.path.abspath(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)),
+        options=ocp.CheckpointManagerOptions(max_to_keep=2),
+        item_handlers=ocp.StandardCheckpointHandler())
+    started = restore_or_init(config, options, sharded, manager, warn, log)
+    log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
+        f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
     compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    log = _logger(options.quiet or not writer)
-    log(f"compiled one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
-        f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s)) in "
-        f"{compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB")
-    started = restore_or_init(config, options, sharded, manager, writer, log)
+    log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB")
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer)
     if finished is None:
@@ -224,60 +201,187 @@ def _logger(quiet: bool) -> Callable[..., None]:
     return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
 
 
-def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                    manager: ocp.CheckpointManager, writer: bool,
-                    log: Callable[..., None]) -> Started:
-    """The newest checkpoint's state and metric rows when resuming, else a fresh state
-    (and ``config.json`` written)."""
-    last = manager.latest_step() if options.resume else None
-    if last is not None:
-        abstract = sharded.abstract_state
-        items = manager.restore(last, args=ocp.args.StandardRestore(checkpoint_items(abstract)))
-        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
-        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= last]
-        log(f"resuming {options.out_dir} after chunk {last}")
-        return Started(state, rows, last + 1)
-    if options.resume:
-        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
+def untrained_note(config: cfg.TrainConfig) -> str:
+    """Why a run that ends before its first update has scores of untrained policies."""
+    return (f"the run ends at {config.total_env_steps:,} env steps per seed, before the first "
+            f"update (after {cfg.first_update_step(config):,}: --learning-starts "
+            f"{config.learning_starts:,}, --batch-size {config.batch_size:,}); the learners "
+            "are never trained and the scores are those of their initial policies")
+
+
+def run_record(config: cfg.TrainConfig, options: RunOptions) -> dict[str, Any]:
+    """What ``config.json`` stores: the training config and the :data:`STORED_OPTIONS`."""
+    return {"train": cfg.config_to_dict(config),
+            **{name: getattr(options, name) for name in STORED_OPTIONS}}
+
+
+def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
+    """The training config and the :data:`STORED_OPTIONS` of the run in ``out_dir``;
+    ``ValueError`` (one line) when ``config.json`` is missing, unreadable or incomplete."""
+    record = outputs.read_run_config(out_dir, ("train", *STORED_OPTIONS))
+    try:
+        config = cfg.config_from_dict(record["train"])
+    except (TypeError, KeyError, AttributeError) as error:
+        raise ValueError(f"{os.path.join(out_dir, outputs.CONFIG_NAME)}: the training config "
+                         f"cannot be read ({error})") from None
+    return config, {name: record[name] for name in STORED_OPTIONS}
+
+
+def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -> None:
+    """Make sure the run may write to ``options.out_dir`` and store its config there.
+
+    A new run refuses a folder that holds another run unless ``options.overwrite`` (which
+    removes that run's files first); a resumed run keeps its stored config.
+    """
+    out_dir = options.out_dir
     if writer:
-        with open(os.path.join(options.out_dir, CONFIG_NAME), "w") as handle:
-            json.dump({"train": cfg.config_to_dict(config), "seeds": options.seeds,
-                       "seed": options.seed}, handle, indent=2)
+        outputs.ensure_writable_folder(out_dir)
+    present = outputs.run_entries(out_dir)
+    if not options.resume and present and not options.overwrite:
+        raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
+                         f"it with --resume {out_dir}, or replace it with --overwrite")
+    if writer and not options.resume:
+        outputs.clear_run(out_dir)
+        outputs.write_run_config(out_dir, run_record(config, options))
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices("output folder ready")
+
+
+def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
+                    manager: ocp.CheckpointManager, warn: Callable[..., None],
+                    log: Callable[..., None]) -> Started:
+    """The newest restorable checkpoint's state and metric rows when resuming
+    (:func:`restore_newest`), else a fresh state."""
+    if options.resume:
+        started = restore_newest(config, options, sharded, manager, warn)
+        if started is not None:
+            log(f"resuming {options.out_dir} after chunk {started.start - 1}")
+            return started
+        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
     return Started(sharded.init(np.asarray(jax.random.PRNGKey(options.seed))), [], 0)
+
+
+def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
+                   manager: ocp.CheckpointManager, warn: Callable[..., None]) -> Started | None:
+    """Restore the newest checkpoint that can be read, newest first (None: there is none).
+
+    A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
+    warning naming it and the reason, and removed once an older one restored, so that the
+    chunks after it are saved again. A checkpoint that reads but does not fit the stored
+    config (another number of chunks, other shapes, too few metric rows) is an error: the
+    folder holds something other than the run its ``config.json`` describes.
+    """
+    folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
+    abstract = sharded.abstract_state
+    target = checkpoint_items(abstract)
+    steps = sorted(manager.all_steps(), reverse=True)
+    skipped: list[str] = []
+    for step in steps:
+        if step >= cfg.num_chunks(config):
+            raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
+                             f"its config.json has {cfg.num_chunks(config)} chunks")
+        try:
+            stored = manager.item_metadata(step)
+            if not stored:
+                raise ValueError("no array metadata")
+            check_stored(stored, target, folder, step)
+            items = manager.restore(step, args=ocp.args.StandardRestore(target))
+        except CheckpointMismatch:
+            raise
+        except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many kinds
+            reason = f"chunk {step} ({os.path.join(folder, str(step))}): {_first_line(error)}"
+            warn(f"warning: skipping the checkpoint after {reason}")
+            skipped.append(reason)
+            continue
+        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
+        if len(rows) != (step + 1) * options.seeds:
+            raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
+                             f"{len(rows)} rows up to chunk {step}, not "
+                             f"{(step + 1) * options.seeds} ({options.seeds} seeds)")
+        for newer in (s for s in steps if s > step):
+            manager.delete(newer)
+        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
+        return Started(state, rows, step + 1)
+    if skipped:
+        raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
+    return None
+
+
+class CheckpointMismatch(ValueError):
+    """A checkpoint that reads but holds the state of another config."""
+
+
+def check_stored(stored: Any, target: dict[str, Any], folder: str, step: int) -> None:
+    """Raise :class:`CheckpointMismatch` naming the first leaf whose stored shape or dtype
+    (the checkpoint's array metadata) differs from the state of the stored config."""
+    for name, want in target.items():
+        got = stored.get(name)
+        if got is None or tuple(got.shape) != want.shape or np.dtype(got.dtype) != want.dtype:
+            found = "missing" if got is None else f"{np.dtype(got.dtype)}{list(got.shape)}"
+            raise CheckpointMismatch(
+                f"the checkpoint after chunk {step} in {folder} does not match the "
+                f"config.json beside it: {name} is {found} there, the config needs "
+                f"{want.dtype}{list(want.shape)}")
+
+
+def _first_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (at most 160 characters)."""
+    text = (str(error).strip().splitlines() or [""])[0].split(" See full TensorStore")[0]
+    text = text if len(text) <= 160 else text[:157] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
                  manager: ocp.CheckpointManager, started: Started, writer: bool) -> Started | None:
     """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each;
     returns the final state and all rows, or None after a non-finite metric (reported on
-    stderr, the last good checkpoint kept)."""
+    stderr, the last good checkpoint kept). On ``KeyboardInterrupt`` the checkpoint being
+    written is finished before the interrupt goes on."""
+    try:
+        return _train_chunks(trainer, options, compiled, manager, started, writer)
+    except KeyboardInterrupt:
+        manager.wait_until_finished()
+        manager.close()
+        raise
+
+
+def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
+                  manager: ocp.CheckpointManager, started: Started,
+                  writer: bool) -> Started | None:
     config, state, rows = trainer.config, started.state, list(started.rows)
-    steps_per_chunk = config.eval_every
-    bar = ProgressBar(config.total_env_steps, started.start * steps_per_chunk,
-                      options.quiet or not writer)
-    for chunk in range(started.start, trainer.num_chunks):
-        state, metrics = compiled(state, np.int32(chunk))
-        metrics = jax.device_get(metrics)
-        try:
-            check_finite(metrics, chunk)
-        except NonFiniteError as error:
-            bar.close()
-            last = manager.latest_step()
-            kept = f"checkpoint after chunk {last} kept" if last is not None else "no checkpoint"
-            print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
-                  file=sys.stderr)
-            manager.close()
-            return None
-        rows.extend(outputs.metric_rows(chunk, metrics))
-        if writer:
-            outputs.write_rows(options.out_dir, rows)
-        if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
-            manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
-        bar.update((chunk + 1) * steps_per_chunk, options.seeds,
-                   float(np.mean(metrics.eval_return)))
+    steps_per_chunk, total = config.eval_every, config.total_env_steps
+    # a chunk learns in all its rounds once it starts at most one round before the first update
+    learning_from = cfg.first_update_step(config) - cfg.steps_per_round(config)
+    bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)
+    try:
+        for chunk in range(started.start, trainer.num_chunks):
+            state, metrics = compiled(state, np.int32(chunk))
+            metrics = jax.device_get(metrics)
+            try:
+                check_finite(metrics, chunk)
+            except NonFiniteError as error:
+                bar.close()
+                last = manager.latest_step()
+                kept = (f"checkpoint after chunk {last} kept" if last is not None
+                        else "no checkpoint")
+                print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
+                      file=sys.stderr)
+                manager.close()
+                return None
+            rows.extend(outputs.metric_rows(chunk, metrics))
+            if writer:
+                outputs.write_rows(options.out_dir, rows)
+            if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
+                manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
+            bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
+                       float(np.mean(metrics.eval_return)),
+                       learning=chunk * steps_per_chunk >= learning_from)
+    finally:
+        bar.close()
     manager.wait_until_finished()
     manager.close()
-    bar.close()
     return Started(state, rows, trainer.num_chunks)
 
 
@@ -285,12 +389,18 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                   rows: list[dict[str, float]], layout: DeviceLayout, timing: dict[str, float],
                   writer: bool, log: Callable[..., None]) -> None:
     """Final scores against the random and scripted baselines: ``summary.json``, the
-    learning curve and (with ``options.render``) one rendered episode."""
+    learning curve and (with ``options.render``) one rendered episode. The summary gives
+    each seed's number of updates and, when there were none, a ``warning``."""
     config, spec = trainer.config, trainer.env.spec
     final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
+    updates = [int(sum(r["updates"] for r in rows if r["seed"] == seed))
+               for seed in range(options.seeds)]
+    log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
+        "episodes each)...")
     base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
                             options.baseline_episodes)
+    untrained = {"warning": untrained_note(config)} if not any(updates) else {}
     summary = outputs.summarize(
         final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
@@ -300,7 +410,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                **timing,
                "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
                "random_return_per_team": team_means(base["random"], spec.teams),
-               "heuristic_return_per_team": team_means(base["heuristic"], spec.teams)})
+               "heuristic_return_per_team": team_means(base["heuristic"], spec.teams),
+               "updates_per_seed": updates, **untrained})
     first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
     if not writer:
         return
@@ -309,10 +420,12 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                        f"{config.algo} on {config.env} ({options.seeds} seeds)",
                        summary["random_return"], summary["heuristic_return"])
     if options.render:
+        log(f"rendering {outputs.GIF_NAME}...")
         render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
     log(f"median normalized score {summary['median_normalized_score']:.3f} "
         f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
-        f"{summary['iqr_normalized_score'][1]:.3f}); summary in {path}")
+        f"{summary['iqr_normalized_score'][1]:.3f}"
+        f"{'; untrained policies' if untrained else ''}); summary in {path}")
 
 
 def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array) -> None:
@@ -330,5 +443,5 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     steps = int(params.episode_length)
     states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
     frames = render_rollout(states, params, env.spec)
-    write_gif(os.path.join(out_dir, "episode.gif"), frames)
-    write_png(os.path.join(out_dir, "episode.png"), frames[len(frames) // 2])
+    write_gif(os.path.join(out_dir, outputs.GIF_NAME), frames)
+    write_png(os.path.join(out_dir, outputs.PNG_NAME), frames[len(frames) // 2])

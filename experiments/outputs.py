@@ -1,4 +1,5 @@
-"""What a run leaves in its output folder: metrics CSV, summary JSON, learning-curve PNG."""
+"""What a run leaves in its output folder: stored config, metrics CSV, summary JSON,
+learning-curve PNG; and the checks of a folder before a run writes to it."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ import csv
 import json
 import math
 import os
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+CONFIG_NAME = "config.json"
 CSV_NAME = "metrics.csv"
 SUMMARY_NAME = "summary.json"
 CURVE_NAME = "learning_curve.png"
+CHECKPOINTS_NAME = "checkpoints"
+GIF_NAME = "episode.gif"
+PNG_NAME = "episode.png"
+RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME, GIF_NAME,
+               PNG_NAME)
+"""Everything a run writes into its folder (what ``--overwrite`` removes)."""
 
 
 def metric_rows(chunk: int, metrics: Any) -> list[dict[str, float]]:
@@ -48,12 +57,73 @@ def write_rows(out_dir: str, rows: Sequence[dict[str, float]]) -> None:
 
 
 def read_rows(out_dir: str) -> list[dict[str, float]]:
-    """Read the metrics CSV back (used when resuming), values as floats."""
+    """Read the metrics CSV back (used when resuming): integers as ints, the rest as floats,
+    so that rewriting the rows reproduces the file."""
     path = os.path.join(out_dir, CSV_NAME)
     if not os.path.exists(path):
         return []
     with open(path, newline="") as handle:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+        return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def _number(text: str) -> float:
+    """A CSV cell as written by :func:`write_rows`: ``str(int)`` or ``repr(float)``."""
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def run_entries(out_dir: str) -> list[str]:
+    """The entries of :data:`RUN_ENTRIES` present in ``out_dir`` (none: it holds no run)."""
+    return [name for name in RUN_ENTRIES if os.path.lexists(os.path.join(out_dir, name))]
+
+
+def clear_run(out_dir: str) -> None:
+    """Remove what a run wrote into ``out_dir`` (:data:`RUN_ENTRIES`); other files stay."""
+    for name in run_entries(out_dir):
+        path = os.path.join(out_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+
+def ensure_writable_folder(out_dir: str) -> None:
+    """Create ``out_dir`` if needed; ``ValueError`` (one line) when it is a file or cannot be
+    written."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir} is a file, not a folder")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--out {out_dir} cannot be created: {error.strerror}") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out_dir} is not writable")
+
+
+def write_run_config(out_dir: str, record: dict[str, Any]) -> None:
+    """Write the run's stored configuration (``config.json``)."""
+    with open(os.path.join(out_dir, CONFIG_NAME), "w") as handle:
+        json.dump(record, handle, indent=2)
+
+
+def read_run_config(out_dir: str, required: Sequence[str]) -> dict[str, Any]:
+    """The stored configuration of the run in ``out_dir``; ``ValueError`` (one line) when
+    it is missing, not JSON, or lacks any of the ``required`` keys."""
+    path = os.path.join(out_dir, CONFIG_NAME)
+    if not os.path.isfile(path):
+        raise ValueError(f"{out_dir} holds no run to resume (no {CONFIG_NAME})")
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read: {error}") from None
+    missing = [key for key in required if not isinstance(record, dict) or key not in record]
+    if missing:
+        raise ValueError(f"{path} lacks {', '.join(missing)} (written by an older version, or "
+                         "edited); add them or start a new run")
+    return record
 
 
 def normalized_score(value: float, random_return: float, heuristic_return: float) -> float:

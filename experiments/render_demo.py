@@ -25,9 +25,11 @@ _POLICIES = {"heuristic": heuristic_policy, "random": random_policy}
 
 
 def write_gif(path: str, frames: np.ndarray, fps: float = 8.0) -> None:
-    """Writes ``[T, H, W, 3]`` uint8 frames as a looping GIF."""
+    """Writes ``[T, H, W, 3]`` uint8 frames as a looping GIF showing ``fps`` frames per
+    second (imageio's GIF writer takes the frame delay in milliseconds; the GIF stores
+    hundredths of a second)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    imageio.mimsave(path, list(frames), duration=1.0 / fps, loop=0)
+    imageio.mimsave(path, list(frames), duration=1000.0 / fps, loop=0)
 
 
 def write_png(path: str, frame: np.ndarray) -> None:

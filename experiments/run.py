@@ -7,7 +7,13 @@ a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out`
 ``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
 evaluation return per seed, median, IQR, normalized score against the scenario's random
 and scripted policies), ``learning_curve.png``, ``checkpoints/`` (orbax) and, with
-``--render``, ``episode.gif`` and ``episode.png``.
+``--render``, ``episode.gif`` and ``episode.png``. A folder that holds a run is refused
+unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
+from the newest checkpoint that restores and takes every setting from ``config.json``.
+
+Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
+max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
+``--eval-every`` the last evaluation period is shorter. Integers may be written ``1e6``.
 
 Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
 than devices, each seed's envs are split too); ``--devices 1`` is the single-device
@@ -19,21 +25,19 @@ program. Several hosts: start the same command on every host with ``--distribute
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
 
 from experiments import cli_config
-
-CONFIG_NAME = "config.json"
+from experiments.outputs import CONFIG_NAME
 
 
 def distributed_parser() -> argparse.ArgumentParser:
     """The multi-host flags, parsed on their own first: ``jax.distributed.initialize()``
     must run before anything (even importing the scenarios) touches a JAX backend."""
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = cli_config.Parser(add_help=False)
     group = parser.add_argument_group("multi-host (jax.distributed)")
     group.add_argument("--distributed", action="store_true",
                        help="multi-host run: call jax.distributed.initialize() first; start the "
@@ -41,9 +45,9 @@ def distributed_parser() -> argparse.ArgumentParser:
     group.add_argument("--coordinator-address", default=None,
                        help="with --distributed: host:port of process 0 (default: "
                             "$JAX_COORDINATOR_ADDRESS or auto-detected on TPU pods, SLURM, MPI)")
-    group.add_argument("--num-processes", type=int, default=None,
+    group.add_argument("--num-processes", type=cli_config.parse_int, default=None,
                        help="with --distributed: number of processes (hosts)")
-    group.add_argument("--process-id", type=int, default=None,
+    group.add_argument("--process-id", type=cli_config.parse_int, default=None,
                        help="with --distributed: index of this process, 0 .. num-processes - 1")
     return parser
 
@@ -52,33 +56,43 @@ def build_parser() -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
     from jaxmarl_accel.config import TrainConfig
 
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.run", description=__doc__, parents=[distributed_parser()],
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_config.Parser(
+        prog="python -m experiments.run", description=cli_config.plain_description(__doc__ or ""),
+        parents=[distributed_parser()])
     run = parser.add_argument_group("run")
-    run.add_argument("--seeds", type=int, default=1,
+    run.add_argument("--seeds", type=cli_config.parse_int, default=1,
                      help="number of seeds trained at once (vmapped) (default: 1)")
-    run.add_argument("--seed", type=int, default=0,
+    run.add_argument("--seed", type=cli_config.parse_int, default=0,
                      help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
                           "(default: 0)")
     run.add_argument("--out", default=None,
                      help="output folder (default: runs/<env>-<algo>-<sampler>-<time>)")
     run.add_argument("--resume", metavar="DIR", default=None,
-                     help="continue the interrupted run in DIR with its saved config; other "
-                          "training flags are ignored")
-    run.add_argument("--agents", type=int, default=None,
-                     help="number of agents (predators for simple_tag); shorthand for the "
-                          "scenario's count keyword in --env-kwargs")
+                     help="continue the interrupted run in DIR from its newest checkpoint that "
+                          "restores (skipping unreadable ones), with the settings stored in its "
+                          "config.json; other flags than --quiet, --devices and --env-shards "
+                          "are ignored")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run that --out holds (its config, metrics, summary, "
+                          "plots and checkpoints are removed first); without it, or --resume, "
+                          "a folder that holds a run is refused")
+    run.add_argument("--agents", type=cli_config.parse_int, default=None,
+                     help="number of agents: num_agents of simple_spread, num_predators of "
+                          "simple_tag; scenarios with a fixed count (simple_speaker_listener, "
+                          "simple_reference: 2) accept only that count, scenarios with several "
+                          "counts (simple_push, simple_adversary: num_good, num_adversaries) "
+                          "take them in --env-kwargs")
     run.add_argument("--env-kwargs", type=cli_config.parse_key_values, default=(),
-                     help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0'")
+                     help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0' "
+                          "(the keywords of the scenario's make())")
     run.add_argument("--sampler-kwargs", type=cli_config.parse_key_values, default=(),
                      help="replay sampler keyword arguments, e.g. 'alpha=0.6,beta=0.4'")
     run.add_argument("--render", action="store_true",
                      help="render one evaluation episode of seed 0 to episode.gif/.png")
-    run.add_argument("--baseline-episodes", type=int, default=1000,
+    run.add_argument("--baseline-episodes", type=cli_config.parse_int, default=1000,
                      help="episodes used to measure the random and scripted returns that "
                           "define the normalized score (default: 1000)")
-    run.add_argument("--checkpoint-every", type=int, default=1,
+    run.add_argument("--checkpoint-every", type=cli_config.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
@@ -86,28 +100,53 @@ def build_parser() -> argparse.ArgumentParser:
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
                               "of all devices that the seeds (and envs) divide evenly over; 1 is "
                               "the single-device program (default: auto)")
-    devices.add_argument("--env-shards", type=int, default=None,
+    devices.add_argument("--env-shards", type=cli_config.parse_int, default=None,
                          help="devices each seed's envs are split over (default: 1 when the "
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
-    cli_config.add_dataclass_flags(
+    parser.fields = cli_config.add_dataclass_flags(
         train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config"),
         choices=cli_config.train_choices())
     algo = parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)")
-    cli_config.add_dataclass_flags(algo, AlgoConfig, choices=cli_config.train_choices())
+    parser.fields += cli_config.add_dataclass_flags(algo, AlgoConfig,
+                                                    choices=cli_config.train_choices())
     return parser
+
+
+def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
+                    agents: int | None) -> tuple[tuple[str, Any], ...]:
+    """``--env-kwargs`` with ``--agents`` written as the scenario's count keyword;
+    ``ValueError`` (one line) for a keyword the scenario does not take, or an ``--agents``
+    that it cannot express."""
+    from jaxmarl_accel.envs import agent_count_kwarg, make, scenario_keywords
+
+    keywords = scenario_keywords(env)
+    unknown = [name for name, _ in given if name not in keywords]
+    if unknown:
+        raise ValueError(f"--env-kwargs: {env} takes no {', '.join(unknown)}; its keywords are "
+                         f"{', '.join(keywords)}")
+    kwargs = dict(given)
+    if agents is None:
+        return tuple(sorted(kwargs.items()))
+    if agent_count_kwarg(env) in keywords:
+        kwargs[agent_count_kwarg(env)] = agents
+        return tuple(sorted(kwargs.items()))
+    counts = [name for name in keywords if name.startswith("num_")]
+    if counts:
+        raise ValueError(f"--agents: {env} has no single agent count; set "
+                         f"{' and '.join(counts)} with --env-kwargs")
+    fixed = make(env, **kwargs)[0].spec.num_agents
+    if agents != fixed:
+        raise ValueError(f"--agents {agents}: {env} always has {fixed} agents")
+    return tuple(sorted(kwargs.items()))
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
     agent-count keyword in ``--env-kwargs``)."""
-    from jaxmarl_accel.envs import agent_count_kwarg
-
-    env_kwargs = dict(args.env_kwargs)
-    if args.agents is not None:
-        env_kwargs[agent_count_kwarg(args.env)] = args.agents
     return cli_config.train_config_from_args(
-        args, env_kwargs=tuple(sorted(env_kwargs.items())), sampler_kwargs=args.sampler_kwargs)
+        args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
+        sampler_kwargs=args.sampler_kwargs)
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
@@ -120,51 +159,69 @@ def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    early, _ = distributed_parser().parse_known_args(argv)
-    if early.distributed:
-        import jax
-
-        jax.distributed.initialize(coordinator_address=early.coordinator_address,
-                                   num_processes=early.num_processes,
-                                   process_id=early.process_id)
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.seeds < 1:
-        parser.error(f"--seeds must be >= 1, got {args.seeds}")
-    if args.checkpoint_every < 1:
-        parser.error(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
-    devices = parse_devices(parser, args.devices)
-    if args.env_shards is not None and args.env_shards < 1:
-        parser.error(f"--env-shards must be >= 1, got {args.env_shards}")
+    """Run the command line; returns the exit status (2: usage or set-up error, 1: a
+    non-finite value stopped the run, 130: interrupted)."""
+    out_dir, parser = None, None
     try:
-        if args.resume:
-            path = os.path.join(args.resume, CONFIG_NAME)
-            if not os.path.exists(path):
-                parser.error(f"--resume {args.resume}: no {CONFIG_NAME} there")
-            from jaxmarl_accel.config import config_from_dict
+        early, _ = distributed_parser().parse_known_args(argv)
+        if early.distributed:
+            import jax
 
-            with open(path) as handle:
-                saved = json.load(handle)
-            config, seeds, seed = config_from_dict(saved["train"]), saved["seeds"], saved["seed"]
-            out_dir = args.resume
-        else:
-            config, seeds, seed = config_from_args(args), args.seeds, args.seed
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            out_dir = args.out or os.path.join(
-                "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
-    except (ValueError, TypeError) as error:
-        parser.error(str(error))
-    from experiments.host_loop import RunOptions, run_training
+            jax.distributed.initialize(coordinator_address=early.coordinator_address,
+                                       num_processes=early.num_processes,
+                                       process_id=early.process_id)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        config, options = options_from_args(parser, args)
+        out_dir = options.out_dir
+        from experiments.host_loop import run_training
 
-    options = RunOptions(seeds=seeds, seed=seed, out_dir=out_dir, resume=bool(args.resume),
-                         render=args.render, baseline_episodes=args.baseline_episodes,
-                         checkpoint_every=args.checkpoint_every, quiet=args.quiet,
-                         devices=devices, env_shards=args.env_shards)
-    try:
         return run_training(config, options)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {cli_config.flag_message(str(error), getattr(parser, 'fields', ()))}",
+              file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if out_dir is not None and os.path.exists(os.path.join(out_dir, CONFIG_NAME)):
+            print(f"interrupted; continue with: python -m experiments.run --resume {out_dir}",
+                  file=sys.stderr)
+        else:
+            print("interrupted before the run was stored; nothing to resume", file=sys.stderr)
+        return 130
+
+
+def options_from_args(parser: argparse.ArgumentParser,
+                      args: argparse.Namespace) -> tuple[Any, Any]:
+    """The training config and ``RunOptions`` of the parsed flags, or of the stored run
+    with ``--resume``; usage errors exit through ``parser.error`` (one line, status 2),
+    a run that cannot be resumed raises ``ValueError``."""
+    for flag, value, least in (("--seeds", args.seeds, 1),
+                               ("--checkpoint-every", args.checkpoint_every, 1),
+                               ("--baseline-episodes", args.baseline_episodes, 1),
+                               ("--env-shards", args.env_shards, 1)):
+        if value is not None and value < least:
+            parser.error(f"{flag} must be >= {least}, got {value}")
+    if args.resume and args.overwrite:
+        parser.error("--resume and --overwrite exclude each other")
+    devices = parse_devices(parser, args.devices)
+    from experiments.host_loop import RunOptions, stored_run
+
+    if args.resume:
+        config, stored = stored_run(args.resume)
+        return config, RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
+                                  devices=devices, env_shards=args.env_shards)
+    try:
+        config = config_from_args(args)
+    except (ValueError, TypeError) as error:
+        parser.error(cli_config.flag_message(str(error), parser.fields))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out_dir = args.out or os.path.join(
+        "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
+    return config, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
+                              overwrite=args.overwrite, render=args.render,
+                              baseline_episodes=args.baseline_episodes,
+                              checkpoint_every=args.checkpoint_every, quiet=args.quiet,
+                              devices=devices, env_shards=args.env_shards)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ are imported on first use, so a scenario's import cost is paid only by those who
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any
 
 from jaxmarl_accel.envs.base import Env, EnvSpec
@@ -44,6 +45,14 @@ def agent_count_kwarg(name: str) -> str:
     return _AGENT_COUNT_KWARGS.get(name, "num_agents")
 
 
+def scenario_keywords(name: str) -> tuple[str, ...]:
+    """The keyword arguments that scenario ``name``'s ``make`` accepts."""
+    if name not in _SCENARIOS:
+        raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}")
+    module = importlib.import_module(_SCENARIOS[name])
+    return tuple(inspect.signature(module.make).parameters)
+
+
 def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     """Builds the scenario ``name`` with its keyword arguments.
 
@@ -61,4 +70,5 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     return module.make(**scenario_kwargs)
 
 
-__all__ = ["SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg", "make", "rollout"]
+__all__ = ["SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg", "make", "rollout",
+           "scenario_keywords"]

@@ -4,6 +4,7 @@ built back from them."""
 from __future__ import annotations
 
 import argparse
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from jaxmarl_accel.config import TrainConfig
 
 
 def _parser(**kwargs) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser()
+    parser = cli_config.Parser()
     cli_config.add_dataclass_flags(parser, TrainConfig, skip=("env_kwargs", "sampler_kwargs"),
                                    choices=cli_config.train_choices(), **kwargs)
     cli_config.add_dataclass_flags(parser, AlgoConfig, choices=cli_config.train_choices())
@@ -59,3 +60,50 @@ def test_registry_choices_are_enforced(capsys):
     with pytest.raises(SystemExit):
         _parser().parse_args(["--sampler", "nope"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, value", [("1000", 1000), ("1e6", 1_000_000),
+                                         ("1_500_000", 1_500_000), ("2,000", 2000),
+                                         ("-3", -3), ("2.5e1", 25)])
+def test_integers_in_the_notations_of_the_readme(text, value):
+    assert cli_config.parse_int(text) == value
+
+
+@pytest.mark.parametrize("text", ["1.5", "1e-3", "inf", "ten", ""])
+def test_non_integers_are_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="expected an integer"):
+        cli_config.parse_int(text)
+
+
+def test_help_texts_are_plain_and_name_flags():
+    assert cli_config.plain_text("one of :data:`SAMPLERS`, :class:`~a.b.Config` or "
+                                 "``\"x\"``") == 'one of SAMPLERS, Config or "x"'
+    help_text = _parser().format_help()
+    assert "``" not in help_text and ":data:" not in help_text
+    assert "max(--num-envs, --update-every)" in " ".join(help_text.split())
+    assert not re.search(r"--\w[\w-]*-\n", help_text)  # no flag broken at a hyphen
+    assert "--auto-alpha {true,false}" in help_text
+
+
+def test_validation_messages_name_the_flags():
+    fields = ("total_env_steps", "eval_every", "gamma", "prey", "alpha", "auto_alpha")
+    assert cli_config.flag_message(
+        "total_env_steps (60000) must be a multiple of eval_every (50000)", fields) == (
+        "--total-env-steps (60000) must be a multiple of --eval-every (50000)")
+    assert cli_config.flag_message("gamma must lie in [0, 1]", fields) == (
+        "--gamma must lie in [0, 1]")
+    assert cli_config.flag_message("alpha must be > 0 when auto_alpha is set", fields) == (
+        "--alpha must be > 0 when --auto-alpha is set")
+    prose = "prey='heuristic' needs a scenario with prey"
+    assert cli_config.flag_message(prose, fields) == prose
+
+
+def test_usage_errors_are_one_line(capsys):
+    parser = cli_config.Parser(prog="cmd")
+    parser.add_argument("--n", type=cli_config.parse_int)
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args(["--n", "x"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "cmd: error: argument --n: expected an integer such as 1000000 or 1e6, got 'x'; "
+        "see --help\n")

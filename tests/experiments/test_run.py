@@ -1,7 +1,9 @@
-"""The run CLI: flags, outputs, resume, and stopping on non-finite values."""
+"""The run CLI: flags, outputs, output folders, resume (exact, and past a corrupt checkpoint),
+one-line errors, and stopping on non-finite values."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -11,8 +13,9 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 import pytest
+from PIL import Image
 
-from experiments import host_loop, run
+from experiments import host_loop, progress, run
 
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
@@ -35,31 +38,92 @@ def finished_run(tmp_path_factory):
     return out
 
 
+def exit_code(argv: list[str]) -> int:
+    """``run.main``'s exit status, whether it returns it or exits through argparse."""
+    try:
+        return run.main(argv)
+    except SystemExit as exit_info:
+        return exit_info.code
+
+
+def one_line(err: str) -> str:
+    """The single line on stderr (fails on more, or on a traceback)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
 def test_help_documents_every_flag(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        run.main(["--help"])
-    assert exit_info.value.code == 0
+    assert exit_code(["--help"]) == 0
     text = capsys.readouterr().out
     for flag in ("--algo", "--sampler", "--layout", "--index-sharing", "--prey", "--learners",
                  "--actor-lr", "--policy-delay", "--alpha", "--total-env-steps", "--resume",
-                 "--render", "--seeds", "--hidden-sizes"):
+                 "--overwrite", "--render", "--seeds", "--hidden-sizes"):
         assert flag in text
+    assert "``" not in text and ":data:" not in text and ":class:" not in text
+    assert "--straight-through {true,false}" in text  # every flag with choices lists them
+    assert "--total-env-steps and --eval-every are multiples of the env steps per round" in text
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--algo", "dqn"], "invalid choice"),
-    (["--batch-size", "0"], "batch_size must be >= 1"),
+    (["--batch-size", "0"], "--batch-size must be >= 1"),
     (["--seeds", "0"], "--seeds must be >= 1"),
-    (["--gamma", "2"], "gamma must lie in [0, 1]"),
+    (["--gamma", "2"], "--gamma must lie in [0, 1]"),
     (["--env-kwargs", "oops"], "expected name=value"),
+    (["--env-kwargs", "num_agent=4"], "simple_spread takes no num_agent; its keywords are"),
+    (["--total-env-steps", "60050"], "--total-env-steps (60050) must be a multiple of the env "
+                                     "steps per round (100 = max(--num-envs, --update-every))"),
+    (["--buffer-capacity", "1.5"], "expected an integer such as 1000000 or 1e6"),
+    (["--env", "simple_push", "--agents", "3"], "set num_good and num_adversaries"),
+    (["--env", "simple_adversary", "--agents", "3"], "set num_good and num_adversaries"),
+    (["--env", "simple_speaker_listener", "--agents", "3"], "always has 2 agents"),
+    (["--env", "simple_reference", "--agents", "3"], "always has 2 agents"),
+    (["--resume", "somewhere", "--overwrite"], "exclude each other"),
 ])
 def test_bad_flags_give_one_line_errors(argv, message, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        run.main(argv)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert message in err
-    assert "Traceback" not in err
+    assert exit_code(argv) == 2
+    line = one_line(capsys.readouterr().err)
+    assert message in line
+    assert line.endswith("; see --help") and "usage:" not in line
+
+
+def test_flags_accept_the_readme_notation_and_agents_where_they_fit():
+    parser = run.build_parser()
+    args = parser.parse_args(["--buffer-capacity", "1e6", "--total-env-steps", "1_500_000"])
+    config = run.config_from_args(args)
+    assert (config.buffer_capacity, config.total_env_steps) == (1_000_000, 1_500_000)
+    tag = run.config_from_args(parser.parse_args(["--env", "simple_tag", "--agents", "4"]))
+    assert dict(tag.env_kwargs) == {"num_predators": 4}
+    listener = parser.parse_args(["--env", "simple_speaker_listener", "--agents", "2"])
+    assert run.config_from_args(listener).env_kwargs == ()
+
+
+def test_output_folder_problems_are_one_line(tmp_path, capsys):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert run.main([*TINY, "--out", str(a_file)]) == 2
+    assert "is a file, not a folder" in one_line(capsys.readouterr().err)
+    assert run.main([*TINY, "--out", str(a_file / "sub")]) == 2
+    assert "cannot be created" in one_line(capsys.readouterr().err)
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert run.main([*TINY, "--out", str(locked)]) == 2
+        assert "is not writable" in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "holds no run to resume (no config.json)"),
+    ("{", "cannot be read"),
+    ('{"train": {}}', "lacks seeds, seed, baseline_episodes, render, checkpoint_every"),
+])
+def test_unresumable_folders_are_one_line(content, message, tmp_path, capsys):
+    if content is not None:
+        (tmp_path / "config.json").write_text(content)
+    assert run.main(["--resume", str(tmp_path)]) == 2
+    assert message in one_line(capsys.readouterr().err)
 
 
 def test_outputs(finished_run):
@@ -75,17 +139,112 @@ def test_outputs(finished_run):
     assert len(lines) == 1 + 3 * 2  # header + chunks x seeds
 
 
-def test_resume_gives_the_uninterrupted_parameters(finished_run, tmp_path):
-    interrupted = str(tmp_path / "interrupted")
-    shutil.copytree(finished_run, interrupted)
-    shutil.rmtree(os.path.join(interrupted, "checkpoints", "2"))  # as if killed in chunk 2
-    assert run.main(["--resume", interrupted, "--quiet", "--baseline-episodes", "16"]) == 0
-    expected, resumed = restore_params(finished_run, 2), restore_params(interrupted, 2)
-    assert expected.keys() == resumed.keys() and len(expected) > 4
-    for name, value in expected.items():
+def assert_same_outputs(expected: str, got: str) -> None:
+    """Every output file of two run folders byte for byte (the summary without its timings)
+    and the parameters of the final checkpoint."""
+    names = sorted(os.listdir(expected))
+    assert sorted(os.listdir(got)) == names
+    for name in names:
+        if name == "checkpoints":
+            continue
+        want, have = Path(expected, name).read_bytes(), Path(got, name).read_bytes()
+        if name == "summary.json":
+            want, have = (json.loads(text) for text in (want, have))
+            for timing in ("compile_s", "train_s_this_process"):
+                want.pop(timing), have.pop(timing)
+        assert want == have, name
+    final, resumed = restore_params(expected, 2), restore_params(got, 2)
+    assert final.keys() == resumed.keys() and len(final) > 4
+    for name, value in final.items():
         np.testing.assert_array_equal(np.asarray(value), np.asarray(resumed[name]), err_msg=name)
-    rows = Path(interrupted, "metrics.csv").read_text().strip().splitlines()
-    assert len(rows) == 1 + 3 * 2
+
+
+def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeypatch, tmp_path,
+                                                           capsys):
+    """Ctrl-C right after the checkpoint of chunk 1: one line saying how to resume; the
+    resumed run (no flags but --resume) then leaves the files of the uninterrupted run."""
+    out = str(tmp_path / "interrupted")
+    real_update = progress.ProgressBar.update
+
+    def interrupt_after_chunk_1(bar, steps, *args, **kwargs):
+        real_update(bar, steps, *args, **kwargs)
+        if steps == 400:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress.ProgressBar, "update", interrupt_after_chunk_1)
+    assert run.main([*TINY, "--out", out, "--render"]) == 130
+    assert one_line(capsys.readouterr().err) == (
+        f"interrupted; continue with: python -m experiments.run --resume {out}")
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["0", "1"]
+    monkeypatch.undo()
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    assert_same_outputs(finished_run, out)
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "empty _METADATA"])
+def test_resume_skips_a_corrupt_latest_checkpoint(finished_run, damage, tmp_path, capsys):
+    out = str(tmp_path / "corrupt")
+    shutil.copytree(finished_run, out)
+    latest = os.path.join(out, "checkpoints", "2")
+    if damage == "truncated data":
+        for path in glob.glob(os.path.join(latest, "default", "ocdbt.process_0", "d", "*")):
+            os.truncate(path, os.path.getsize(path) // 2)
+    else:
+        Path(latest, "default", "_METADATA").write_text("")
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warning) == 1 and f"skipping the checkpoint after chunk 2 ({latest})" in warning[0]
+    assert_same_outputs(finished_run, out)
+
+
+def test_resume_fails_in_one_line_when_no_checkpoint_restores(finished_run, tmp_path, capsys):
+    out = str(tmp_path / "corrupt")
+    shutil.copytree(finished_run, out)
+    for step in ("1", "2"):
+        Path(out, "checkpoints", step, "default", "_METADATA").write_text("")
+    assert run.main(["--resume", out, "--quiet"]) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
+    assert lines == [lines[0]] and f"no checkpoint in {out}/checkpoints can be restored" in lines[0]
+
+
+def test_resume_refuses_a_checkpoint_of_another_config(finished_run, tmp_path, capsys):
+    out = str(tmp_path / "other")
+    shutil.copytree(finished_run, out)
+    path = Path(out, "config.json")
+    record = json.loads(path.read_text())
+    record["train"]["buffer_capacity"] = 2000
+    path.write_text(json.dumps(record))
+    assert run.main(["--resume", out, "--quiet"]) == 2
+    assert "does not match the config.json beside it" in one_line(capsys.readouterr().err)
+
+
+def test_a_folder_holding_a_run_is_refused_unless_overwritten(finished_run, tmp_path, capsys):
+    """The second run also ends mid-chunk (500 steps, evaluations every 200) and before its
+    first update: it is warned about and marked in the summary."""
+    out = str(tmp_path / "reused")
+    shutil.copytree(finished_run, out)
+    before = {name: Path(out, name).read_bytes() for name in ("config.json", "summary.json")}
+    shorter = [*TINY, "--out", out, "--total-env-steps", "500", "--learning-starts", "800"]
+    assert run.main(shorter) == 2
+    line = one_line(capsys.readouterr().err)
+    assert f"--out {out} holds a run already" in line and "--overwrite" in line
+    assert {name: Path(out, name).read_bytes() for name in before} == before
+    assert run.main([*shorter, "--overwrite"]) == 0
+    assert "warning: the run ends at 500 env steps per seed, before the first update" in (
+        capsys.readouterr().err)
+    assert not os.path.exists(os.path.join(out, "episode.gif"))  # the old run's, removed
+    assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["1", "2"]
+    rows = Path(out, "metrics.csv").read_text().strip().splitlines()
+    assert [row.split(",")[2] for row in rows[1:]] == ["200", "200", "400", "400", "500", "500"]
+    summary = json.loads(Path(out, "summary.json").read_text())
+    assert summary["env_steps_per_seed"] == 500 and summary["updates_per_seed"] == [0, 0]
+    assert "never trained" in summary["warning"]
+
+
+def test_gif_plays_at_the_intended_rate(finished_run):
+    with Image.open(os.path.join(finished_run, "episode.gif")) as gif:
+        assert gif.n_frames == 25
+        assert 100 <= gif.info["duration"] <= 150  # 8 frames per second, in milliseconds
 
 
 def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
