@@ -93,7 +93,7 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Alg
         raise ValueError(f"spec must be an EnvSpec, got {type(spec).__name__}")
     wanted = config_type(name)
     if not isinstance(config, wanted):
-        raise ValueError(f"config must be a {wanted.__name__} for algo {name!r}, got "
+        raise ValueError(f"config must be of type {wanted.__name__} for algo {name!r}, got "
                          f"{type(config).__name__}")
     if name in VARIANTS:
         return build(spec, config, variant_of(name, spec, config))

@@ -1,0 +1,67 @@
+"""ValueConfig defaults and validation; the registry's value family (names, config types,
+one-line refusals)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos.registry import ALGOS, check_replay, config_type, family_of
+from jaxmarl_accel.algos.value import ValueConfig
+from tests.algos.value.helpers import SMALL, SMALL_MLP, value_spec
+
+
+def test_defaults_are_the_reference_settings():
+    c = ValueConfig()
+    assert (c.agent, c.hidden, c.mixer_embed, c.hypernet_hidden) == ("rnn", 64, 32, 64)
+    assert (c.lr, c.gamma, c.td_lambda, c.grad_clip) == (1e-3, 0.99, 0.6, 10.0)
+    assert c.target_update_episodes == 200 and c.double_q
+    assert (c.epsilon_start, c.epsilon_finish, c.epsilon_anneal_steps) == (1.0, 0.05, 100_000)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"agent": "transformer"}, {"hidden": 0}, {"mixer_embed": 2.5}, {"hypernet_hidden": -1},
+    {"target_update_episodes": 0}, {"epsilon_anneal_steps": True}, {"lr": 0.0},
+    {"grad_clip": -1.0}, {"gamma": 1.5}, {"td_lambda": -0.1}, {"epsilon_start": 2.0},
+    {"epsilon_finish": -0.5}, {"double_q": 1},
+])
+def test_bad_fields_raise_one_line_value_errors_naming_them(kwargs):
+    field = next(iter(kwargs))
+    with pytest.raises(ValueError, match=field) as info:
+        ValueConfig(**kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_epsilon_finish_may_not_exceed_start():
+    with pytest.raises(ValueError, match="epsilon_finish"):
+        ValueConfig(epsilon_start=0.1, epsilon_finish=0.5)
+
+
+def test_families_and_config_types():
+    assert {name: family_of(name) for name in ALGOS} == {
+        "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
+        "qmix": "value", "vdn": "value", "iql": "value"}
+    assert config_type("matd3") is AlgoConfig and config_type("qmix") is ValueConfig
+    with pytest.raises(ValueError, match="name"):
+        family_of("dqn")
+
+
+def test_make_algo_refuses_a_config_of_the_other_family():
+    spec = value_spec()
+    with pytest.raises(ValueError, match="config must be of type ValueConfig for algo 'qmix', got "
+                                         "AlgoConfig"):
+        make_algo("qmix", spec, AlgoConfig())
+    with pytest.raises(ValueError, match="config must be of type AlgoConfig for algo 'maddpg'"):
+        make_algo("maddpg", spec, SMALL)
+
+
+def test_check_replay_names_the_argument_and_why():
+    check_replay("qmix", SMALL, "episode")
+    check_replay("qmix", SMALL_MLP, "transition")
+    check_replay("maddpg", AlgoConfig(), "transition")
+    with pytest.raises(ValueError, match="replay must be 'episode' for algo 'qmix', got "
+                                         "'transition': a recurrent agent") as info:
+        check_replay("qmix", SMALL, "transition")
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="replay must be 'transition' for algo 'vdn'"):
+        check_replay("vdn", SMALL_MLP, "episode")
