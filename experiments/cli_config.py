@@ -186,33 +186,103 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     """The valid values of the ``TrainConfig`` and ``AlgoConfig`` fields that name a
     registry entry or a mode."""
     from jaxmarl_accel.algos.config import CONTINUOUS_POLICIES, LEARNERS
-    from jaxmarl_accel.config import ALGOS, INDEX_SHARING, LAYOUTS, PREY_MODES, SAMPLERS
+    from jaxmarl_accel.algos.value.config import AGENTS
+    from jaxmarl_accel.config import (
+        ALGOS,
+        INDEX_SHARING,
+        LAYOUTS,
+        PREY_MODES,
+        REPLAY_MODES,
+        SAMPLERS,
+    )
     from jaxmarl_accel.envs import SCENARIOS
 
     return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
-            "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES}
+            "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
+            "replay": REPLAY_MODES, "agent": AGENTS}
 
 
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
     ``fixed`` sets fields the command decides itself); ``AlgoConfig`` likewise."""
     from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+    from jaxmarl_accel.config import TrainConfig, defaults_for, family_of
 
-    values = dataclass_values(TrainConfig, args)
+    values = {**dataclass_values(TrainConfig, args), **fixed}
+    family = family_of(values.get("algo", TrainConfig.algo))
+    check_family_flags(args, family, values.get("algo", TrainConfig.algo))
+    for name, default in {**_dataclass_defaults(TrainConfig),
+                          **defaults_for(values.get("algo", TrainConfig.algo))}.items():
+        if values.get(name, UNSET) is UNSET:
+            values[name] = default
     values["algo_config"] = AlgoConfig(**dataclass_values(AlgoConfig, args))
-    values.update(fixed)
+    values["value_config"] = ValueConfig(**dataclass_values(ValueConfig, args))
     return TrainConfig(**values)
+
+
+UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
+"""Default of the flags whose default depends on the learner family: left out of the
+parsed values, so the family's default (:func:`jaxmarl_accel.config.defaults_for`) or the
+dataclass's applies."""
+
+FAMILY_NAMES = {"actor_critic": "the actor-critic family (maddpg, matd3, masac)",
+                "value": "the value-based family (qmix, vdn, iql)"}
+SHARED_LEARNER_FIELDS = ("gamma", "grad_clip")
+"""Fields both learner families have: one flag (``--gamma``) sets the chosen family's."""
+
+
+def _dataclass_defaults(cls: type) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(cls)
+            if f.default is not dataclasses.MISSING}
+
+
+def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
+    """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
+    whose default depends on the learner family and the fields both families share start
+    as :data:`UNSET`; their help shows both defaults."""
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+    from jaxmarl_accel.config import VALUE_DEFAULTS, TrainConfig
+
+    shown = {}
+    for name, value in VALUE_DEFAULTS.items():
+        shown[name] = f"{getattr(TrainConfig, name)}; {value} for qmix / vdn / iql"
+    for name in SHARED_LEARNER_FIELDS:
+        shown[name] = (f"{getattr(AlgoConfig, name)}; {getattr(ValueConfig, name)} for "
+                       "qmix / vdn / iql")
+    return {name: UNSET for name in shown}, shown
+
+
+def check_family_flags(args: argparse.Namespace, family: str, algo: str) -> None:
+    """``ValueError`` (one line, naming the flag) when a flag of the other learner family
+    was changed from its default: ``--actor-lr`` means nothing to QMIX."""
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+
+    other = ValueConfig if family == "actor_critic" else AlgoConfig
+    other_family = "value" if family == "actor_critic" else "actor_critic"
+    own = AlgoConfig if family == "actor_critic" else ValueConfig
+    own_fields = {f.name for f in dataclasses.fields(own)}
+    for name, default in _dataclass_defaults(other).items():
+        if name in own_fields or not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        value = tuple(value) if isinstance(value, list) else value
+        if value is not UNSET and value != default:
+            raise ValueError(f"--{name.replace('_', '-')} applies to {FAMILY_NAMES[other_family]}"
+                             f"; algo {algo!r} does not use it")
 
 
 def dataclass_values(cls: type, namespace: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of ``cls``'s flags, lists turned back into tuples."""
     values = {}
     for field in dataclasses.fields(cls):
-        if field.name != "algo_config" and hasattr(namespace, field.name):
+        if field.name not in ("algo_config", "value_config") and hasattr(namespace, field.name):
             value = getattr(namespace, field.name)
-            values[field.name] = tuple(value) if isinstance(value, list) else value
+            if value is not UNSET:
+                values[field.name] = tuple(value) if isinstance(value, list) else value
     return values
 
 

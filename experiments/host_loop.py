@@ -108,7 +108,24 @@ def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[st
         "random": evaluate_policy(env, params, random_fn, random_key, episodes),
         "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
                                      episodes)}
-    return {name: np.asarray(result.agent_returns) for name, result in results.items()}
+    out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
+    for name, result in results.items():  # per-episode counters of the env, e.g. captures
+        out.update({f"{name}_{stat}": float(np.mean(v)) for stat, v in result.stats.items()})
+    return out
+
+
+def episode_stats_summary(rows: list[dict[str, float]], trainer: Trainer,
+                          base: dict[str, Any]) -> dict[str, Any]:
+    """The env's per-episode counters (``spec.episode_stats``, e.g. stag hunt captures) in
+    the summary: each seed's final greedy evaluation and the random and scripted
+    baselines', per episode."""
+    out: dict[str, Any] = {}
+    for stat in trainer.env.spec.episode_stats:
+        out[f"final_eval_{stat}_per_episode_per_seed"] = [
+            r[f"eval_{stat}"] for r in rows if r["chunk"] == trainer.num_chunks - 1]
+        out[f"random_{stat}_per_episode"] = base[f"random_{stat}"]
+        out[f"heuristic_{stat}_per_episode"] = base[f"heuristic_{stat}"]
+    return out
 
 
 def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
@@ -180,7 +197,11 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
         os.path.abspath(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)),
         options=ocp.CheckpointManagerOptions(max_to_keep=2),
         item_handlers=ocp.StandardCheckpointHandler())
-    started = restore_or_init(config, options, sharded, manager, warn, log)
+    try:
+        started = restore_or_init(config, options, sharded, manager, warn, log)
+    except ValueError:
+        manager.close()
+        raise
     log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
@@ -411,7 +432,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
                "random_return_per_team": team_means(base["random"], spec.teams),
                "heuristic_return_per_team": team_means(base["heuristic"], spec.teams),
-               "updates_per_seed": updates, **untrained})
+               "updates_per_seed": updates, **untrained,
+               **episode_stats_summary(rows, trainer, base)})
     first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
     if not writer:
         return
@@ -433,15 +455,23 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     (no seed axis) and save GIF and PNG."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
+    from jaxmarl_accel.steps import recurrent_rollout
 
     env, params = trainer.env, trainer.env_params
-    policy = learner_policy(env, trainer.algo, trainer.config.prey == "heuristic", explore=False)
-
-    def policy_fn(key, obs, env_state, params):
-        return policy(algo_state, key, obs, env_state, params)[0]
-
     steps = int(params.episode_length)
-    states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
+    if trainer.algo.initial_carry is not None:  # a recurrent learner: its own rollout
+        states, ended = jax.jit(lambda: recurrent_rollout(env, params, trainer.algo, algo_state,
+                                                          key, steps))()
+        shown = int(np.argmax(np.asarray(ended))) if np.any(ended) else steps
+        states = jax.tree.map(lambda leaf: leaf[: max(shown, 1)], states)
+    else:
+        policy = learner_policy(env, trainer.algo, trainer.config.prey == "heuristic",
+                                explore=False)
+
+        def policy_fn(key, obs, env_state, params):
+            return policy(algo_state, key, obs, env_state, params)[0]
+
+        states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
     frames = render_rollout(states, params, env.spec)
     write_gif(os.path.join(out_dir, outputs.GIF_NAME), frames)
     write_png(os.path.join(out_dir, outputs.PNG_NAME), frames[len(frames) // 2])

@@ -39,6 +39,9 @@ def metric_rows(chunk: int, metrics: Any) -> list[dict[str, float]]:
         }
         for agent, value in enumerate(eval_return[seed]):
             row[f"eval_return_agent{agent}"] = float(value)
+        for prefix, stats in (("eval", metrics.eval_stats), ("train", metrics.train_stats)):
+            for name, value in sorted(stats.items()):  # per-episode counters, e.g. captures
+                row[f"{prefix}_{name}"] = float(np.asarray(value)[seed])
         for name, value in sorted(metrics.learner.items()):
             row[name] = float(np.asarray(value)[seed])
         rows.append(row)

@@ -54,6 +54,7 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
     from jaxmarl_accel.config import TrainConfig
 
     parser = cli_config.Parser(
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
-    devices.add_argument("--devices", default="auto",
+    devices.add_argument("--devices", default="auto", metavar="{auto,N}",
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
                               "of all devices that the seeds (and envs) divide evenly over; 1 is "
                               "the single-device program (default: auto)")
@@ -104,11 +105,22 @@ def build_parser() -> argparse.ArgumentParser:
                          help="devices each seed's envs are split over (default: 1 when the "
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
+    family_defaults, family_shown = cli_config.family_flag_defaults()
     parser.fields = cli_config.add_dataclass_flags(
-        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config"),
-        choices=cli_config.train_choices())
-    algo = parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)")
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config", "value_config"),
+        choices=cli_config.train_choices(), defaults=family_defaults,
+        shown_defaults=family_shown)
+    algo = parser.add_argument_group("actor-critic learners: maddpg, matd3, masac "
+                                     "(jaxmarl_accel.algos.AlgoConfig)")
     parser.fields += cli_config.add_dataclass_flags(algo, AlgoConfig,
+                                                    choices=cli_config.train_choices(),
+                                                    defaults=family_defaults,
+                                                    shown_defaults=family_shown)
+    value = parser.add_argument_group("value-based learners: qmix, vdn, iql "
+                                      "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
+                                      "--grad-clip above apply to them too)")
+    parser.fields += cli_config.add_dataclass_flags(value, ValueConfig,
+                                                    skip=cli_config.SHARED_LEARNER_FIELDS,
                                                     choices=cli_config.train_choices())
     return parser
 

@@ -274,3 +274,53 @@ def test_oversized_buffer_is_refused_before_compiling(capsys):
     code = run.main([*TINY, "--buffer-capacity", "2000000000", "--out", "/tmp/never"])
     assert code == 2
     assert "GiB" in capsys.readouterr().err
+
+
+VALUE_TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "qmix",
+              "--env-kwargs", "episode_length=10", "--hidden", "8", "--mixer-embed", "4",
+              "--hypernet-hidden", "8", "--buffer-capacity", "16", "--batch-size", "4",
+              "--num-envs", "2", "--eval-every", "100", "--total-env-steps", "200",
+              "--eval-episodes", "2", "--baseline-episodes", "4", "--quiet"]
+
+
+def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(tmp_path):
+    out = str(tmp_path / "qmix")
+    assert run.main([*VALUE_TINY, "--out", out]) == 0
+    config = json.loads(Path(out, "config.json").read_text())["train"]
+    assert config["algo"] == "qmix" and config["value_config"]["hidden"] == 8
+    rows = Path(out, "metrics.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 2  # header, 2 chunks x 2 seeds
+    assert "td_error" in rows[0] and "epsilon" in rows[0]
+    env_steps = [int(row.split(",")[2]) for row in rows[1:]]
+    assert all(steps >= 100 for steps in env_steps)  # a chunk ends once its steps are reached
+    summary = json.loads(Path(out, "summary.json").read_text())
+    assert len(summary["final_eval_return_per_seed"]) == 2
+    # resuming the finished run from its first checkpoint reproduces its metrics
+    again = str(tmp_path / "again")
+    shutil.copytree(out, again)
+    shutil.rmtree(Path(again, "checkpoints", "1"))
+    assert run.main(["--resume", again, "--quiet"]) == 0
+    assert Path(again, "metrics.csv").read_text() == Path(out, "metrics.csv").read_text()
+
+
+def test_value_learner_defaults_and_family_flags():
+    parser = run.build_parser()
+    qmix = run.config_from_args(parser.parse_args(["--algo", "qmix"]))
+    assert (qmix.batch_size, qmix.buffer_capacity, qmix.num_envs) == (128, 5000, 8)
+    assert qmix.value_config.gamma == 0.99 and qmix.algo_config.gamma == 0.95
+    tuned = run.config_from_args(parser.parse_args(["--algo", "vdn", "--gamma", "0.9",
+                                                    "--batch-size", "32"]))
+    assert tuned.value_config.gamma == 0.9 and tuned.batch_size == 32
+    maddpg = run.config_from_args(parser.parse_args([]))
+    assert (maddpg.batch_size, maddpg.algo_config.gamma) == (1024, 0.95)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algo", "qmix", "--actor-lr", "0.1"], "--actor-lr applies to the actor-critic family"),
+    (["--algo", "maddpg", "--td-lambda", "0.1"], "--td-lambda applies to the value-based family"),
+    (["--algo", "qmix", "--replay", "transition"], "a recurrent learner"),
+    (["--algo", "qmix", "--env-kwargs", "continuous_actions=true"], "discrete actions"),
+])
+def test_value_learner_flag_errors_are_one_line(argv, message, capsys):
+    assert exit_code([*argv, "--out", "/tmp/never-written"]) == 2
+    assert message in one_line(capsys.readouterr().err)
