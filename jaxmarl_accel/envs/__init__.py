@@ -32,6 +32,7 @@ _SCENARIOS: dict[str, str] = {
     "simple_adversary": "jaxmarl_accel.envs.simple_adversary",
     "simple_push": "jaxmarl_accel.envs.simple_push",
     "simple_reference": "jaxmarl_accel.envs.simple_reference",
+    "stag_hunt": "jaxmarl_accel.envs.stag_hunt",
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)

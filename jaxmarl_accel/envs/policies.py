@@ -30,8 +30,17 @@ def heuristic_policy(env: Env) -> PolicyFn:
 
 
 def random_policy(env: Env) -> PolicyFn:
-    """The env's uniform random policy as a ``policy_fn``."""
-    return lambda key, obs, state, params: env.random_action(key)
+    """The env's uniform random policy as a ``policy_fn``: uniform over the actions available
+    in the state (``env.avail_actions``) when the env has them, else ``env.random_action``."""
+    if env.avail_actions is None:
+        return lambda key, obs, state, params: env.random_action(key)
+
+    def policy(key: jax.Array, obs: jax.Array, state: Any, params: Any) -> jax.Array:
+        avail = env.avail_actions(state, params)  # [N, num_actions]
+        logits = jnp.where(avail, 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+    return policy
 
 
 def team_rows(env: Env, team: str) -> jax.Array:

@@ -1,8 +1,11 @@
-"""Drawing MPE states as RGB images (host side, matplotlib's Agg canvas; no files, no windows).
+"""Drawing MPE and grid-hunt states as RGB images (host side, matplotlib's Agg canvas; no
+files, no windows).
 
 :func:`render_frame` draws one state and :func:`render_rollout` a stored rollout (a state
 pytree with a leading time axis, e.g. the per-step states of a ``lax.scan``) with one fixed
 camera. Writing GIF / PNG files is left to the caller (``experiments/render_demo.py``).
+Grid-hunt states (``stag_hunt``'s :class:`~.hunt_rules.HuntState`) are drawn by
+:func:`~.render_grid.draw_hunt`; the rest of this docstring is about MPE states.
 
 What is drawn (entities are circles of their true radius, ``params.world.size``, filled
 with ``params.world.color``):
@@ -19,6 +22,7 @@ with ``params.world.color``):
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -26,6 +30,8 @@ from matplotlib.patches import Circle
 
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.envs.core import MPEState, WorldParams
+from jaxmarl_accel.envs.hunt_rules import HuntState
+from jaxmarl_accel.envs.render_grid import draw_hunt
 
 TEAM_MARKERS = {"predator": "^", "adversary": "^", "prey": "o", "agent": "o",
                 "speaker": "s", "listener": "D"}
@@ -93,8 +99,10 @@ def render_frame(
     """Draws one state.
 
     Args:
-      state: an unbatched state (``pos [E, 2]``, ``comm [N, C]``, ``step []``, ``goal [G]``).
-      params: the scenario's params (its ``world`` field gives sizes, colours, colliders).
+      state: an unbatched state (``pos [E, 2]``, ``comm [N, C]``, ``step []``, ``goal [G]``),
+        or a grid hunt's (``agent_pos [N, 2]``, ``prey_pos [P, 2]``, ...).
+      params: the scenario's params (an MPE world's ``world`` field gives sizes, colours,
+        colliders; unused for a grid hunt).
       spec: the scenario's spec (names the agents' teams).
       pixels: width and height of the image.
       extent: half-width of the square view (default: fits the state).
@@ -102,8 +110,11 @@ def render_frame(
     Returns:
       ``[pixels, pixels, 3]`` uint8 RGB image.
     """
-    extent = _camera_extent(np.asarray(state.pos)) if extent is None else extent
     fig, canvas = _canvas(pixels)
+    if isinstance(state, HuntState):
+        draw_hunt(fig, state, spec.name)
+        return _pixels(canvas)
+    extent = _camera_extent(np.asarray(state.pos)) if extent is None else extent
     _draw(fig, state, params.world, spec, extent)
     return _pixels(canvas)
 
@@ -112,7 +123,8 @@ def render_rollout(states: MPEState, params, spec: EnvSpec, pixels: int = 400) -
     """Draws every step of a stored rollout with one fixed camera.
 
     Args:
-      states: a state pytree whose leaves have a leading time axis T (``pos [T, E, 2]``).
+      states: a state pytree whose leaves have a leading time axis T (``pos [T, E, 2]``,
+        or a grid hunt's ``agent_pos [T, N, 2]``).
       params: the scenario's (unbatched) params.
       spec: the scenario's spec.
       pixels: width and height of each image.
@@ -120,6 +132,8 @@ def render_rollout(states: MPEState, params, spec: EnvSpec, pixels: int = 400) -
     Returns:
       ``[T, pixels, pixels, 3]`` uint8 RGB frames.
     """
+    if isinstance(states, HuntState):
+        return _render_hunt_rollout(states, spec, pixels)
     pos = np.asarray(states.pos)
     if pos.ndim != 3:
         raise ValueError(f"states.pos must be [T, E, 2] (a leading time axis), got {pos.shape}")
@@ -131,5 +145,20 @@ def render_rollout(states: MPEState, params, spec: EnvSpec, pixels: int = 400) -
                            comm=np.asarray(states.comm)[t], step=np.asarray(states.step)[t],
                            goal=np.asarray(states.goal)[t])
         _draw(fig, state_t, params.world, spec, extent)
+        frames.append(_pixels(canvas))
+    return np.stack(frames)
+
+
+def _render_hunt_rollout(states: HuntState, spec: EnvSpec, pixels: int) -> np.ndarray:
+    """``[T, pixels, pixels, 3]`` uint8 frames of grid-hunt states with a leading time axis."""
+    agent_pos = np.asarray(states.agent_pos)
+    if agent_pos.ndim != 3:
+        raise ValueError("states.agent_pos must be [T, N, 2] (a leading time axis), got "
+                         f"{agent_pos.shape}")
+    fig, canvas = _canvas(pixels)
+    host = jax.tree.map(np.asarray, states)
+    frames = []
+    for t in range(agent_pos.shape[0]):
+        draw_hunt(fig, jax.tree.map(lambda x, t=t: x[t], host), spec.name)
         frames.append(_pixels(canvas))
     return np.stack(frames)
