@@ -4,11 +4,14 @@
     python -m experiments.quality --out results/quality --only maddpg matd3
     python -m experiments.quality --out results/quality --table    # only rebuild the table
 
-Each entry is one ``experiments.run`` invocation (paper settings, 1.5M env steps per
-seed, 8 seeds, every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
+Each entry is one ``experiments.run`` invocation (paper settings: 1.5M env steps per seed
+for the MPE entries, 1.05M for the stag hunt entries of paper 004 (QMIX, VDN, IQL with 8
+agents and stags, with and without the -1.5 miscapture punishment; QMIX with 16 and 32);
+8 seeds; every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
 in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
 ``table.json``) lists the median normalized score with its interquartile range per entry,
+for the stag hunt the return against the most possible and the captures per episode,
 for predator-prey the touches per episode (predator return / 10, since every
 predator-prey contact pays each predator 10), and for speaker-listener the share of seeds
 that learned to communicate: whose final return beats the best scripted team that does not
@@ -38,6 +41,14 @@ SUITE: dict[str, list[str]] = {
                 "heuristic"],
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
 }
+for _agents in (8, 16, 32):  # paper 004: stag hunt with N agents and N stags
+    for _algo in ("qmix", "vdn", "iql"):
+        for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):
+            if _agents == 8 or (_algo == "qmix" and not _suffix):
+                SUITE[f"{_algo}-stag{_agents}{_suffix}"] = [
+                    "--env", "stag_hunt", "--agents", str(_agents), "--algo", _algo,
+                    "--env-kwargs", f"num_stags={_agents},miscapture_punishment={_punish}"]
+STAG_REWARD = 10.0
 TOUCH_REWARD = 10.0
 EVAL_EPISODES = 256  # deterministic episodes per evaluation and seed (32 is the run default)
 SILENT_EPISODES = 2048
@@ -64,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", nargs="+", choices=sorted(SUITE), default=None,
                         help="run only these entries (default: all)")
     parser.add_argument("--seeds", type=int, default=8, help="seeds per entry (default: 8)")
-    parser.add_argument("--total-env-steps", type=int, default=1_500_000,
-                        help="env steps per seed (default: 1500000 = 60K episodes of 25)")
+    parser.add_argument("--total-env-steps", type=int, default=None,
+                        help="env steps per seed (default: each learner's run default: "
+                             "1500000 = 60K MPE episodes of 25 for actor-critic learners, "
+                             "1050000 for qmix / vdn / iql)")
     parser.add_argument("--table", action="store_true",
                         help="do not train; rebuild the table from the summaries present")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
@@ -90,6 +103,14 @@ def entry_row(name: str, summary: dict[str, Any],
             "final_eval_return_per_team"])
         row["median_touches"] = touches[len(touches) // 2]
         row["random_touches"] = summary["random_return_per_team"]["predator"] / TOUCH_REWARD
+    if summary["env"] == "stag_hunt":
+        num_agents = env_kwargs.get("num_agents", 8)
+        most = STAG_REWARD * min(env_kwargs.get("num_stags", 8), num_agents // 2)
+        row["max_return"] = most  # a capture freezes >= 2 agents: at most N / 2 captures
+        captures = sorted(summary["final_eval_captures_per_episode_per_seed"])
+        row["median_captures"] = captures[len(captures) // 2]
+        row["random_captures"] = summary["random_captures_per_episode"]
+        row["scripted_captures"] = summary["heuristic_captures_per_episode"]
     if summary["env"] == "simple_speaker_listener":
         threshold = silent_return(env_kwargs)
         finals = summary["final_eval_return_per_seed"]
@@ -124,6 +145,11 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
             lines.append(f"\n{r['entry']}: median touches per episode {r['median_touches']:.2f} "
                          f"vs {r['random_touches']:.2f} for random predators against the same "
                          "prey.")
+        if "max_return" in r:
+            lines.append(f"\n{r['entry']}: median return {r['median_return']:.1f} of "
+                         f"{r['max_return']:.0f} possible; captures per episode "
+                         f"{r['median_captures']:.2f} (random {r['random_captures']:.2f}, "
+                         f"scripted {r['scripted_captures']:.2f}).")
         if "communicating_seeds" in r:
             lines.append(f"\n{r['entry']}: {r['communicating_seeds']} of {r['seeds']} seeds "
                          "learned to communicate (final return above "
@@ -151,8 +177,10 @@ def main(argv: list[str] | None = None) -> int:
             resume = os.path.exists(os.path.join(entry_dir, "config.json"))
             command = [sys.executable, "-m", "experiments.run", "--quiet"]
             command += ["--resume", entry_dir] if resume else [
-                *SUITE[name], "--seeds", str(args.seeds), "--total-env-steps",
-                str(args.total_env_steps), "--eval-episodes", str(EVAL_EPISODES),
+                *SUITE[name], "--seeds", str(args.seeds),
+                *([] if args.total_env_steps is None else
+                  ["--total-env-steps", str(args.total_env_steps)]),
+                "--eval-episodes", str(EVAL_EPISODES),
                 "--out", entry_dir, *args.extra]
             print(f"{name}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
             if subprocess.call(command) != 0:

@@ -39,3 +39,15 @@ def test_table_reports_touches_and_communication_share(tmp_path):
     table = (tmp_path / "table.md").read_text()
     assert "2 of 4 seeds learned to communicate" in table
     assert "median touches per episode 6.00 vs 1.00" in table
+
+
+def test_table_reports_stag_hunt_returns_against_the_most_possible(tmp_path):
+    summary = _summary("stag_hunt", [40.0, 30.0, 20.0], [{"agent": f} for f in (40, 30, 20)],
+                       {"agent": 0.5})
+    summary.update({"final_eval_captures_per_episode_per_seed": [4.0, 3.0, 2.0],
+                    "random_captures_per_episode": 0.05, "heuristic_captures_per_episode": 2.5})
+    _write(tmp_path, "qmix-stag8", summary, {"num_agents": 8, "num_stags": 8})
+    row = {r["entry"]: r for r in quality.build_table(str(tmp_path))}["qmix-stag8"]
+    assert row["max_return"] == 40.0 and row["median_captures"] == 3.0
+    assert "median return 30.0 of 40 possible" in (tmp_path / "table.md").read_text()
+    assert quality.SUITE["qmix-stag32"][:4] == ["--env", "stag_hunt", "--agents", "32"]
