@@ -139,6 +139,7 @@ class Skeleton(NamedTuple):
     mask: jax.Array  # [N, A] bool valid actions
     target_entropy: jax.Array  # [N]
     map_agents: Callable[..., tuple[PyTree, Any]]  # learners.parallel or .sequential
+    joint_q: Callable[..., jax.Array]  # losses.joint_q_linear or .joint_q_full
 
 
 class Agent(NamedTuple):
@@ -192,7 +193,8 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
         critic_tx=losses.make_optimizer(config.critic_lr, config.grad_clip),
         alpha_tx=optax.adam(config.alpha_lr),
         mask=spec.action_mask if not spec.continuous else jnp.ones((n, dist.action_dim), bool),
-        target_entropy=_target_entropy(spec, config), map_agents=LEARNERS[config.learners])
+        target_entropy=_target_entropy(spec, config), map_agents=LEARNERS[config.learners],
+        joint_q=losses.JOINT_Q[config.actor_step])
 
 
 def init(sk: Skeleton, key: jax.Array) -> AlgoState:
@@ -294,7 +296,7 @@ def agent_actor_step(sk: Skeleton, agent: Agent, key: jax.Array,
     (loss, entropy), grad = jax.value_and_grad(losses.actor_loss, has_aux=True)(
         agent.actor, sk.actor_mlp, sk.critic_mlp, sk.dist, agent.index, agent.mask,
         sk.variant.actor_critics(agent.critic), batch.obs, batch.action, key,
-        sk.variant.alpha(agent.log_alpha), sk.config.actor_reg)
+        sk.variant.alpha(agent.log_alpha), sk.config.actor_reg, sk.joint_q)
     actor, actor_opt = losses.flat_step(sk.actor_tx, grad, agent.actor_opt, agent.actor)
     log_alpha, alpha_opt = sk.variant.temperature(
         sk.alpha_tx, agent.log_alpha, agent.alpha_opt, entropy, agent.target_entropy)

@@ -13,6 +13,7 @@ import dataclasses
 from jaxmarl_accel.algos.learners import LEARNERS
 
 CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
+ACTOR_STEPS = ("linear", "full")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +60,13 @@ class AlgoConfig:
         ``"gumbel_softmax"`` (soft Gumbel-softmax samples over the action components, how
         the original MADDPG code drives MPE's move vector), or ``"auto"``: gaussian for
         MASAC, sigmoid otherwise. Ignored for discrete-action envs.
+      actor_step: how the actor step evaluates agent i's critics at the replayed joint
+        action with its own action replaced: ``"linear"`` (default) shares the critic's
+        first-layer product with the replayed input and adds the own action's correction
+        (exact because that layer is linear; the gradient flows through the own action's
+        kernel rows only); ``"full"`` builds every agent's joint input ``[N, B, N (obs +
+        act)]`` and back-propagates through all of it (the reference implementations'
+        form, kept for comparison).
     """
 
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -82,6 +90,7 @@ class AlgoConfig:
     log_std_min: float = -5.0
     log_std_max: float = 2.0
     continuous_policy: str = "auto"
+    actor_step: str = "linear"
 
     def __post_init__(self) -> None:
         if not self.hidden_sizes or any(
@@ -105,6 +114,8 @@ class AlgoConfig:
         if self.continuous_policy not in CONTINUOUS_POLICIES:
             raise ValueError(f"continuous_policy must be one of {CONTINUOUS_POLICIES}, got "
                              f"{self.continuous_policy!r}")
+        if self.actor_step not in ACTOR_STEPS:
+            raise ValueError(f"actor_step must be one of {ACTOR_STEPS}, got {self.actor_step!r}")
         if not isinstance(self.policy_delay, int) or self.policy_delay < 1:
             raise ValueError(f"policy_delay must be an int >= 1, got {self.policy_delay!r}")
         if self.auto_alpha and not self.alpha > 0:

@@ -9,8 +9,11 @@ the batch, with ``F(net) = 2 * sum_k d_k d_{k+1}`` the forward cost of an MLP an
 * critic regression, per agent and critic: target forward ``F`` + forward ``F`` +
   backward ``2 F - F_1`` (weight gradients, and input gradients except at the input);
 * actor step, per agent (MATD3: on 1 of ``policy_delay`` updates): actor forward ``F_a``,
-  the critics it ascends (1, or 2 for MASAC's min) forward ``F_c`` and backward to the
-  action input ``F_c``, actor backward ``2 F_a - F_1a``.
+  actor backward ``2 F_a - F_1a``, and for each critic it ascends (1, or 2 for MASAC's min)
+  with ``actor_step="full"``: forward ``F_c`` and backward to the action input ``F_c``;
+  with ``"linear"``: the shared first layer ``F_1c``, the rest of the forward and its
+  backward ``2 (F_c - F_1c)``, and the own action's correction forward and backward
+  ``4 A H_1`` (:func:`~.losses.joint_q_linear`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def update_matmul_flops(
       name: a registered algorithm (its variant gives the critic counts, the critics the
         actor ascends, the policy delay and the action distribution).
       spec: the environment spec.
-      config: learner hyperparameters (hidden sizes, policy delay).
+      config: learner hyperparameters (hidden sizes, policy delay, actor step).
       batch_size: transitions per agent per update (B).
       per_agent: every agent learns from its own batch (``[N, B, N, ...]``).
 
@@ -57,5 +60,9 @@ def update_matmul_flops(
     actor_critics = len(variant.actor_critics(np.arange(critics)))  # critics the actor uses
     next_actions = (n * n if per_agent else n) * f_a
     critic = n * critics * (f_c + f_c + 2 * f_c - f1_c)
-    actor = n * (f_a + actor_critics * 2 * f_c + 2 * f_a - f1_a)
+    if config.actor_step == "full":
+        ascended = 2 * f_c
+    else:
+        ascended = f1_c + 2 * (f_c - f1_c) + 4 * adim * hidden[0]
+    actor = n * (f_a + actor_critics * ascended + 2 * f_a - f1_a)
     return float(batch_size * (next_actions + critic + actor / delay))

@@ -9,6 +9,7 @@ Haarnoja et al. 2018a/b (SAC eq. 3 soft value, eq. 12 actor, eq. 18 temperature)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -92,10 +93,66 @@ def critic_loss(
     return loss, (jnp.mean(jnp.abs(q - y), axis=0), jnp.mean(q))
 
 
+def joint_q_full(
+    critic_mlp: networks.MLP, critics: PyTree, obs: jax.Array, action: jax.Array,
+    index: jax.Array, own_action: jax.Array,
+) -> jax.Array:
+    """Agent i's critics at the replayed joint action with ``a_i`` replaced by ``own_action``,
+    through the whole network on the rebuilt joint input ``[B, N (obs_dim + A)]``.
+
+    Args:
+      critic_mlp: the critic module.
+      critics: agent i's critics, leaves ``[C', ...]``.
+      obs, action: the replayed ``[B, N, obs_dim]`` and ``[B, N, A]``.
+      index: ``[]`` int, i; own_action: ``[B, A]``.
+
+    Returns:
+      ``[C', B]`` Q-values.
+    """
+    select = jax.nn.one_hot(index, obs.shape[1])[None, :, None]
+    joint = action * (1.0 - select) + own_action[:, None, :] * select
+    return networks.apply_critics(critic_mlp, critics, networks.critic_input(obs, joint))
+
+
+def joint_q_linear(
+    critic_mlp: networks.MLP, critics: PyTree, obs: jax.Array, action: jax.Array,
+    index: jax.Array, own_action: jax.Array,
+) -> jax.Array:
+    """:func:`joint_q_full` from the first-layer pre-activations of the replayed input.
+
+    The critic's first layer is linear in its input ``x = [o_1..o_N, a_1..a_N]``, so with
+    ``W_a`` the rows of its kernel that multiply ``a_i`` (columns ``N obs_dim + i A`` to
+    ``N obs_dim + (i + 1) A`` of ``x``)::
+
+        W x[a_i <- mu_i] + b = (W x + b) + W_a^T (mu_i - a_i)
+
+    is exact in real arithmetic (float32 rounds differently: about 1e-7 relative). The
+    product ``W x`` over the replayed input is shared (no per-agent copy of the joint input
+    is built) and receives no gradient; the actor's gradient flows through the ``[B, A]``
+    correction only. The replayed ``a_i`` cancels up to that rounding.
+
+    Args and Returns: as :func:`joint_q_full`.
+    """
+    num_agents, obs_dim = obs.shape[1:]
+    width = action.shape[-1]
+    kernel = networks.dense_layers(critics)[0]["kernel"]  # [C', N (obs_dim + A), H_1]
+    rows = jax.lax.dynamic_slice_in_dim(kernel, num_agents * obs_dim + index * width, width,
+                                        axis=1)  # [C', A, H_1]: the rows of a_i
+    pre = networks.critics_first_layer(critics, networks.critic_input(obs, action))
+    delta = own_action - jnp.take(action, index, axis=1)  # [B, A]
+    pre = pre + jnp.einsum("ba,cah->bch", delta, rows)  # [B, C', H_1]
+    return networks.critics_after_first_layer(critics, pre)
+
+
+JOINT_Q = {"linear": joint_q_linear, "full": joint_q_full}
+"""The two ways of evaluating the actor's critics, by ``AlgoConfig.actor_step``."""
+
+
 def actor_loss(
     actor: PyTree, actor_mlp: networks.MLP, critic_mlp: networks.MLP,
     dist: ActionDistribution, index: jax.Array, mask: jax.Array, critics: PyTree,
     obs: jax.Array, action: jax.Array, key: jax.Array, alpha: jax.Array, actor_reg: float,
+    joint_q: Callable[..., jax.Array],
 ) -> tuple[jax.Array, jax.Array]:
     """Agent i's actor loss through its relaxed own action (paper 001 eq. 1; SAC eq. 12)::
 
@@ -113,17 +170,15 @@ def actor_loss(
       obs, action: the replayed ``[B, N, obs_dim]`` and ``[B, N, A]``.
       key: drives the sampled own action; alpha: ``[]`` entropy coefficient (0: none).
       actor_reg: weight of the squared pre-activation outputs.
+      joint_q: how ``Q_{i,c}`` is evaluated at the joint action with ``a_i`` replaced:
+        :func:`joint_q_linear` or :func:`joint_q_full` (:data:`JOINT_Q`).
 
     Returns:
       ``(loss [], mean entropy bonus [])``.
     """
-    num_agents = obs.shape[1]
     out = actor_mlp.apply(actor, jnp.take(obs, index, axis=1))
     own_action, bonus = dist.sample(out, mask, key)
-    select = jax.nn.one_hot(index, num_agents)[None, :, None]
-    joint = action * (1.0 - select) + own_action[:, None, :] * select
-    q = networks.apply_critics(critic_mlp, critics, networks.critic_input(obs, joint))
-    q = jnp.min(q, axis=0)
+    q = jnp.min(joint_q(critic_mlp, critics, obs, action, index, own_action), axis=0)
     loss = -jnp.mean(q) - alpha * jnp.mean(bonus)
     loss = loss + actor_reg * dist.reg(out, mask)
     return loss, jnp.mean(bonus)

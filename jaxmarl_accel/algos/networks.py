@@ -94,3 +94,44 @@ def apply_critics(mlp: MLP, params: PyTree, x: jax.Array) -> jax.Array:
       ``[C, B]`` Q-values.
     """
     return jax.vmap(mlp.apply, in_axes=(0, None))(params, x)[..., 0]
+
+
+def dense_layers(params: PyTree) -> list[PyTree]:
+    """The ``Dense_0 .. Dense_L`` parameter dicts of an :class:`MLP`, input layer first."""
+    layers = params["params"]
+    return [layers[f"Dense_{k}"] for k in range(len(layers))]
+
+
+def critics_first_layer(params: PyTree, x: jax.Array) -> jax.Array:
+    """Pre-activations of one agent's C critics' first layer, ``x W_c + b_c``, batch-major
+    (one ``[B, in] @ [in, C H_1]`` product, also across agents under ``vmap``).
+
+    Args:
+      params: one agent's critic parameters, leaves ``[C, ...]``.
+      x: ``[B, in_dim]`` from :func:`critic_input`.
+
+    Returns:
+      ``[B, C, H_1]``.
+    """
+    first = dense_layers(params)[0]
+    return jnp.einsum("bd,cdh->bch", x, first["kernel"]) + first["bias"]
+
+
+def critics_after_first_layer(params: PyTree, pre: jax.Array) -> jax.Array:
+    """One agent's C critics from their first layer's pre-activations on: ReLU, then the
+    remaining layers of :class:`MLP` (``apply_critics`` is this after
+    :func:`critics_first_layer`).
+
+    Args:
+      params: one agent's critic parameters, leaves ``[C, ...]``.
+      pre: ``[B, C, H_1]`` first-layer pre-activations.
+
+    Returns:
+      ``[C, B]`` Q-values.
+    """
+    def one(layers: list[PyTree], h: jax.Array) -> jax.Array:
+        for dense in layers:
+            h = jnp.dot(nn.relu(h), dense["kernel"]) + dense["bias"]
+        return h[..., 0]
+
+    return jax.vmap(one, in_axes=(0, 1))(dense_layers(params)[1:], pre)

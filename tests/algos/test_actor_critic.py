@@ -9,6 +9,7 @@ entropy coefficient (``auto_alpha``), discrete MASAC does not.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import chex
@@ -17,8 +18,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, losses
+from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
 from jaxmarl_accel.algos import actor_critic as ac
+from jaxmarl_accel.algos.config import ACTOR_STEPS
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.types import Transition
 from tests.algos.helpers import (
@@ -166,6 +168,36 @@ def test_agent_actor_step_moves_only_the_actor_and_temperature(name, n, continuo
     assert_trees_close((new.critic, new.critic_opt), (agent.critic, agent.critic_opt), 0, 0)
     moved = not np.allclose(new.log_alpha, agent.log_alpha)
     assert moved == (name == "masac" and sk.config.auto_alpha)
+
+
+@pytest.mark.parametrize(("name", "n", "continuous", "learners", "per_agent"), [
+    *[(name, n, continuous, "parallel", False) for name, n, continuous in CASES],
+    ("matd3", 3, False, "sequential", False), ("masac", 3, True, "parallel", True),
+])
+def test_linear_actor_step_equals_the_full_one(name, n, continuous, learners, per_agent):
+    """``config.actor_step`` picks the skeleton's ``joint_q``; the linear and the full actor
+    steps move every agent's actor (and temperature) alike, within 1e-5 relative."""
+    spec = spec_for(n, continuous)
+    config = dataclasses.replace(config_for(name, continuous), learners=learners)
+    forms = {form: make_algo(name, spec, dataclasses.replace(config, actor_step=form))
+             for form in ACTOR_STEPS}
+    lead = (n,) if per_agent else ()
+    state = jax.jit(forms["full"].init)(jax.random.key(0))
+    state = state.replace(critic=jax.tree.map(  # critics unlike their initialization
+        lambda x: x * (1.0 + 0.1 * jax.random.normal(jax.random.key(9), x.shape)),
+        state.critic))
+    batch = random_batch(jax.random.key(1), spec, forms["full"].action_dim, BATCH, lead)
+    (full, full_info), (linear, linear_info) = (
+        jax.jit(forms[form].phases.actor_step)(state, batch, jax.random.key(2))
+        for form in ACTOR_STEPS[::-1])
+    for form in ACTOR_STEPS:
+        form_config = dataclasses.replace(config, actor_step=form)
+        sk = ac.make_skeleton(spec, form_config, variant_of(name, spec, form_config))
+        assert sk.joint_q is losses.JOINT_Q[form]
+    assert_trees_close(linear_info, full_info, rtol=1e-5, atol=1e-6)
+    assert_trees_close((linear.actor, linear.log_alpha), (full.actor, full.log_alpha),
+                       rtol=1e-5, atol=1e-6)
+    assert not np.allclose(jax.tree.leaves(linear.actor)[1], jax.tree.leaves(state.actor)[1])
 
 
 @pytest.mark.parametrize(("name", "n", "continuous"), [("maddpg", 6, True), ("masac", 3, True)])

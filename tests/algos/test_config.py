@@ -14,6 +14,7 @@ def test_defaults_are_the_papers_settings():
     assert (c.grad_clip, c.actor_reg, c.learners) == (0.5, 1e-3, "parallel")
     assert (c.policy_delay, c.target_noise, c.target_noise_clip) == (2, 0.2, 0.5)
     assert (c.alpha, c.auto_alpha) == (0.05, False)
+    assert c.actor_step == "linear"
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -22,6 +23,7 @@ def test_defaults_are_the_papers_settings():
     {"learners": "async"}, {"policy_delay": 0}, {"target_noise": -0.2},
     {"alpha": -0.05}, {"auto_alpha": True, "alpha": 0.0}, {"gumbel_temperature": 0.0},
     {"log_std_min": 2.0, "log_std_max": -5.0}, {"continuous_policy": "beta"},
+    {"actor_step": "fast"},
 ])
 def test_bad_config_raises_value_error(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs)) if len(kwargs) == 1 else None):

@@ -43,3 +43,24 @@ def test_critics_see_all_observations_and_actions():
         np.testing.assert_allclose(q[c], mlp_numpy(agent_slice(one_agent, c), x)[:, 0],
                                    rtol=1e-5, atol=1e-6)
     assert jnp.all(q[0] != q[1])
+
+
+def test_first_layer_then_the_rest_is_apply_critics():
+    x = jax.random.normal(jax.random.key(0), (B, 11))
+    mlp = networks.MLP((8, 6), 1)
+    params = agent_slice(networks.init_critics(mlp, jax.random.key(1), N, C, 11), 2)
+    assert [sorted(d) for d in networks.dense_layers(params)] == [["bias", "kernel"]] * 3
+
+    @jax.jit
+    def split(p, x):
+        pre = networks.critics_first_layer(p, x)
+        return pre, networks.critics_after_first_layer(p, pre)
+
+    pre, q = split(params, x)
+    assert pre.shape == (B, C, 8) and q.shape == (C, B)
+    for c in range(C):
+        dense = agent_slice(params, c)["params"]["Dense_0"]
+        np.testing.assert_allclose(pre[:, c], np.asarray(x) @ np.asarray(dense["kernel"])
+                                   + np.asarray(dense["bias"]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(q, jax.jit(lambda p, x: networks.apply_critics(mlp, p, x))(
+        params, x), rtol=1e-6, atol=1e-7)
