@@ -173,7 +173,7 @@ def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2: usage or set-up error, 1: a
     non-finite value stopped the run, 130: interrupted)."""
-    out_dir, parser = None, None
+    out_dir = None
     try:
         early, _ = distributed_parser().parse_known_args(argv)
         if early.distributed:
@@ -189,9 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         from experiments.host_loop import run_training
 
         return run_training(config, options)
-    except ValueError as error:
-        print(f"error: {cli_config.flag_message(str(error), getattr(parser, 'fields', ()))}",
-              file=sys.stderr)
+    except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
+        print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if out_dir is not None and os.path.exists(os.path.join(out_dir, CONFIG_NAME)):
