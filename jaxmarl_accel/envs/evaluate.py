@@ -5,8 +5,10 @@ with every ``R`` measured by :func:`evaluate_policy` in the same scenario.
 
 A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions`` of
 one environment (:mod:`jaxmarl_accel.envs.policies` has the scripted, random and learned
-ones). Returns are per agent, summed over one episode of
-``num_steps`` (default ``params.episode_length``) steps from a reset.
+ones). Returns are per agent, summed over the first episode from a reset: its rewards stop
+counting after the step that terminates or truncates it, and at most ``num_steps`` (default
+``params.episode_length``) steps are run. The env's ``spec.episode_stats`` counters
+(``info[name]``) are summed over the same steps.
 """
 
 from __future__ import annotations
@@ -27,17 +29,26 @@ class EvalResult(NamedTuple):
       mean_return: ``[]`` mean over agents and episodes of the per-agent episode return.
       agent_returns: ``[N]`` mean episode return of each agent.
       episode_returns: ``[num_episodes, N]`` episode return of each agent in each episode.
+      stats: ``{name: [num_episodes]}`` each of ``spec.episode_stats`` summed over each
+        episode (empty when the env reports none).
     """
 
     mean_return: jax.Array
     agent_returns: jax.Array
     episode_returns: jax.Array
+    stats: dict[str, jax.Array]
 
 
 class _Carry(NamedTuple):
     obs: jax.Array
     state: Any
     key: jax.Array
+    ended: jax.Array  # [] bool: the first episode has terminated or been truncated
+
+
+class _StepOut(NamedTuple):
+    reward: jax.Array  # [N], zero after the first episode
+    stats: dict[str, jax.Array]  # {name: []}, zero after the first episode
 
 
 def evaluate_policy(
@@ -56,8 +67,9 @@ def evaluate_policy(
       policy_fn: ``(key, obs, state, params) -> actions`` for one environment.
       key: PRNG key.
       num_episodes: number of episodes (static).
-      num_steps: steps run from each reset (static). Default ``params.episode_length``
-        (one episode), which must then be concrete (``params`` not traced).
+      num_steps: steps run from each reset (static), at most: rewards after the first
+        episode ends do not count. Default ``params.episode_length`` (one episode), which
+        must then be concrete (``params`` not traced).
 
     Returns:
       :class:`EvalResult`.
@@ -70,18 +82,23 @@ def evaluate_policy(
         except jax.errors.ConcretizationTypeError as err:
             raise ValueError("params.episode_length is traced: pass num_steps") from err
 
-    def one_step(carry: _Carry, _) -> tuple[_Carry, jax.Array]:
+    def one_step(carry: _Carry, _) -> tuple[_Carry, _StepOut]:
         key, key_act, key_step = jax.random.split(carry.key, 3)
         actions = policy_fn(key_act, carry.obs, carry.state, params)
-        obs, state, reward, _, _, _ = env.step(key_step, carry.state, actions, params)
-        return _Carry(obs, state, key), reward
+        obs, state, reward, terminated, truncated, info = env.step(
+            key_step, carry.state, actions, params)
+        live = ~carry.ended
+        out = _StepOut(jnp.where(live, reward, 0.0),
+                       {name: jnp.where(live, info[name], 0) for name in env.spec.episode_stats})
+        return _Carry(obs, state, key, carry.ended | terminated | truncated), out
 
-    def one_episode(key: jax.Array) -> jax.Array:
+    def one_episode(key: jax.Array) -> _StepOut:
         key_reset, key_run = jax.random.split(key)
         obs, state = env.reset(key_reset, params)
-        _, rewards = jax.lax.scan(one_step, _Carry(obs, state, key_run), None, length=num_steps)
-        return jnp.sum(rewards, axis=0)
+        start = _Carry(obs, state, key_run, jnp.zeros((), bool))
+        _, steps = jax.lax.scan(one_step, start, None, length=num_steps)
+        return jax.tree.map(lambda x: jnp.sum(x, axis=0), steps)
 
-    returns = jax.jit(jax.vmap(one_episode))(jax.random.split(key, num_episodes))
-    agent_returns = jnp.mean(returns, axis=0)
-    return EvalResult(jnp.mean(agent_returns), agent_returns, returns)
+    totals = jax.jit(jax.vmap(one_episode))(jax.random.split(key, num_episodes))
+    agent_returns = jnp.mean(totals.reward, axis=0)
+    return EvalResult(jnp.mean(agent_returns), agent_returns, totals.reward, totals.stats)

@@ -69,3 +69,30 @@ def test_evaluate_policy_episode_follows_params_not_spec():
                                   .episode_returns)
     with pytest.raises(ValueError, match="num_steps"):
         jax.jit(lambda p: evaluate_policy(env, p, policy, key, 3).mean_return)(short)
+
+
+def test_returns_stop_after_the_first_episode_and_stats_are_summed():
+    # a tiny hunt whose scripted episodes end early (both agents capture the only stag)
+    env, params = make("stag_hunt", num_agents=2, num_stags=1, grid_size=4, episode_length=30)
+    policy = heuristic_policy(env)
+    result = evaluate_policy(env, params, policy, jax.random.PRNGKey(2), 4, num_steps=60)
+    assert set(result.stats) == {"captures"} and result.stats["captures"].shape == (4,)
+    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), jax.jit(policy)
+    for episode, key in enumerate(jax.random.split(jax.random.PRNGKey(2), 4)):
+        key_reset, key = jax.random.split(key)
+        obs, state = reset(key_reset, params)
+        total, captures = 0.0, 0
+        for _ in range(60):
+            key, key_act, key_step = jax.random.split(key, 3)
+            act = act_fn(key_act, obs, state, params)
+            obs, state, rew, term, trunc, info = step(key_step, state, act, params)
+            total += float(rew[0])
+            captures += int(info["captures"])
+            if term or trunc:
+                break
+        np.testing.assert_allclose(result.episode_returns[episode], total, rtol=1e-6)
+        assert int(result.stats["captures"][episode]) == captures
+    one_episode = evaluate_policy(env, params, policy, jax.random.PRNGKey(2), 4)  # 30 steps
+    np.testing.assert_array_equal(one_episode.episode_returns, result.episode_returns)
+    env, params = make("simple_spread", num_agents=2, episode_length=4)
+    assert evaluate_policy(env, params, random_policy(env), jax.random.PRNGKey(0), 2).stats == {}

@@ -38,3 +38,23 @@ def test_writes_gif_and_png(tmp_path):
     assert frames.shape[0] == 3 and frames.shape[1:3] == (80, 80)
     assert not np.array_equal(frames[0], frames[-1])
     assert imageio.imread(png).shape[:2] == (80, 80)
+
+
+def test_stag_hunt_frames_draw_the_grid_and_drop_frozen_agents():
+    env, params = make("stag_hunt", num_agents=4, num_stags=2, num_hares=1, grid_size=6)
+    states = jax.jit(rollout, static_argnums=(0, 2, 4))(
+        env, params, heuristic_policy(env), jax.random.PRNGKey(1), 5).states
+    frames = render_rollout(states, params, env.spec, pixels=90)
+    assert frames.shape == (5, 90, 90, 3) and frames.dtype == np.uint8
+    assert not np.array_equal(frames[0], frames[-1])
+    first = jax.tree.map(lambda x: x[0], states)
+    blue = np.array([64, 102, 217])  # the agents' fill colour
+
+    def agent_pixels(state):
+        image = render_frame(state, params, env.spec, pixels=90).astype(int)
+        return int(np.sum(np.abs(image - blue).sum(axis=-1) < 30))
+    all_on_grid = agent_pixels(first)
+    half_frozen = agent_pixels(first.replace(frozen=first.frozen.at[:2].set(True)))
+    assert 0 < half_frozen < all_on_grid
+    with pytest.raises(ValueError, match="time axis"):
+        render_rollout(first, params, env.spec)
