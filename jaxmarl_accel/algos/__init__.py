@@ -1,10 +1,13 @@
-"""Learners on one protocol (:mod:`~.base`); today MADDPG, MATD3 and MASAC on one
-actor-critic skeleton, all agents stacked on an axis. ``ALGOS`` lists the registered names."""
+"""Learners on one protocol (:mod:`~.base`): MADDPG, MATD3 and MASAC on one actor-critic
+skeleton (:class:`AlgoConfig`), QMIX, VDN and IQL on one value skeleton
+(:mod:`~.value`, :class:`ValueConfig`), all agents stacked on an axis. ``ALGOS`` lists the
+registered names; ``family_of`` and ``config_type`` say which config a name takes."""
 
 from jaxmarl_accel.algos.actor_critic import ActorInfo, AlgoState, CriticInfo, Phases
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.registry import ALGOS, make_algo
+from jaxmarl_accel.algos.registry import ALGOS, check_replay, config_type, family_of, make_algo
+from jaxmarl_accel.algos.value import ValueConfig, ValueState
 
 __all__ = ["ALGOS", "ActorInfo", "Algo", "AlgoConfig", "AlgoState", "CriticInfo", "Needs", "Phases",
-           "make_algo"]
+           "ValueConfig", "ValueState", "check_replay", "config_type", "family_of", "make_algo"]

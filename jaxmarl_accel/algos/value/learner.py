@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import optax
@@ -199,6 +200,10 @@ def act_recurrent(sk: Skeleton, state: ValueState, carry: Carry, obs: jax.Array,
     Returns:
       ``action [N]`` int32 and the carry after this step.
     """
+    n, a = sk.spec.num_agents, sk.spec.num_actions
+    chex.assert_shape(obs, (n, sk.spec.obs_dim))
+    chex.assert_shape(avail, (n, a))
+    chex.assert_shape([carry.hidden, carry.prev_action], [(n, sk.config.hidden), (n, a)])
     x = networks.agent_inputs(obs.astype(jnp.float32), carry.prev_action)
     hidden, q = sk.agent.apply(state.params.agent, carry.hidden, x)
     action = _choose(sk, state, q, avail, key, explore)
@@ -210,6 +215,8 @@ def act_feedforward(sk: Skeleton, state: ValueState, obs: jax.Array, key: jax.Ar
     """Every agent's action at ``obs [..., N, obs_dim]`` over the valid actions
     (``spec.action_mask``): ``(env_action [..., N] int32, one-hot [..., N, A] float32)``;
     epsilon-greedy (``explore``, static) or greedy."""
+    chex.assert_axis_dimension(obs, -2, sk.spec.num_agents)
+    chex.assert_axis_dimension(obs, -1, sk.spec.obs_dim)
     q = sk.agent.apply(state.params.agent, networks.agent_inputs(obs.astype(jnp.float32), None))
     action = _choose(sk, state, q, jnp.broadcast_to(sk.spec.action_mask, q.shape), key, explore)
     return action, jax.nn.one_hot(action, sk.spec.num_actions, dtype=jnp.float32)
