@@ -23,7 +23,7 @@ PLUG_INS = {
 
 def test_names_are_registered_once_and_exported():
     assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql")
-    assert ALGOS == (*VARIANTS, *MIXERS)
+    assert (*VARIANTS, *MIXERS) == ALGOS
     assert algos.ALGOS is ALGOS
 
 
