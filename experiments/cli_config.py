@@ -217,8 +217,13 @@ def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
                           **defaults_for(values.get("algo", TrainConfig.algo))}.items():
         if values.get(name, UNSET) is UNSET:
             values[name] = default
-    values["algo_config"] = AlgoConfig(**dataclass_values(AlgoConfig, args))
-    values["value_config"] = ValueConfig(**dataclass_values(ValueConfig, args))
+    configs = {}
+    for cls, cls_family in ((AlgoConfig, "actor_critic"), (ValueConfig, "value")):
+        own = dataclass_values(cls, args)
+        if cls_family != family:  # a shared flag (--gamma) sets the chosen family's only
+            own = {k: v for k, v in own.items() if k not in SHARED_LEARNER_FIELDS}
+        configs[cls_family] = cls(**own)
+    values["algo_config"], values["value_config"] = configs["actor_critic"], configs["value"]
     return TrainConfig(**values)
 
 
