@@ -55,6 +55,9 @@ _EXPORTS: dict[str, str] = {
     "Algo": "jaxmarl_accel.algos",
     "AlgoConfig": "jaxmarl_accel.algos",
     "AlgoState": "jaxmarl_accel.algos",
+    "ValueConfig": "jaxmarl_accel.algos",
+    "Episode": "jaxmarl_accel.types",
+    "collect_episodes": "jaxmarl_accel.steps",
     "make_train": "jaxmarl_accel.train",
     "make_trainer": "jaxmarl_accel.train",
     "Trainer": "jaxmarl_accel.train",
@@ -92,6 +95,9 @@ __all__ = [
     "TrainState",
     "Trainer",
     "Transition",
+    "ValueConfig",
+    "Episode",
+    "collect_episodes",
     "evaluate_policy",
     "learn_step",
     "learner_policy",
@@ -106,7 +112,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from jaxmarl_accel.algos import Algo, AlgoConfig, AlgoState, make_algo
+    from jaxmarl_accel.algos import Algo, AlgoConfig, AlgoState, ValueConfig, make_algo
     from jaxmarl_accel.buffers import Buffer, BufferState, SampleBatch, make_buffer
     from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.envs import Env, EnvSpec, make
@@ -118,9 +124,9 @@ if TYPE_CHECKING:
         make_sharded_trainer,
         plan_layout,
     )
-    from jaxmarl_accel.steps import learn_step, transition_step
+    from jaxmarl_accel.steps import collect_episodes, learn_step, transition_step
     from jaxmarl_accel.train import ChunkMetrics, Trainer, TrainState, make_train, make_trainer
-    from jaxmarl_accel.types import Transition
+    from jaxmarl_accel.types import Episode, Transition
 
 
 def __getattr__(name: str) -> Any:
