@@ -8,9 +8,10 @@ grid (it occupies nothing and nobody sees it).
 
 Actions (:data:`MOVES`): 0 right ``(0, +1)``, 1 down ``(+1, 0)``, 2 left ``(0, -1)``,
 3 up ``(-1, 0)``, 4 stay, 5 catch. Sequential moves are one ``lax.fori_loop`` over a random
-permutation: the arrays are gathered once into the permuted order, so that the loop index
-is shared by every environment of a ``vmap`` (a dynamic slice, not a gather), and the
-result is scattered back once. See :mod:`jaxmarl_accel.envs.stag_hunt` for the rules.
+permutation (:func:`random_order`, no sort): the arrays are gathered once into turn order,
+so that the loop index is shared by every environment of a ``vmap`` (a dynamic slice, not a
+gather), cells are compared as ``row * W + col`` ids, and the result is gathered back once.
+The rules are described in :mod:`jaxmarl_accel.envs.stag_hunt`.
 """
 
 from __future__ import annotations
@@ -66,16 +67,34 @@ class PreyOutcome(NamedTuple):
     captures: jax.Array
 
 
+def _at(x: jax.Array, k: jax.Array) -> jax.Array:
+    """``x[k]`` as a dynamic slice (the loop index ``k`` is shared by a whole ``vmap``)."""
+    return jax.lax.dynamic_index_in_dim(x, k, keepdims=False)
+
+
+def _set(x: jax.Array, k: jax.Array, value: jax.Array) -> jax.Array:
+    """``x.at[k].set(value)`` as a dynamic update slice."""
+    return jax.lax.dynamic_update_index_in_dim(x, value, k, 0)
+
+
 def place(key: jax.Array, grid_shape: tuple[int, int], num_agents: int, num_stags: int,
           num_hares: int) -> HuntState:
     """A fresh episode: agents, then stags, then hares, each uniform on the free cells.
 
-    Taking the first ``N + P`` cells of one uniform permutation of the grid is that
+    The first ``N + P`` steps of a Fisher-Yates shuffle of the ``H * W`` cells give that
     distribution (each entity uniform over the cells its predecessors left free).
     """
     h, w = grid_shape
     num_prey = num_stags + num_hares
-    cells = jax.random.permutation(key, h * w)[: num_agents + num_prey].astype(jnp.int32)
+    count, cells = num_agents + num_prey, jnp.arange(h * w, dtype=jnp.int32)
+    swap_with = jax.random.randint(key, (count,), jnp.arange(count), h * w, jnp.int32)
+
+    def shuffle(k: jax.Array, perm: jax.Array) -> jax.Array:
+        other = cells == _at(swap_with, k)  # one-hot: the cell swapped into place k
+        picked = jnp.sum(jnp.where(other, perm, 0))
+        return _set(jnp.where(other, _at(perm, k), perm), k, picked)
+
+    cells = jax.lax.fori_loop(0, count, shuffle, cells)[:count]
     pos = jnp.stack([cells // w, cells % w], axis=-1)
     return HuntState(agent_pos=pos[:num_agents], prey_pos=pos[num_agents:],
                      frozen=jnp.zeros((num_agents,), bool),
@@ -112,6 +131,31 @@ def avail_actions(state: HuntState) -> jax.Array:
     return jnp.concatenate([can_move & live, stay, can_catch & live], axis=1)
 
 
+def random_order(key: jax.Array, n: int) -> tuple[jax.Array, jax.Array]:
+    """A uniformly random permutation of ``0..n-1`` without a sort.
+
+    Returns:
+      ``(turn, order)``, both ``[n]`` int32: item ``i`` acts at turn ``turn[i]`` and turn
+      ``k`` belongs to item ``order[k]`` (ranks of iid uniforms, ties broken by index).
+    """
+    u = jax.random.uniform(key, (n,))
+    index = jnp.arange(n)
+    before = (u[None, :] < u[:, None]) | ((u[None, :] == u[:, None]) & (index < index[:, None]))
+    turn = jnp.sum(before, axis=1, dtype=jnp.int32)
+    order = jnp.argmax(turn[None, :] == index[:, None], axis=1).astype(jnp.int32)
+    return turn, order
+
+
+def _cell_ids(pos: jax.Array, grid_shape: tuple[int, int]) -> jax.Array:
+    """int32 ``[...]``: ``row * W + col`` of cells ``[..., 2]`` (meaningful on the grid)."""
+    return pos[..., 0] * grid_shape[1] + pos[..., 1]
+
+
+def _cells(ids: jax.Array, grid_shape: tuple[int, int]) -> jax.Array:
+    """``[..., 2]`` cells of cell ids ``[...]``."""
+    return jnp.stack([ids // grid_shape[1], ids % grid_shape[1]], axis=-1)
+
+
 def move_agents(key: jax.Array, state: HuntState, actions: jax.Array) -> HuntState:
     """Non-frozen agents move one at a time in a uniformly random order.
 
@@ -121,27 +165,28 @@ def move_agents(key: jax.Array, state: HuntState, actions: jax.Array) -> HuntSta
       actions: ``[N]`` int32; a move onto an occupied or off-grid cell fails (the agent
         stays); stay, catch and actions outside ``[0, 6)`` do not move.
     """
-    n = actions.shape[0]
-    order = jax.random.permutation(key, n)
+    n, shape = actions.shape[0], state.grid_shape
+    turn, order = random_order(key, n)
     is_move = (actions >= 0) & (actions < NUM_MOVES)
-    delta = jnp.asarray(MOVES)[jnp.where(is_move, actions, STAY)]
-    target = state.agent_pos + delta
+    target = state.agent_pos + jnp.asarray(MOVES)[jnp.where(is_move, actions, STAY)]
     blocked_by_prey = occupied(target, state.prey_pos, state.prey_alive)
-    wants = (is_move & ~state.frozen & on_grid(target, state.grid_shape) & ~blocked_by_prey)
-    live = ~state.frozen[order]  # agents on the grid (frozen ones never move)
-    target, wants = target[order], wants[order]
+    wants = is_move & ~state.frozen & on_grid(target, shape) & ~blocked_by_prey
+    # In turn order: wanted cell, whether to try, whether on the grid (frozen ones never move).
+    target, wants = _cell_ids(target, shape)[order], wants[order]
+    live = ~state.frozen[order]
 
-    def one_agent(k: jax.Array, pos: jax.Array) -> jax.Array:
-        free = ~jnp.any(live & jnp.all(pos == target[k], axis=-1))  # other agents
-        return pos.at[k].set(jnp.where(wants[k] & free, target[k], pos[k]))
+    def one_agent(k: jax.Array, cell: jax.Array) -> jax.Array:
+        free = ~jnp.any(live & (cell == _at(target, k)))
+        return _set(cell, k, jnp.where(_at(wants, k) & free, _at(target, k), _at(cell, k)))
 
-    pos = jax.lax.fori_loop(0, n, one_agent, state.agent_pos[order])
-    return state.replace(agent_pos=pos[jnp.argsort(order)])
+    start = _cell_ids(state.agent_pos, shape)[order]
+    cell = jax.lax.fori_loop(0, n, one_agent, start)
+    return state.replace(agent_pos=_cells(cell[turn], shape))
 
 
 class _PreyCarry(NamedTuple):
-    prey_pos: jax.Array  # [P, 2], in the random order
-    alive: jax.Array  # [P], in the random order
+    cell: jax.Array  # [P] int32 cell ids, in turn order
+    alive: jax.Array  # [P], in turn order
     frozen: jax.Array  # [N]
     reward: jax.Array  # []
     captures: jax.Array  # []
@@ -152,6 +197,10 @@ def resolve_prey(
     value: jax.Array, punishment: jax.Array,
 ) -> PreyOutcome:
     """Each alive prey in a uniformly random order: capture, or flight.
+
+    A prey is still at its cell of the step's start at its turn, and agents do not move in
+    this phase, so which agents could catch it and which agents stand on its neighbours
+    are computed for all prey at once; the loop only tracks frozen agents and moved prey.
 
     Args:
       key: PRNG key of the order and of the prey's moves.
@@ -164,40 +213,44 @@ def resolve_prey(
     Returns:
       :class:`PreyOutcome`.
     """
-    p = state.prey_pos.shape[0]
+    p, shape = state.prey_pos.shape[0], state.grid_shape
     key_order, key_move = jax.random.split(key)
-    order = jax.random.permutation(key_order, p)
+    turn, order = random_order(key_order, p)
     draws = jax.random.uniform(key_move, (p, NUM_MOVES))  # argmax over free cells: uniform
     catching = (actions == CATCH) & ~state.frozen
+    prey_pos = state.prey_pos[order]  # everything below in turn order
+    could_catch = adjacency(state.agent_pos, prey_pos).T & catching  # [P, N]
+    neighbours = prey_pos[:, None] + MOVES[:NUM_MOVES]  # [P, 4, 2]
+    neighbour_on_grid = on_grid(neighbours, shape)
+    neighbour = _cell_ids(neighbours, shape)
+    agent_on = (neighbour[..., None] == _cell_ids(state.agent_pos, shape)) & neighbour_on_grid[
+        ..., None]  # [P, 4, N]: agent i stands on neighbour d of prey k
     capturers, value = capturers[order], value[order]
-    steps = jnp.asarray(MOVES[:NUM_MOVES])
 
     def one_prey(k: jax.Array, c: _PreyCarry) -> _PreyCarry:
-        here = c.prey_pos[k]
-        adjacent = jnp.sum(jnp.abs(state.agent_pos - here), axis=-1) == 1
-        catchers = adjacent & catching & ~c.frozen
+        was_alive = _at(c.alive, k)
+        catchers = _at(could_catch, k) & ~c.frozen
         count = jnp.sum(catchers, dtype=jnp.int32)
-        captured = c.alive[k] & (count >= capturers[k])
-        missed = c.alive[k] & (count > 0) & ~captured
-        alive = c.alive.at[k].set(c.alive[k] & ~captured)
+        captured = was_alive & (count >= _at(capturers, k))
+        missed = was_alive & (count > 0) & ~captured
+        alive = _set(c.alive, k, was_alive & ~captured)
         frozen = c.frozen | (captured & catchers)
-        cells = here + steps  # [4, 2]
-        free = (on_grid(cells, state.grid_shape)
-                & ~occupied(cells, state.agent_pos, ~frozen)
-                & ~occupied(cells, c.prey_pos, alive))
-        flee = alive[k] & jnp.any(free)
-        cell = cells[jnp.argmax(jnp.where(free, draws[k], -1.0))]
-        reward = (c.reward + jnp.where(captured, value[k], 0.0)
+        cells = _at(neighbour, k)  # [4]
+        free = (_at(neighbour_on_grid, k) & ~jnp.any(_at(agent_on, k) & ~frozen, axis=-1)
+                & ~jnp.any((cells[:, None] == c.cell) & alive, axis=-1))
+        flee = was_alive & ~captured & jnp.any(free)
+        choice = jnp.argmax(jnp.where(free, _at(draws, k), -1.0))
+        new_cell = jnp.sum(jnp.where(jnp.arange(NUM_MOVES) == choice, cells, 0))
+        reward = (c.reward + jnp.where(captured, _at(value, k), 0.0)
                   + jnp.where(missed, punishment, 0.0))
-        return _PreyCarry(c.prey_pos.at[k].set(jnp.where(flee, cell, here)), alive, frozen,
-                          reward, c.captures + captured.astype(jnp.int32))
+        cell = _set(c.cell, k, jnp.where(flee, new_cell, _at(c.cell, k)))
+        return _PreyCarry(cell, alive, frozen, reward, c.captures + captured.astype(jnp.int32))
 
-    start = _PreyCarry(state.prey_pos[order], state.prey_alive[order], state.frozen,
+    start = _PreyCarry(_cell_ids(prey_pos, shape), state.prey_alive[order], state.frozen,
                        jnp.zeros((), jnp.float32), jnp.zeros((), jnp.int32))
     end = jax.lax.fori_loop(0, p, one_prey, start)
-    back = jnp.argsort(order)
-    next_state = state.replace(prey_pos=end.prey_pos[back], prey_alive=end.alive[back],
-                               frozen=end.frozen)
+    next_state = state.replace(prey_pos=_cells(end.cell[turn], shape),
+                               prey_alive=end.alive[turn], frozen=end.frozen)
     return PreyOutcome(next_state, end.reward, end.captures)
 
 

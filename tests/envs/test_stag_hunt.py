@@ -276,3 +276,19 @@ def test_bad_input():
     assert message in str(err.get()) and "\n" not in str(err.get()).split(" (")[0]
     err, _ = step(KEYS[0], state, jnp.asarray([STAY, STAY, STAY]), params)
     assert err.get() is None
+
+
+def test_reset_and_turn_orders_are_uniform():
+    from jaxmarl_accel.envs.hunt_rules import place, random_order
+
+    keys = jax.random.split(jax.random.PRNGKey(11), 6000)
+    states = jax.jit(jax.vmap(lambda k: place(k, (2, 2), 2, 1, 0)))(keys)
+    cells = np.concatenate([states.agent_pos, states.prey_pos], axis=1) @ np.array([2, 1])
+    assert np.all(np.sort(cells, axis=1)[:, 1:] != np.sort(cells, axis=1)[:, :-1])  # distinct
+    placements, counts = np.unique(cells, axis=0, return_counts=True)
+    assert len(placements) == 24 and counts.min() > 180 and counts.max() < 320  # 250 each
+    turn, order = jax.jit(jax.vmap(lambda k: random_order(k, 3)))(keys)
+    np.testing.assert_array_equal(np.take_along_axis(np.asarray(turn), np.asarray(order), 1),
+                                  np.tile(np.arange(3), (6000, 1)))  # inverse permutations
+    orders, counts = np.unique(np.asarray(order), axis=0, return_counts=True)
+    assert len(orders) == 6 and counts.min() > 880 and counts.max() < 1120  # 1000 each
