@@ -17,6 +17,10 @@ rewards are returned so that nothing the env computes can be dead-code eliminate
 
 Usage: ``python -m experiments.bench envs --json results/bench_envs.json``; a quick run:
 ``python -m experiments.bench envs --scenarios spread --agents 3 --envs 100 --repeats 1``.
+
+``stag_hunt`` (N agents, N stags, ``--agents``) has no jaxmarl counterpart (``--sides ours``):
+its actions are drawn inside the timed program by the random policy over the available
+actions (``policies.random_policy``), so the throughput includes that draw.
 """
 
 from __future__ import annotations
@@ -86,16 +90,20 @@ def _parse_teams(text: str) -> tuple[int, int]:
 def _ours(case: Case) -> Side:
     """Our env for ``case``: vmapped reset and step over E envs with shared params."""
     from jaxmarl_accel.envs import make
+    from jaxmarl_accel.envs.policies import random_policy
 
     if case.scenario == "spread":
         env, params = make("simple_spread", num_agents=case.num_agents)
     elif case.scenario == "tag":
         predators, prey = _parse_teams(case.variant)
         env, params = make("simple_tag", num_predators=predators, num_prey=prey)
+    elif case.scenario == "stag_hunt":
+        env, params = make("stag_hunt", num_agents=case.num_agents, num_stags=case.num_agents)
     else:
         env, params = make(f"simple_{case.scenario}")
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    masked = jax.vmap(random_policy(env), in_axes=(0, 0, 0, None))
 
     def init(key: jax.Array) -> Carry:
         obs, state = reset(jax.random.split(key, case.num_envs), params)
@@ -103,6 +111,9 @@ def _ours(case: Case) -> Side:
 
     def body(carry: Carry, key: jax.Array, actions: jax.Array) -> Carry:
         keys = jax.random.split(key, case.num_envs)
+        if env.avail_actions is not None:  # uniform over the available actions
+            act_keys = jax.random.split(jax.random.fold_in(key, 1), case.num_envs)
+            actions = masked(act_keys, carry.obs, carry.state, params)
         obs, state, reward, _, _, _ = step(keys, carry.state, actions, params)
         return Carry(state, obs, carry.reward_sum + jnp.sum(reward))
 
@@ -213,8 +224,8 @@ def _cases(args: argparse.Namespace) -> list[Case]:
     cases: list[Case] = []
     for scenario in args.scenarios:
         for envs in args.envs:
-            if scenario == "spread":
-                cases += [Case("spread", n, envs) for n in args.agents]
+            if scenario in ("spread", "stag_hunt"):
+                cases += [Case(scenario, n, envs) for n in args.agents]
             elif scenario == "tag":
                 for teams in args.tag_teams:
                     predators, prey = _parse_teams(teams)
@@ -230,7 +241,7 @@ def _csv(kind: Callable[[str], Any]) -> Callable[[str], list[Any]]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register this benchmark's flags on ``parser``."""
-    valid = ("spread", "tag", *FIXED_SCENARIOS)
+    valid = ("spread", "tag", "stag_hunt", *FIXED_SCENARIOS)
     parser.epilog = (
         "Both sides run the same program: envs vmapped, --steps steps in one lax.scan with "
         "auto-reset, the same pre-generated random discrete actions and keys. Throughput = "
@@ -249,7 +260,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--agents", type=_csv(int), default=list(DEFAULT_SPREAD_AGENTS),
-        help="comma-separated agent counts N for spread, N landmarks each (default: 3,6,12,24,48)",
+        help="comma-separated agent counts N for spread (N landmarks each) and stag_hunt (N "
+        "stags) (default: 3,6,12,24,48)",
     )
     parser.add_argument(
         "--tag-teams", type=_csv(str), default=list(DEFAULT_TAG_TEAMS),
@@ -293,6 +305,8 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--steps, --repeats and --compile-repeats must be >= 1")
     if not set(args.sides) <= {"ours", "ref"} or not args.sides:
         raise ValueError(f"--sides: expected a subset of ours,ref, got {args.sides}")
+    if "stag_hunt" in args.scenarios and "ref" in args.sides:
+        raise ValueError("--scenarios stag_hunt has no jaxmarl reference: pass --sides ours")
     for teams in args.tag_teams:
         _parse_teams(teams)
 

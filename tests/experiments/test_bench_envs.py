@@ -34,6 +34,18 @@ def test_tiny_run_writes_records(tmp_path, capsys):
     assert "spread" in capsys.readouterr().out
 
 
+def test_stag_hunt_runs_ours_only(tmp_path):
+    path = tmp_path / "bench.json"
+    bench.main(_args("--scenarios", "stag_hunt", "--agents", "3", "--envs", "2", "--steps",
+                     "3", "--repeats", "1", "--compile-repeats", "1", "--sides", "ours",
+                     "--json", str(path)))
+    (record,) = json.loads(path.read_text())
+    assert record["scenario"] == "stag_hunt" and record["ours_steps_per_s"] > 0
+    assert record["ref_steps_per_s"] is None
+    with pytest.raises(ValueError, match="--sides ours"):
+        bench.main(_args("--scenarios", "stag_hunt"))
+
+
 @pytest.mark.parametrize(
     "argv", [("--scenarios", "nope"), ("--agents", "0"), ("--tag-teams", "3x1"),
              ("--sides", "theirs"), ("--steps", "0"),
