@@ -13,7 +13,9 @@ against the whole rollout step (act + step + add) and the whole update step (sam
 real trainer's ``run_chunk``. From the medians it extrapolates the 60K-episode training time
 (paper 000 Table I) and reproduces the papers' comparisons as ratios: neighbor vs uniform
 sampling (Fig. 8) and end to end (Fig. 9), agent-major vs transition-major storage (Fig. 14),
-PER vs prioritized-locality sampling (VI-C), parallel vs sequential learners (paper 001 IPS).
+PER vs prioritized-locality sampling (VI-C), parallel vs sequential learners (paper 001 IPS),
+and, with ``--actor-step linear full``, the two forms of the actor step (time of the actor
+step against the target-Q phase, of the whole ``algo.update``, and XLA's memory plan of it).
 
 Outputs in ``--out``: characterize.json, phases.csv, whole_steps.csv, ratios.csv,
 table_60k.md, phases.png (stacked shares, cf. Fig. 2/3), ratios.png.
@@ -33,6 +35,7 @@ from experiments import cli_config
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos.config import ACTOR_STEPS
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
@@ -116,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     cli_config.add_dataclass_flags(
         p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
         only=("learners",), choices=cli_config.train_choices())
+    p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEPS,
+                   default=[AlgoConfig.actor_step],
+                   help="actor step forms (AlgoConfig.actor_step) measured side by side: the "
+                        "actor step (p_loss), algo.update and its memory plan for each; the "
+                        "first is the one of every other measurement (default "
+                        f"{AlgoConfig.actor_step}; e.g. --actor-step linear full)")
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="skip the sampler, layout and learner comparisons")
     p.add_argument("--trainer-chunks", type=int, default=None,
@@ -133,6 +142,9 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
+    if len(set(args.actor_steps)) != len(args.actor_steps):
+        parser.error(f"--actor-step lists a form twice: {args.actor_steps}")
+    args.actor_step = args.actor_steps[0]  # the run's AlgoConfig.actor_step
     if args.trainer_chunks < 0:
         parser.error(f"--trainer-chunks must be >= 0, got {args.trainer_chunks}")
     if args.fill > 1.0:

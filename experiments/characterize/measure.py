@@ -56,12 +56,22 @@ class SkipConfig(Exception):
     """Raised when a configuration would not fit in memory (reported, not measured)."""
 
 
-def update_bytes(num_agents: int, batch_size: int, obs_dim: int, action_dim: int) -> int:
-    """Rough peak bytes of one parallel update: the actor step builds every agent's
-    centralized critic input ``[N, B, N * (obs_dim + action_dim)]`` float32 and XLA keeps about
-    three such arrays alive (forward input, its cotangent, the target-Q input); measured
-    10.7 GB RSS at 48 predators (N=64, obs 194, B=1024) against 9.7 GB estimated."""
-    return 3 * num_agents * batch_size * num_agents * (obs_dim + action_dim) * 4
+def update_bytes(num_agents: int, batch_size: int, obs_dim: int, action_dim: int,
+                 actor_step: str = "linear") -> int:
+    """Rough peak bytes of one parallel update. With ``actor_step="full"`` the actor step
+    builds every agent's centralized critic input ``[N, B, N * (obs_dim + action_dim)]``
+    float32 and XLA keeps about three such arrays alive (forward input, its cotangent, the
+    target-Q input); measured 10.7 GB RSS at 48 predators (N=64, obs 194, B=1024) against
+    9.7 GB estimated. With ``"linear"`` the joint input ``[B, N * (obs_dim + action_dim)]``
+    is built once per step and the per-agent temporaries are first-layer activations
+    ``[N, 2, B, 64]``; about four of each, plus the critics' kernels, their gradients and
+    Adam moments (2 critics of ``N * (obs_dim + action_dim) * 64`` floats per agent, x5)."""
+    joint = num_agents * (obs_dim + action_dim)
+    if actor_step == "full":
+        return 3 * num_agents * batch_size * joint * 4
+    hidden = 4 * num_agents * 2 * batch_size * 64
+    critics = 5 * num_agents * 2 * joint * 64
+    return (4 * batch_size * joint + hidden + critics) * 4
 
 
 def capacity_for(args: argparse.Namespace, example: Transition) -> int:
@@ -105,7 +115,8 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     example = example_transition(spec, algo.action_dim)
     capacity = capacity_for(args, example)
     per_transition = tree_leaf_bytes(example)
-    need = update_bytes(spec.num_agents, args.batch_size, spec.obs_dim, algo.action_dim)
+    need = max(update_bytes(spec.num_agents, args.batch_size, spec.obs_dim, algo.action_dim,
+                            form) for form in args.actor_steps)
     need += 2 * capacity * per_transition  # the main buffer and one comparison buffer
     log(f"  memory: ~{need / 2**30:.1f} GiB needed (update + buffers)")
     try:
@@ -119,7 +130,8 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     record: dict[str, Any] = {
         "agents": agents, "num_agents": spec.num_agents, "obs_dim": spec.obs_dim,
         "capacity": capacity, "buffer_gb": capacity * per_transition / 2**30,
-        "bytes_per_transition": per_transition, "phases": {}, "whole": {}, "compare": {}}
+        "bytes_per_transition": per_transition, "phases": {}, "whole": {}, "compare": {},
+        "actor_step": {}}
     log(f"  N={spec.num_agents} learners, obs {spec.obs_dim}, capacity {capacity} "
         f"({record['buffer_gb']:.2f} GiB)")
     state = jax.jit(trainer.init)(jax.random.key(args.seed))
@@ -131,7 +143,9 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     e = args.num_envs
     behaviour = learner_policy(env, algo, scripted_prey=False, explore=True)
     env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    learner = make_algo(args.algo, spec, AlgoConfig()).phases  # all agents in one vmap
+    forms = {form: make_algo(args.algo, spec, AlgoConfig(actor_step=form))  # one vmap
+             for form in args.actor_steps}
+    learner = forms[args.actor_steps[0]].phases
 
     def act(a_state, obs, e_state, key):
         return jax.vmap(behaviour, in_axes=(None, 0, 0, 0, None))(
@@ -187,13 +201,18 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     ph["q_loss"], _ = timer(q_body, (algo_state.critic, algo_state.critic_opt),
                             (algo_state, exp, weights, y))
 
-    def p_body(carry, consts, key):
+    def p_body(carry, consts, key, phases=learner):
         a_state, exp = consts
-        a_state, _ = learner.actor_step(a_state.replace(actor=carry[0], actor_opt=carry[1]),
-                                        exp, key)
+        a_state, _ = phases.actor_step(a_state.replace(actor=carry[0], actor_opt=carry[1]),
+                                       exp, key)
         return a_state.actor, a_state.actor_opt
 
-    ph["p_loss"], _ = timer(p_body, (algo_state.actor, algo_state.actor_opt), (algo_state, exp))
+    for form, form_algo in forms.items():  # every actor step form, back to back
+        timing, _ = timer(functools.partial(p_body, phases=form_algo.phases),
+                          (algo_state.actor, algo_state.actor_opt), (algo_state, exp))
+        record["actor_step"][form] = {"p_loss": timing}
+        log(f"  p_loss (actor_step={form}) {1e3 * timing.median:.2f} ms")
+    ph["p_loss"] = record["actor_step"][args.actor_steps[0]]["p_loss"]
 
     def target_update_body(carry, consts, key):
         a_state = consts[0].replace(target_actor=carry[0], target_critic=carry[1])
@@ -203,7 +222,7 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     ph["target_update"], _ = timer(target_update_body,
                                    (algo_state.target_actor, algo_state.target_critic),
                                    (algo_state,))
-    log(f"  q_loss {1e3 * ph['q_loss'].median:.2f} ms, p_loss {1e3 * ph['p_loss'].median:.2f} ms")
+    log(f"  q_loss {1e3 * ph['q_loss'].median:.2f} ms")
     del y
     _, _, reward, _, _, info = jax.jit(step)(env_state, env_action, key0)
     trans = Transition(obs=obs, action=action_vec, reward=reward, next_obs=info["final_obs"],
@@ -221,9 +240,17 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     whole["update_step"], (_, buf) = timer(lambda c, consts, key: update_whole(c, key), carry,
                                            (), copy=False)
     log(f"  whole update step {1e3 * whole['update_step'].median:.2f} ms")
+    for form, form_algo in forms.items():  # algo.update of every actor step form
+        body = lambda s, c, key, a=form_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
+        entry = record["actor_step"][form]
+        entry["update"], _ = timer(body, algo_state, (exp, weights))
+        entry["update_memory"] = update_memory(form_algo, algo_state, exp, weights, key0)
+        log(f"  algo.update (actor_step={form}) {1e3 * entry['update'].median:.2f} ms, "
+            f"temporaries {entry['update_memory']['temp_bytes'] / 2**20:.1f} MiB")
     learner_modes = ("parallel", "sequential") if args.compare else ()
     for mode in learner_modes:
-        mode_algo = make_algo(args.algo, spec, AlgoConfig(learners=mode))
+        mode_algo = make_algo(args.algo, spec,
+                              AlgoConfig(learners=mode, actor_step=args.actor_steps[0]))
         body = lambda s, c, key, a=mode_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
         whole[f"learner_update_{mode}"], _ = timer(body, algo_state, (exp, weights))
         log(f"  algo.update ({mode}) {1e3 * whole[f'learner_update_{mode}'].median:.2f} ms")
@@ -234,6 +261,17 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     if args.trainer_chunks:
         record["trainer"] = trainer_check(args, config, log)
     return record
+
+
+def update_memory(algo: Any, algo_state: PyTree, exp: Transition, weights: jax.Array,
+                  key: jax.Array) -> dict[str, int]:
+    """XLA's memory plan of one compiled ``algo.update``: the bytes of its temporaries (the
+    peak beyond its inputs and outputs), arguments and outputs."""
+    compiled = jax.jit(algo.update).lower(algo_state, exp, weights, key).compile()
+    stats = compiled.memory_analysis()
+    return {"temp_bytes": int(stats.temp_size_in_bytes),
+            "argument_bytes": int(stats.argument_size_in_bytes),
+            "output_bytes": int(stats.output_size_in_bytes)}
 
 
 def sampler_variants(args: argparse.Namespace) -> list[tuple[str, str, str, dict]]:

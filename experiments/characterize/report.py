@@ -83,6 +83,24 @@ def derive(args: argparse.Namespace, rec: dict[str, Any], policy_delay: int) -> 
         ratios["learner_update_sequential_over_parallel"] = (
             med(whole["learner_update_sequential"]) / med(whole["learner_update_parallel"]))
     out["ratios"] = ratios
+    out["actor_step"] = actor_step_ratios(args, rec)
+    return out
+
+
+def actor_step_ratios(args: argparse.Namespace, rec: dict[str, Any]) -> dict[str, float]:
+    """Per actor step form: its actor step over the target-Q phase, and every other form's
+    actor step, ``algo.update`` time and update temporaries over the first form's."""
+    med = lambda t: t.stat(args.statistic)  # noqa: E731
+    forms = rec.get("actor_step") or {}
+    out = {f"p_loss_over_target_q_{form}": med(m["p_loss"]) / med(rec["phases"]["target_q"])
+           for form, m in forms.items()}
+    first = args.actor_steps[0]
+    for form in args.actor_steps[1:]:
+        a, b = forms[form], forms[first]
+        out[f"p_loss_{form}_over_{first}"] = med(a["p_loss"]) / med(b["p_loss"])
+        out[f"update_{form}_over_{first}"] = med(a["update"]) / med(b["update"])
+        out[f"update_temp_bytes_{form}_over_{first}"] = (
+            a["update_memory"]["temp_bytes"] / b["update_memory"]["temp_bytes"])
     return out
 
 
@@ -134,7 +152,7 @@ def write_outputs(args: argparse.Namespace, settings: dict[str, Any],
         w = csv.writer(fh)
         w.writerow(["agents", "ratio", "value"])
         for r, d in zip(records, derived, strict=True):
-            for name, v in {**d["check"], **d["ratios"]}.items():
+            for name, v in {**d["check"], **d["ratios"], **d["actor_step"]}.items():
                 w.writerow([r["agents"], name, f"{v:.4f}"])
     table = table_60k(args, records, derived)
     with open(path("table_60k.md"), "w") as fh:
