@@ -87,7 +87,9 @@ def place(key: jax.Array, grid_shape: tuple[int, int], num_agents: int, num_stag
     h, w = grid_shape
     num_prey = num_stags + num_hares
     count, cells = num_agents + num_prey, jnp.arange(h * w, dtype=jnp.int32)
-    swap_with = jax.random.randint(key, (count,), jnp.arange(count), h * w, jnp.int32)
+    first = jnp.arange(count, dtype=jnp.int32)  # step k swaps cell k with one of k..H*W-1
+    offset = jnp.floor(jax.random.uniform(key, (count,)) * (h * w - first)).astype(jnp.int32)
+    swap_with = jnp.minimum(first + offset, h * w - 1)
 
     def shuffle(k: jax.Array, perm: jax.Array) -> jax.Array:
         other = cells == _at(swap_with, k)  # one-hot: the cell swapped into place k
@@ -131,14 +133,15 @@ def avail_actions(state: HuntState) -> jax.Array:
     return jnp.concatenate([can_move & live, stay, can_catch & live], axis=1)
 
 
-def random_order(key: jax.Array, n: int) -> tuple[jax.Array, jax.Array]:
-    """A uniformly random permutation of ``0..n-1`` without a sort.
+def random_order(u: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A uniformly random permutation of ``0..n-1`` without a sort: the ranks of ``u [n]``,
+    iid uniform draws (ties broken by index).
 
     Returns:
       ``(turn, order)``, both ``[n]`` int32: item ``i`` acts at turn ``turn[i]`` and turn
-      ``k`` belongs to item ``order[k]`` (ranks of iid uniforms, ties broken by index).
+      ``k`` belongs to item ``order[k]``.
     """
-    u = jax.random.uniform(key, (n,))
+    n = u.shape[0]
     index = jnp.arange(n)
     before = (u[None, :] < u[:, None]) | ((u[None, :] == u[:, None]) & (index < index[:, None]))
     turn = jnp.sum(before, axis=1, dtype=jnp.int32)
@@ -156,17 +159,17 @@ def _cells(ids: jax.Array, grid_shape: tuple[int, int]) -> jax.Array:
     return jnp.stack([ids // grid_shape[1], ids % grid_shape[1]], axis=-1)
 
 
-def move_agents(key: jax.Array, state: HuntState, actions: jax.Array) -> HuntState:
+def move_agents(u: jax.Array, state: HuntState, actions: jax.Array) -> HuntState:
     """Non-frozen agents move one at a time in a uniformly random order.
 
     Args:
-      key: PRNG key of the order.
+      u: ``[N]`` iid uniform draws in ``[0, 1)`` that decide the order.
       state: the state before the step.
       actions: ``[N]`` int32; a move onto an occupied or off-grid cell fails (the agent
         stays); stay, catch and actions outside ``[0, 6)`` do not move.
     """
     n, shape = actions.shape[0], state.grid_shape
-    turn, order = random_order(key, n)
+    turn, order = random_order(u)
     is_move = (actions >= 0) & (actions < NUM_MOVES)
     target = state.agent_pos + jnp.asarray(MOVES)[jnp.where(is_move, actions, STAY)]
     blocked_by_prey = occupied(target, state.prey_pos, state.prey_alive)
@@ -193,7 +196,7 @@ class _PreyCarry(NamedTuple):
 
 
 def resolve_prey(
-    key: jax.Array, state: HuntState, actions: jax.Array, capturers: jax.Array,
+    u: jax.Array, state: HuntState, actions: jax.Array, capturers: jax.Array,
     value: jax.Array, punishment: jax.Array,
 ) -> PreyOutcome:
     """Each alive prey in a uniformly random order: capture, or flight.
@@ -203,7 +206,8 @@ def resolve_prey(
     are computed for all prey at once; the loop only tracks frozen agents and moved prey.
 
     Args:
-      key: PRNG key of the order and of the prey's moves.
+      u: ``[P, 5]`` iid uniform draws in ``[0, 1)``: column 0 decides the order, columns
+        1-4 the flight (the free neighbour with the largest draw, a uniform choice).
       state: the state after the agents moved.
       actions: ``[N]`` int32 actions of the step (catchers chose :data:`CATCH`).
       capturers: ``[P]`` int32 catching agents needed to capture each prey.
@@ -214,9 +218,7 @@ def resolve_prey(
       :class:`PreyOutcome`.
     """
     p, shape = state.prey_pos.shape[0], state.grid_shape
-    key_order, key_move = jax.random.split(key)
-    turn, order = random_order(key_order, p)
-    draws = jax.random.uniform(key_move, (p, NUM_MOVES))  # argmax over free cells: uniform
+    turn, order = random_order(u[:, 0])
     catching = (actions == CATCH) & ~state.frozen
     prey_pos = state.prey_pos[order]  # everything below in turn order
     could_catch = adjacency(state.agent_pos, prey_pos).T & catching  # [P, N]
@@ -225,7 +227,7 @@ def resolve_prey(
     neighbour = _cell_ids(neighbours, shape)
     agent_on = (neighbour[..., None] == _cell_ids(state.agent_pos, shape)) & neighbour_on_grid[
         ..., None]  # [P, 4, N]: agent i stands on neighbour d of prey k
-    capturers, value = capturers[order], value[order]
+    capturers, value, draws = capturers[order], value[order], u[order, 1:]
 
     def one_prey(k: jax.Array, c: _PreyCarry) -> _PreyCarry:
         was_alive = _at(c.alive, k)

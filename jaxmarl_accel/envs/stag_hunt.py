@@ -232,13 +232,14 @@ def transition(key: jax.Array, state: HuntState, actions: jax.Array, params: Sta
     Returns:
       :class:`~.hunt_rules.PreyOutcome` with ``state.step`` advanced by one.
     """
-    key_agents, key_prey = jax.random.split(key)
+    n, p = state.agent_pos.shape[0], state.prey_pos.shape[0]
+    u = jax.random.uniform(key, (n + p * (1 + rules.NUM_MOVES),))
     is_stag = np.arange(state.prey_pos.shape[0]) < state.num_stags
     capturers = jnp.where(is_stag, STAG_CAPTURERS, HARE_CAPTURERS).astype(jnp.int32)
     value = jnp.where(is_stag, params.stag_reward, params.hare_reward)
-    moved = rules.move_agents(key_agents, state, actions)
-    outcome = rules.resolve_prey(key_prey, moved, actions, capturers, value,
-                                 params.miscapture_punishment)
+    moved = rules.move_agents(u[:n], state, actions)
+    outcome = rules.resolve_prey(u[n:].reshape(p, 1 + rules.NUM_MOVES), moved, actions,
+                                 capturers, value, params.miscapture_punishment)
     return outcome._replace(state=outcome.state.replace(step=state.step + 1))
 
 
@@ -278,8 +279,8 @@ def scripted_actions(key: jax.Array, state: HuntState) -> jax.Array:
     adjacent = (dist == 1) & stag_alive & live[:, None]
     partnered = jnp.sum(adjacent, axis=0) >= STAG_CAPTURERS  # [M]
     catch = jnp.any(adjacent & partnered, axis=1) & live
-    key_target, key_move = jax.random.split(key)
-    noise = jax.random.uniform(key_target, dist.shape, maxval=0.5)
+    draws = jax.random.uniform(key, (dist.shape[0], m + rules.NUM_MOVES))
+    noise = 0.5 * draws[:, :m]  # ties between stags at one distance
     nearest = jnp.argmin(jnp.where(stag_alive, dist + noise, jnp.inf), axis=1)  # [N]
     target, target_dist = stag_pos[nearest], jnp.take_along_axis(dist, nearest[:, None], 1)
     cells = state.agent_pos[:, None] + rules.MOVES[: rules.NUM_MOVES]  # [N, 4, 2]
@@ -288,7 +289,7 @@ def scripted_actions(key: jax.Array, state: HuntState) -> jax.Array:
     free = rules.on_grid(cells, state.grid_shape) & ~rules.occupied(cells, pos, present)
     new_dist = jnp.sum(jnp.abs(cells - target[:, None]), axis=-1)  # [N, 4]
     closer = free & (new_dist < target_dist) & (target_dist > 1)
-    score = jnp.where(closer, jax.random.uniform(key_move, closer.shape), -1.0)
+    score = jnp.where(closer, draws[:, m:], -1.0)  # ties between moves
     move = jnp.where(jnp.any(closer, axis=1), jnp.argmax(score, axis=1), rules.STAY)
     go = jnp.any(stag_alive) & live
     return jnp.where(catch, rules.CATCH, jnp.where(go, move, rules.STAY)).astype(jnp.int32)

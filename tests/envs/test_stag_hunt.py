@@ -287,7 +287,7 @@ def test_reset_and_turn_orders_are_uniform():
     assert np.all(np.sort(cells, axis=1)[:, 1:] != np.sort(cells, axis=1)[:, :-1])  # distinct
     placements, counts = np.unique(cells, axis=0, return_counts=True)
     assert len(placements) == 24 and counts.min() > 180 and counts.max() < 320  # 250 each
-    turn, order = jax.jit(jax.vmap(lambda k: random_order(k, 3)))(keys)
+    turn, order = jax.jit(jax.vmap(lambda k: random_order(jax.random.uniform(k, (3,)))))(keys)
     np.testing.assert_array_equal(np.take_along_axis(np.asarray(turn), np.asarray(order), 1),
                                   np.tile(np.arange(3), (6000, 1)))  # inverse permutations
     orders, counts = np.unique(np.asarray(order), axis=0, return_counts=True)
