@@ -1,4 +1,5 @@
-"""Pure-function MPE scenarios on one shared physics core, and the registry :func:`make`.
+"""Pure-function MPE scenarios on one shared physics core, the grid stag hunt
+(:mod:`~jaxmarl_accel.envs.stag_hunt`), and the registry :func:`make`.
 
 ``env, params = make("simple_spread", num_agents=6)`` builds a scenario: ``env`` is a static
 :class:`Env` bundle of pure functions, ``params`` a pytree of its numeric settings.
@@ -11,9 +12,10 @@ given to ``make``, 25 unless set): it is static and does not follow ``params.rep
 Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
 ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
 :func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`
-and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`),
-then add one line ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules
-are imported on first use, so a scenario's import cost is paid only by those who make it.
+and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`, or build
+the :class:`Env` directly as :mod:`~jaxmarl_accel.envs.stag_hunt` does), then add one line
+``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules are imported on
+first use, so a scenario's import cost is paid only by those who make it.
 """
 
 from __future__ import annotations
