@@ -273,6 +273,8 @@ def scripted_actions(key: jax.Array, state: HuntState) -> jax.Array:
       state: the state (its first ``state.num_stags`` prey are the stags).
     """
     m = state.num_stags
+    if m == 0:  # only hares: the policy never catches them
+        return jnp.full(state.frozen.shape, rules.STAY, jnp.int32)
     stag_pos, stag_alive = state.prey_pos[:m], state.prey_alive[:m]
     live = ~state.frozen
     dist = jnp.sum(jnp.abs(state.agent_pos[:, None] - stag_pos[None]), axis=-1)  # [N, M]
