@@ -83,6 +83,15 @@ def place(key: jax.Array, grid_shape: tuple[int, int], num_agents: int, num_stag
 
     The first ``N + P`` steps of a Fisher-Yates shuffle of the ``H * W`` cells give that
     distribution (each entity uniform over the cells its predecessors left free).
+
+    Args:
+      key: PRNG key of the placement.
+      grid_shape: static ``(H, W)``.
+      num_agents: N; num_stags: M; num_hares: K (static, ``N + M + K <= H * W``).
+
+    Returns:
+      :class:`HuntState` at step 0: ``agent_pos [N, 2]``, ``prey_pos [M + K, 2]``, nobody
+      frozen, every prey alive.
     """
     h, w = grid_shape
     num_prey = num_stags + num_hares
