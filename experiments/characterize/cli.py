@@ -17,6 +17,14 @@ PER vs prioritized-locality sampling (VI-C), parallel vs sequential learners (pa
 and, with ``--actor-step linear full``, the two forms of the actor step (time of the actor
 step against the target-Q phase, of the whole ``algo.update``, and XLA's memory plan of it).
 
+For the value-based learners (``--algo qmix``, ``vdn``, ``iql``; e.g. ``--env stag_hunt
+--agents 8 16 32``) it times the phases of an episode round instead (recurrent action
+selection, env step, episode add, sampling, targets, agent forward, loss and gradient,
+optimizer step, target update), per round and per env step, against the whole collection
+of E episodes, the whole update step and the whole round: see
+:mod:`experiments.characterize.value` (outputs characterize.json, phases.csv,
+whole_steps.csv, ratios.csv, table_round.md, phases.png).
+
 Outputs in ``--out``: characterize.json, phases.csv, whole_steps.csv, ratios.csv,
 table_60k.md, phases.png (stacked shares, cf. Fig. 2/3), ratios.png.
 """
@@ -34,16 +42,18 @@ import jax
 from experiments import cli_config
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
+from experiments.characterize import value as cv
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.algos.config import ACTOR_STEPS
-from jaxmarl_accel.algos.registry import variant_of
+from jaxmarl_accel.algos.registry import family_of, variant_of
+from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 
 FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,
-        "neighbors": [16, 64], "trainer_chunks": 2}
+        "neighbors": [16, 64], "trainer_chunks": 2, "num_envs": 10}
 QUICK = {"agents": [3, 6], "batch_size": 256, "buffer_capacity": 4096, "reps": 3,
-         "neighbors": [16, 64], "trainer_chunks": 1}
+         "neighbors": [16, 64], "trainer_chunks": 1, "num_envs": 10}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,11 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     pos_int, pos_float = _positive(int), _positive(float)
     p.add_argument("--out", required=True, help="output folder (created if missing)")
-    p.add_argument("--env", default="simple_tag", choices=["simple_tag", "simple_spread"],
-                   help="scenario (default simple_tag, predator-prey)")
+    p.add_argument("--env", default="simple_tag",
+                   choices=["simple_tag", "simple_spread", "stag_hunt"],
+                   help="scenario (default simple_tag, predator-prey; stag_hunt for the value "
+                        "learners only)")
+    p.add_argument("--env-kwargs", type=cli_config.parse_key_values, default=(),
+                   help="value learners: more scenario keyword arguments, e.g. "
+                        "'num_stags=4,episode_length=50'")
     p.add_argument("--agents", nargs="+", type=pos_int, default=None,
                    help="agent counts: predators for simple_tag, agents for simple_spread "
-                        "(default 3 6 12 24 48; --quick: 3 6)")
+                        "and stag_hunt (default 3 6 12 24 48; --quick: 3 6; value learners: "
+                        "8 16 32, --quick 4 8)")
     p.add_argument("--tag-widths", default="paper", choices=["paper", "fixed"],
                    help="simple_tag team sizes: 'paper' = P predators, P/3 prey, max(2, P/3) "
                         "obstacles (paper 000's observation widths, 16 at P=3, 98 at P=24); "
@@ -112,13 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
         only=("algo", "sampler", "layout", "batch_size", "buffer_capacity", "num_envs",
               "update_every"),
         choices=cli_config.train_choices(),
-        defaults={"batch_size": None, "buffer_capacity": None},
-        shown_defaults={"batch_size": "1024; --quick: 256",
-                        "buffer_capacity": "100000, lowered to --max-buffer-gb; --quick: 4096"},
+        defaults={"batch_size": None, "buffer_capacity": None, "num_envs": None},
+        shown_defaults={"batch_size": "1024; --quick: 256; value learners: 128 episodes, "
+                                      "--quick 16",
+                        "buffer_capacity": "100000, lowered to --max-buffer-gb; --quick: 4096; "
+                                           "value learners: 5000 episodes, --quick 64",
+                        "num_envs": "10; value learners: 8"},
         aliases={"buffer_capacity": ("--capacity",)})
     cli_config.add_dataclass_flags(
         p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
         only=("learners",), choices=cli_config.train_choices())
+    cli_config.add_dataclass_flags(
+        p.add_argument_group("value learners (jaxmarl_accel.algos.value.ValueConfig)"),
+        ValueConfig, only=("hidden", "mixer_embed", "hypernet_hidden", "td_lambda", "double_q"),
+        choices=cli_config.train_choices())
     p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEPS,
                    default=[AlgoConfig.actor_step],
                    help="actor step forms (AlgoConfig.actor_step) measured side by side: the "
@@ -139,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Fill the defaults that depend on ``--quick`` and check values across flags."""
+    if family_of(args.algo) == "value":
+        return cv.resolve(args, parser)
+    if args.env == "stag_hunt" or args.env_kwargs:
+        parser.error("--env stag_hunt and --env-kwargs are for the value learners "
+                     "(qmix, vdn, iql)")
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -170,18 +198,26 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
     return args
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    parser = build_parser()
-    args = resolve(parser.parse_args(argv), parser)
-    spec = make(args.env)[0].spec  # the variant knows its delay (MATD3: AlgoConfig's)
-    policy_delay = variant_of(args.algo, spec, AlgoConfig()).policy_delay
+def run_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags and the machine, as recorded in characterize.json."""
     settings = {k: v for k, v in vars(args).items()}
     settings.update(jax_version=jax.__version__, devices=[str(d) for d in jax.devices()],
                     machine=platform.platform(), started=time.strftime("%Y-%m-%d %H:%M:%S"),
                     note="absolute times depend on the machine and its load; compare ratios")
+    return settings
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    parser = build_parser()
+    args = resolve(parser.parse_args(argv), parser)
     log = lambda msg: print(msg, flush=True)  # noqa: E731
     log(f"characterize: {args.env} {args.algo} sampler={args.sampler} layout={args.layout} "
         f"agents={args.agents} batch={args.batch_size} on {jax.devices()[0]}")
+    if family_of(args.algo) == "value":
+        return cv.main(args, run_settings(args), log)
+    spec = make(args.env)[0].spec  # the variant knows its delay (MATD3: AlgoConfig's)
+    policy_delay = variant_of(args.algo, spec, AlgoConfig()).policy_delay
+    settings = run_settings(args)
     records, derived = [], []
     for agents in args.agents:
         start = time.perf_counter()

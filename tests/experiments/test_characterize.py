@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import pytest
 
 from experiments import characterize
-from experiments.characterize.phases import PHASES
+from experiments.characterize.phases import PHASES, VALUE_INNER_PHASES, VALUE_PHASES
 from experiments.characterize.report import EXTRAPOLATION_NOTE
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.envs import make
@@ -90,3 +90,44 @@ def test_tiny_run_writes_sane_outputs(tmp_path):
             assert 1 / 30 < d["check"][name] < 30.0, (name, d["check"][name])
     with open(os.path.join(out, "table_60k.md")) as fh:
         assert EXTRAPOLATION_NOTE in fh.read()
+
+
+def test_value_flags_give_one_line_errors(capsys):
+    for argv in (["--out", "x", "--env", "stag_hunt"],
+                 ["--out", "x", "--algo", "qmix", "--env", "stag_hunt", "--fill", "2"],
+                 ["--out", "x", "--algo", "qmix", "--env", "stag_hunt", "--learners",
+                  "sequential"],
+                 ["--out", "x", "--algo", "vdn", "--env", "stag_hunt", "--env-kwargs", "bad=1"]):
+        with pytest.raises(SystemExit):
+            characterize.main(argv)
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("characterize: error:") and "\n" not in err, err
+
+
+def test_tiny_qmix_run_times_every_phase_of_the_round(tmp_path):
+    """--algo qmix on a small stag hunt: every value phase timed, the round's shares sum to
+    1, phase sums within a sane factor of the whole update step and the whole round."""
+    out = str(tmp_path)
+    records = characterize.main([
+        "--algo", "qmix", "--env", "stag_hunt", "--agents", "3",
+        "--env-kwargs", "num_stags=2,episode_length=6", "--batch-size", "4", "--capacity", "8",
+        "--num-envs", "2", "--hidden", "8", "--mixer-embed", "8", "--hypernet-hidden", "8",
+        "--reps", "2", "--statistic", "min", "--out", out])
+    assert [r["num_agents"] for r in records] == [3]
+    assert 1 <= records[0]["round_steps"] <= 6
+    for name in ("characterize.json", "phases.csv", "whole_steps.csv", "ratios.csv",
+                 "table_round.md", "phases.png"):
+        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    with open(os.path.join(out, "phases.csv")) as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["phase"] for r in rows] == list(VALUE_PHASES + VALUE_INNER_PHASES)
+    assert all(float(r["median_ms"]) > 0 for r in rows)
+    with open(os.path.join(out, "characterize.json")) as fh:
+        derived = json.load(fh)["configs"][0]["derived"]
+    assert sum(derived["shares_round"].values()) == pytest.approx(1.0)
+    assert derived["per_env_step_s"] > 0
+    for name in ("update_sum_over_whole", "round_sum_over_whole"):
+        assert 1 / 30 < derived["check"][name] < 30.0, (name, derived["check"][name])
+    with open(os.path.join(out, "table_round.md")) as fh:
+        text = fh.read()
+    assert all(f"| {p} |" in text for p in VALUE_PHASES + VALUE_INNER_PHASES)
