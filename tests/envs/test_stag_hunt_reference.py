@@ -86,8 +86,11 @@ def _reference_episodes(stag_hunt_cls, agents, stags, punishment, episodes, seed
 def _agree(ours, theirs, what):
     diff = ours.mean() - theirs.mean()
     se = np.sqrt(ours.var(ddof=1) / ours.size + theirs.var(ddof=1) / theirs.size)
-    assert abs(diff) <= 4 * se + 1e-6, (
-        f"{what}: ours {ours.mean():.3f} vs DCG {theirs.mean():.3f} (se of diff {se:.3f})")
+    text = (f"{what}: ours {ours.mean():.3f} ({ours.size} episodes) vs DCG "
+            f"{theirs.mean():.3f} ({theirs.size}); difference {diff:+.3f} = {diff / se:+.2f} "
+            "standard errors")
+    print(text)
+    assert abs(diff) <= 4 * se + 1e-6, text
 
 
 @pytest.mark.slow
@@ -103,8 +106,5 @@ def test_random_policy_agrees_with_dcg(dcg_stag_hunt, agents, stags, punishment,
     our_captures = np.asarray(ours.stats["captures"], np.float64)
     returns, captures = _reference_episodes(dcg_stag_hunt, agents, stags, punishment,
                                             episodes, seed=agents)
-    print(f"{agents}/{stags} punishment {punishment}: return ours {our_returns.mean():.3f} "
-          f"({our_returns.size} episodes) DCG {returns.mean():.3f} ({episodes}); captures ours "
-          f"{our_captures.mean():.3f} DCG {captures.mean():.3f}")
-    _agree(our_returns, returns, "return")
-    _agree(our_captures, captures, "captures")
+    _agree(our_returns, returns, f"{agents}/{stags} punishment {punishment} return")
+    _agree(our_captures, captures, f"{agents}/{stags} punishment {punishment} captures")
