@@ -8,7 +8,10 @@ One update (Lowe et al. 2017, Alg. 1 lines 9-14; paper 001 Alg. 1) for every age
    target actors plus smoothing noise; MASAC: current actors) and its entropy term;
 2. decentralized actor step (paper 001 eq. 1, :func:`~.losses.actor_loss`) through the
    relaxed own action, the other agents' actions taken from the replay, ascending the
-   variant's ``actor_critics`` (MADDPG, MATD3: the first critic; MASAC: the min of both);
+   variant's ``actor_critics`` (MADDPG, MATD3: the first critic; MASAC: the min of both),
+   evaluated as ``config.actor_step`` says (:data:`~.losses.JOINT_Q`: from the critics'
+   first-layer product with the replayed input plus the own action's correction, exact
+   since that layer is linear, or through every agent's copy of the joint input);
    MATD3 does this step (and step 3) only every ``policy_delay`` updates;
 3. soft target updates of all agents after the loop over agents (Alg. 1 line 14).
 
