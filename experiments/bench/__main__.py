@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m experiments.bench {envs,samplers,train} --json PATH``.
+"""Benchmarks: ``python -m experiments.bench {envs,samplers,train,qmix} --json PATH``.
 
 Each subcommand lives in a module of this folder that defines ``add_arguments(parser)``
 and ``main(args)``; it times ours and the reference side by side in one process.
@@ -13,6 +13,7 @@ SUBCOMMANDS = {
     "envs": "our MPE environments against jaxmarl's, random actions, lax.scan over steps",
     "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
     "train": "end-to-end training throughput (env steps/s including learning)",
+    "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
 }
 
 

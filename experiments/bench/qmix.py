@@ -1,0 +1,416 @@
+"""Recurrent QMIX against JaxMARL's ``baselines/QLearning/qmix_rnn.py``, side by side.
+
+``python -m experiments.bench qmix --jaxmarl-src PATH --seeds 1 8 --json PATH`` builds, for
+each seed count, two whole training runs on MPE spread with 3 agents, each one compiled
+program ``jax.jit(jax.vmap(train))`` over the seeds' keys:
+
+* ours: ``make_trainer(config).train`` with ``algo="qmix"`` (episode rounds);
+* theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``, imported
+  from that local copy of the JaxMARL repository and run on the installed ``jaxmarl``'s envs
+  and wrappers, with its own settings (``config/config.yaml`` merged with
+  ``config/alg/ql_rnn_mpe.yaml``). The script imports hydra, omegaconf and wandb at module
+  level and uses them only in its command line and logging; when they are not installed,
+  empty stand-ins are put in ``sys.modules`` for the import only.
+
+Both runs have the same number of rounds (``--rounds``): a round runs one episode in each
+of the 8 envs, adds the 8 episodes to the episode replay and, once learning has started,
+makes one update on a batch of 32 episodes. Learning starts at the same round on both sides
+(theirs: once its replay holds ``BUFFER_BATCH_SIZE`` rounds and ``LEARNING_STARTS`` env steps
+have been taken; ours: ``learning_starts`` set to that round's env steps), so both make the
+same number of updates (read back from both programs' outputs and recorded).
+
+Timing: compile time is ``lower().compile()`` of the whole program after
+``jax.clear_caches()`` (tracing and lowering, then XLA, recorded apart); throughput is env
+steps per second of the compiled program including its initialisation and learning,
+``block_until_ready``, one warm-up call then ``--reps`` calls of each side interleaved (ours,
+theirs, ours, ...) so that both see the same background load; ``steps_per_s`` is the
+fastest call (the least disturbed on a shared machine), ``steps_per_s_median`` the median.
+Env steps are what each program steps: 25 per episode for ours, 26 for theirs (its rollout
+takes ``NUM_STEPS`` = 26 steps, the last one into the next episode, which only bootstraps
+the final target); ``rounds_ratio`` compares rounds (episodes and updates) per second.
+With ``--breakdown`` the 1-seed programs run once more without learning (learning starting
+after the run), which splits a round into collection and the update.
+
+Settings matched (ours from theirs): 8 envs, batch 32 episodes, replay 5000 episodes,
+learning rate 0.005, gradient clipping at norm 25, gamma 0.9, one-step double-Q targets
+(``td_lambda = 0``), agent network Dense 64 -> ReLU -> GRU 64 -> Dense shared by all agents,
+QMIX mixer with embedding 32 and hypernetworks of 128 units, mixer state the concatenated
+observations, team reward the sum of the agents' rewards, hard target copy every 200 rounds
+(``target_update_episodes`` = 200 x 8), epsilon 1.0 -> 0.05 over the first 10% of the run's
+rounds (``EPS_DECAY`` 0.1), one update per round.
+
+Differences that remain:
+
+* optimizer: theirs RAdam with the learning rate decaying linearly to 1e-10 over the run;
+  ours Adam at a constant rate;
+* agent input: theirs observation and agent id (21); ours also the previous action's
+  one-hot (26), as in pymarl2;
+* episode rows: theirs 26 env steps per episode row set (25 transitions learned, the 26th
+  step, into the next episode, only bootstraps), ours 25 steps and the pre-reset
+  observation as row 26; theirs resets the GRU state on ``done`` inside its scan, ours
+  starts every replayed episode from a zero state;
+* loss: theirs the plain mean over the 25 transitions, ours the mean over filled steps
+  (all 25 on MPE spread);
+* initialisation: theirs orthogonal (mixer scale 0.001), ours flax's defaults;
+* evaluation: theirs ``TEST_DURING_TRAINING`` off (its greedy tests of 512 envs every 5% of
+  updates would dominate a short run), ours one greedy evaluation of 8 episodes at the end;
+* epsilon clock: theirs counts rounds (updates of its scan), ours env steps; both reach
+  0.05 after the same round.
+
+On jaxlib 0.10.2's CPU backend, on the 2-core development machine, JaxMARL's program
+vmapped over 4 or 8 seeds has hung in ``block_until_ready`` (every XLA worker thread idle in
+the Eigen thread pool; ours over 8 seeds ran), with and without
+``--xla-flags=--xla_cpu_use_xnnpack=false`` or ``--xla_cpu_multi_thread_eigen=false``;
+the JSON record is written after each seed count, so the 1-seed record survives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import importlib.util
+import json
+import os
+import statistics
+import sys
+import time
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmarl_accel.algos.value.config import ValueConfig
+from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.train import make_trainer
+
+REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
+REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
+                     Path("baselines/QLearning/config/alg/ql_rnn_mpe.yaml"))
+LOGGING_MODULES = ("hydra", "omegaconf", "wandb")
+OUR_EPISODE_STEPS = 25  # MPE spread's episode length
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The run's settings, named after JaxMARL's keys (``ql_rnn_mpe.yaml``'s values by
+    default; read from the reference's config files when it is given).
+
+    Attributes:
+      num_envs: NUM_ENVS, envs per seed (one episode each per round).
+      num_steps: NUM_STEPS, env steps of one round's rollout in theirs (25 + 1).
+      buffer_size: BUFFER_SIZE, episodes the replay holds.
+      batch_size: BUFFER_BATCH_SIZE, episodes per update (and rounds before theirs samples).
+      hidden: HIDDEN_SIZE, agent network width.
+      mixer_embed: MIXER_EMBEDDING_DIM.
+      hypernet_hidden: MIXER_HYPERNET_HIDDEN_DIM.
+      lr: LR.
+      gamma: GAMMA.
+      max_grad_norm: MAX_GRAD_NORM.
+      target_update_interval: TARGET_UPDATE_INTERVAL, rounds between hard target copies.
+      eps_start, eps_finish: EPS_START, EPS_FINISH.
+      eps_decay: EPS_DECAY, fraction of the rounds over which epsilon anneals.
+      learning_starts: LEARNING_STARTS, env steps (theirs) before the first update.
+    """
+
+    num_envs: int = 8
+    num_steps: int = 26
+    buffer_size: int = 5000
+    batch_size: int = 32
+    hidden: int = 64
+    mixer_embed: int = 32
+    hypernet_hidden: int = 128
+    lr: float = 0.005
+    gamma: float = 0.9
+    max_grad_norm: float = 25.0
+    target_update_interval: int = 200
+    eps_start: float = 1.0
+    eps_finish: float = 0.05
+    eps_decay: float = 0.1
+    learning_starts: int = 10_000
+
+
+def _key(field: str) -> str:
+    return {"batch_size": "BUFFER_BATCH_SIZE", "hidden": "HIDDEN_SIZE",
+            "mixer_embed": "MIXER_EMBEDDING_DIM",
+            "hypernet_hidden": "MIXER_HYPERNET_HIDDEN_DIM"}.get(field, field.upper())
+
+
+def settings_from(config: dict[str, Any]) -> Settings:
+    """:class:`Settings` from JaxMARL's merged config dict (keys as in its YAML files)."""
+    values = {}
+    for field in dataclasses.fields(Settings):
+        default = getattr(Settings, field.name)
+        values[field.name] = type(default)(config.get(_key(field.name), default))
+    return Settings(**values)
+
+
+def first_update_round(settings: Settings) -> int:
+    """The 1-based round of the first update in theirs: its trajectory replay samples once it
+    holds ``batch_size`` rounds, and it learns once more than ``learning_starts`` env steps
+    (``num_steps * num_envs`` a round) have been taken."""
+    per_round = settings.num_steps * settings.num_envs
+    return max(settings.batch_size, settings.learning_starts // per_round + 1)
+
+
+def our_config(settings: Settings, rounds: int, learn: bool = True) -> TrainConfig:
+    """Our QMIX run with ``settings`` for ``rounds`` rounds (learning from the same round as
+    theirs, or never when ``learn`` is False)."""
+    per_round = OUR_EPISODE_STEPS * settings.num_envs
+    total = rounds * per_round
+    value = ValueConfig(
+        hidden=settings.hidden, mixer_embed=settings.mixer_embed,
+        hypernet_hidden=settings.hypernet_hidden, lr=settings.lr, gamma=settings.gamma,
+        td_lambda=0.0, grad_clip=settings.max_grad_norm,
+        target_update_episodes=settings.target_update_interval * settings.num_envs,
+        epsilon_start=settings.eps_start, epsilon_finish=settings.eps_finish,
+        epsilon_anneal_steps=max(1, round(settings.eps_decay * rounds) * per_round),
+        double_q=True)
+    starts = first_update_round(settings) * per_round if learn else total + 1
+    return TrainConfig(env="simple_spread", env_kwargs=(("num_agents", 3),), algo="qmix",
+                       value_config=value, buffer_capacity=settings.buffer_size,
+                       batch_size=settings.batch_size, num_envs=settings.num_envs,
+                       total_env_steps=total, eval_every=total, eval_episodes=8,
+                       learning_starts=starts)
+
+
+def reference_config(base: dict[str, Any], settings: Settings, rounds: int,
+                     learn: bool = True) -> dict[str, Any]:
+    """JaxMARL's config dict: its own merged ``base`` with ``settings``, ``rounds`` rounds,
+    no tests during training and no logging (no learning when ``learn`` is False)."""
+    config = copy.deepcopy(base)
+    config.update({_key(f.name): getattr(settings, f.name) for f in dataclasses.fields(Settings)})
+    total = rounds * settings.num_steps * settings.num_envs
+    config.update(TOTAL_TIMESTEPS=total, TEST_DURING_TRAINING=False, WANDB_MODE="disabled",
+                  NUM_EPOCHS=1, TAU=1.0)
+    if not learn:
+        config["LEARNING_STARTS"] = total + 1
+    return config
+
+
+@contextmanager
+def _logging_stand_ins() -> Iterator[None]:
+    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules in ``sys.modules`` (only those that
+    are not installed) while the reference script is imported; removed afterwards."""
+    added = []
+    for name in LOGGING_MODULES:
+        if name in sys.modules or importlib.util.find_spec(name) is not None:
+            continue
+        module = types.ModuleType(name)
+        if name == "hydra":
+            module.main = lambda **_: (lambda fn: fn)
+        if name == "omegaconf":
+            module.OmegaConf = type("OmegaConf", (), {})
+        sys.modules[name] = module
+        added.append(name)
+    try:
+        yield
+    finally:
+        for name in added:
+            sys.modules.pop(name, None)
+
+
+def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
+    """The reference script as a module and its merged MPE config, from a local copy of the
+    JaxMARL repository at ``src``; None when ``src`` is None or lacks the script."""
+    if src is None or not (Path(src) / REFERENCE_SCRIPT).is_file():
+        return None
+    import yaml  # a dependency of flax
+
+    config: dict[str, Any] = {}
+    for path in REFERENCE_CONFIGS:
+        with open(Path(src) / path) as handle:
+            config.update(yaml.safe_load(handle))
+    spec = importlib.util.spec_from_file_location("jaxmarl_qmix_rnn", Path(src) / REFERENCE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    with _logging_stand_ins():
+        spec.loader.exec_module(module)
+    return module, config
+
+
+def compile_program(train: Callable, keys: jax.Array) -> tuple[Any, float, float]:
+    """``jax.jit(jax.vmap(train))`` compiled for ``keys``, after clearing JAX's caches:
+    ``(executable, trace-and-lower seconds, XLA compile seconds)``."""
+    jax.clear_caches()
+    start = time.perf_counter()
+    lowered = jax.jit(jax.vmap(train)).lower(keys)
+    lowered_at = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, lowered_at - start, time.perf_counter() - lowered_at
+
+
+def timed_call(compiled: Any, keys: jax.Array) -> tuple[float, Any]:
+    """Seconds of one call of ``compiled(keys)`` up to ``block_until_ready``, and its output."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(keys))
+    return time.perf_counter() - start, out
+
+
+def our_updates(out: Any) -> int:
+    """Updates of seed 0 in our program's output (summed over its chunks)."""
+    return int(np.asarray(out[1].updates)[0].sum())
+
+
+def reference_updates(out: Any) -> int:
+    """Updates (gradient steps) of seed 0 in theirs."""
+    return int(np.asarray(out["runner_state"][0].grad_steps)[0])
+
+
+class Side:
+    """One program of the comparison, compiled for a seed count, with its timed calls."""
+
+    def __init__(self, name: str, train: Callable, keys: jax.Array, steps_per_seed: int,
+                 updates_of: Callable[[Any], int]) -> None:
+        self.name, self.keys, self.steps_per_seed = name, keys, steps_per_seed
+        self.compiled, self.lower_s, self.xla_s = compile_program(train, keys)
+        self.updates_of, self.samples, self.updates = updates_of, [], -1
+
+    def call(self, record: bool = True) -> None:
+        seconds, out = timed_call(self.compiled, self.keys)
+        self.updates = self.updates_of(out)
+        if record:
+            self.samples.append(seconds)
+
+    def summary(self) -> dict[str, Any]:
+        steps = self.keys.shape[0] * self.steps_per_seed
+        return {f"{self.name}_compile_s": self.lower_s + self.xla_s,
+                f"{self.name}_lower_s": self.lower_s, f"{self.name}_xla_compile_s": self.xla_s,
+                f"{self.name}_env_steps_per_seed": self.steps_per_seed,
+                f"{self.name}_updates_per_seed": self.updates,
+                f"{self.name}_seconds": list(self.samples),
+                f"{self.name}_steps_per_s": steps / min(self.samples),
+                f"{self.name}_steps_per_s_median": steps / statistics.median(self.samples)}
+
+
+def run_sides(sides: list[Side], reps: int) -> None:
+    """One warm-up call of every side, then ``reps`` timed calls interleaved."""
+    for side in sides:
+        side.call(record=False)
+    for _ in range(reps):
+        for side in sides:
+            side.call()
+
+
+def bench_seeds(args: argparse.Namespace, settings: Settings, reference: Any | None,
+                seeds: int, learn: bool = True) -> dict[str, Any]:
+    """The record of one seed count: both sides compiled, timed and compared."""
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), seeds)
+    sides = [Side("ours", make_trainer(our_config(settings, args.rounds, learn)).train, keys,
+                  args.rounds * settings.num_envs * OUR_EPISODE_STEPS, our_updates)]
+    if reference is not None:
+        module, base = reference
+        config = reference_config(base, settings, args.rounds, learn)
+        env, _ = module.env_from_config(copy.deepcopy(config))
+        sides.append(Side("ref", module.make_train(copy.deepcopy(config), env), keys,
+                          config["TOTAL_TIMESTEPS"], reference_updates))
+    run_sides(sides, args.reps)
+    record: dict[str, Any] = {"seeds": seeds, "rounds": args.rounds, "learning": learn,
+                              "first_update_round": first_update_round(settings)}
+    for side in sides:
+        record.update(side.summary())
+    if reference is not None:
+        ours, ref = sides
+        record["steps_ratio"] = record["ours_steps_per_s"] / record["ref_steps_per_s"]
+        record["steps_ratio_median"] = (record["ours_steps_per_s_median"]
+                                        / record["ref_steps_per_s_median"])
+        record["rounds_ratio"] = min(ref.samples) / min(ours.samples)
+        record["compile_ratio"] = record["ours_compile_s"] / record["ref_compile_s"]
+    return record
+
+
+def breakdown(with_learning: dict[str, Any], without: dict[str, Any], side: str,
+              rounds: int) -> dict[str, float]:
+    """Milliseconds of a round's collection (the run without learning, per round) and of one
+    update (the extra time of the run with learning, per update), fastest calls."""
+    full, collect = min(with_learning[f"{side}_seconds"]), min(without[f"{side}_seconds"])
+    updates = max(with_learning[f"{side}_updates_per_seed"], 1)
+    return {f"{side}_collect_ms_per_round": 1e3 * collect / rounds,
+            f"{side}_update_ms": 1e3 * (full - collect) / updates}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench's flags."""
+    parser.add_argument("--jaxmarl-src", default=None,
+                        help="root of a local copy of the JaxMARL repository (holding "
+                             f"{REFERENCE_SCRIPT}); without it only ours runs")
+    parser.add_argument("--json", default=None, help="write the record to this JSON file")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 8],
+                        help="seed counts trained at once (default: 1 8)")
+    parser.add_argument("--rounds", type=int, default=128,
+                        help="rounds per seed: one episode per env and, once learning has "
+                             "started (round 49 at JaxMARL's settings), one update (default: 128)")
+    parser.add_argument("--reps", type=int, default=2,
+                        help="timed calls of each side after a warm-up call (default: 2)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time the 1-seed programs without learning, to split a "
+                             "round into collection and update")
+    parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
+    parser.add_argument("--xla-flags", default="",
+                        help="added to XLA_FLAGS before the backend starts, for both sides "
+                             "(e.g. --xla_cpu_multi_thread_eigen=false; see the module docstring)")
+    overrides = parser.add_argument_group(
+        "settings (both sides; default: JaxMARL's ql_rnn_mpe.yaml)")
+    for name in ("num_envs", "batch_size", "buffer_size", "hidden", "mixer_embed",
+                 "hypernet_hidden", "learning_starts"):
+        overrides.add_argument(f"--{name.replace('_', '-')}", type=int, default=None)
+
+
+def main(args: argparse.Namespace) -> None:
+    if args.rounds < 1 or args.reps < 1 or min(args.seeds) < 1:
+        raise ValueError("--rounds, --reps and every --seeds count must be >= 1")
+    if args.xla_flags:  # read when the backend starts (jaxmarl's import may start it)
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {args.xla_flags}".strip()
+    reference = load_reference(args.jaxmarl_src)
+    settings = settings_from(reference[1]) if reference is not None else Settings()
+    chosen = {name: getattr(args, name) for name in
+              ("num_envs", "batch_size", "buffer_size", "hidden", "mixer_embed",
+               "hypernet_hidden", "learning_starts") if getattr(args, name) is not None}
+    settings = dataclasses.replace(settings, **chosen)
+    if reference is None:
+        print(f"reference skipped: no {REFERENCE_SCRIPT} under --jaxmarl-src "
+              f"({args.jaxmarl_src!r}); timing ours only", flush=True)
+    result: dict[str, Any] = {
+        "reference": None if reference is None else str(Path(args.jaxmarl_src).resolve()),
+        "settings": dataclasses.asdict(settings), "backend": jax.default_backend(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "cpu_count": os.cpu_count(), "load_average_start": list(os.getloadavg()),
+        "records": []}
+    header = (f"{'seeds':>5}{'ours steps/s':>14}{'jaxmarl steps/s':>17}{'ratio':>7}"
+              f"{'(median)':>9}{'ours compile s':>16}{'jaxmarl compile s':>19}{'ratio':>7}"
+              f"{'updates':>9}")
+    print(header, flush=True)
+    for seeds in args.seeds:
+        record = bench_seeds(args, settings, reference, seeds)
+        result["records"].append(record)
+        nan = float("nan")
+        print(f"{seeds:>5}{record['ours_steps_per_s']:>14,.0f}"
+              f"{record.get('ref_steps_per_s', nan):>17,.0f}{record.get('steps_ratio', nan):>7.2f}"
+              f"{record.get('steps_ratio_median', nan):>9.2f}{record['ours_compile_s']:>16.1f}"
+              f"{record.get('ref_compile_s', nan):>19.1f}{record.get('compile_ratio', nan):>7.2f}"
+              f"{record['ours_updates_per_seed']:>5}/{record.get('ref_updates_per_seed', '-')}",
+              flush=True)
+        _write(args.json, result)
+    if args.breakdown:
+        with_learning = next((r for r in result["records"] if r["seeds"] == 1), None)
+        if with_learning is None:
+            with_learning = bench_seeds(args, settings, reference, 1)
+        without = bench_seeds(args, settings, reference, 1, learn=False)
+        parts = {"no_learning": without}
+        for side in ("ours", "ref") if reference is not None else ("ours",):
+            parts.update(breakdown(with_learning, without, side, args.rounds))
+        result["breakdown"] = parts
+        print("1 seed, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()
+                                         if k != "no_learning"), flush=True)
+    result["load_average_end"] = list(os.getloadavg())
+    _write(args.json, result)
+
+
+def _write(path: str | None, result: dict[str, Any]) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(result, handle, indent=2)

@@ -1,0 +1,93 @@
+"""experiments/bench/qmix: our side on a tiny run, the reference skipped without its source,
+the settings matched from JaxMARL's keys and the reference loaded with stand-in modules."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from experiments.bench import qmix as bench
+from experiments.bench.__main__ import main
+
+TINY = ("--seeds", "1", "--rounds", "4", "--reps", "1", "--num-envs", "2", "--batch-size", "2",
+        "--buffer-size", "8", "--hidden", "8", "--mixer-embed", "4", "--hypernet-hidden", "8",
+        "--learning-starts", "0")
+
+FAKE_SCRIPT = '''
+import hydra
+import wandb
+from omegaconf import OmegaConf
+
+
+def make_train(config, env):
+    return lambda key: key
+
+
+@hydra.main(version_base=None, config_path="./config", config_name="config")
+def main(config):
+    wandb.log(OmegaConf.to_container(config))
+'''
+
+
+def test_ours_only_when_the_reference_is_absent(tmp_path, capsys):
+    path = tmp_path / "out" / "qmix.json"
+    main(["qmix", *TINY, "--jaxmarl-src", str(tmp_path / "missing"), "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert result["reference"] is None and result["settings"]["num_envs"] == 2
+    (record,) = result["records"]
+    assert record["ours_steps_per_s"] > 0 and record["ours_compile_s"] > 0
+    assert record["ours_env_steps_per_seed"] == 4 * 2 * 25
+    assert record["first_update_round"] == 2 and record["ours_updates_per_seed"] == 3
+    assert not any(key.startswith("ref_") for key in record)
+    assert "reference skipped" in capsys.readouterr().out
+
+
+def test_settings_match_the_reference_keys():
+    settings = bench.Settings()
+    assert bench.first_update_round(settings) == 49  # 10000 env steps at 208 per round
+    config = bench.our_config(settings, rounds=128)
+    value = config.value_config
+    assert (config.num_envs, config.batch_size, config.buffer_capacity) == (8, 32, 5000)
+    assert config.total_env_steps == 128 * 200 and config.learning_starts == 49 * 200
+    assert (value.hidden, value.mixer_embed, value.hypernet_hidden) == (64, 32, 128)
+    assert (value.td_lambda, value.gamma, value.lr, value.grad_clip) == (0.0, 0.9, 0.005, 25.0)
+    assert value.target_update_episodes == 200 * 8 and value.double_q
+    assert value.epsilon_anneal_steps == 13 * 200  # 10% of 128 rounds
+    reference = bench.reference_config({"NUM_SEEDS": 1}, settings, rounds=128)
+    assert reference["TOTAL_TIMESTEPS"] // 26 // 8 == 128  # its NUM_UPDATES
+    assert not reference["TEST_DURING_TRAINING"] and reference["NUM_SEEDS"] == 1
+    assert bench.settings_from(reference) == settings
+    never = bench.our_config(settings, rounds=128, learn=False)
+    assert never.learning_starts > never.total_env_steps
+    no_learning = bench.reference_config({}, settings, rounds=128, learn=False)
+    assert no_learning["LEARNING_STARTS"] > no_learning["TOTAL_TIMESTEPS"]
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in bench.LOGGING_MODULES),
+                    reason="the stand-ins are only used when the logging modules are absent")
+def test_reference_loads_with_stand_ins(tmp_path):
+    script = tmp_path / bench.REFERENCE_SCRIPT
+    script.parent.mkdir(parents=True)
+    script.write_text(FAKE_SCRIPT)
+    base, alg = (tmp_path / path for path in bench.REFERENCE_CONFIGS)
+    alg.parent.mkdir(parents=True)
+    base.write_text('"SEED": 0\n"WANDB_MODE": "disabled"\n')
+    alg.write_text('"NUM_ENVS": 4\n"HIDDEN_SIZE": 16\n"LR": 0.01\n')
+    module, config = bench.load_reference(str(tmp_path))
+    assert module.make_train(config, None)(7) == 7
+    assert config["SEED"] == 0 and config["NUM_ENVS"] == 4
+    assert dataclasses.replace(bench.Settings(), num_envs=4, hidden=16, lr=0.01) == (
+        bench.settings_from(config))
+    assert not any(name in sys.modules for name in bench.LOGGING_MODULES)
+    assert bench.load_reference(str(tmp_path / "nothing")) is None
+    assert bench.load_reference(None) is None
+
+
+@pytest.mark.parametrize("argv", [("--rounds", "0"), ("--reps", "0"), ("--seeds", "0")])
+def test_bad_flags_raise(argv):
+    with pytest.raises(ValueError):
+        main(["qmix", *argv])
