@@ -130,9 +130,13 @@ def make_episode_trainer(config: cfg.TrainConfig, env: Env, env_params: PyTree,
         return (state.replace(algo=learned.algo, buffer=learned.buffer, key=key),
                 learned.metrics)
 
+    # the learner metrics' names, shapes and dtypes, traced once here rather than in
+    # every function that needs zeros of them
+    learner_shapes = jax.eval_shape(lambda key: update(init(key))[1], jax.random.PRNGKey(0))
+    zero_metrics = lambda: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), learner_shapes)
+
     def skip(state: EpisodeTrainState) -> tuple[EpisodeTrainState, dict[str, jax.Array]]:
-        shapes = jax.eval_shape(update, state)[1]
-        return state, jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return state, zero_metrics()
 
     def run_round(carry: tuple[EpisodeTrainState, _ChunkSums]
                   ) -> tuple[EpisodeTrainState, _ChunkSums]:
@@ -153,11 +157,10 @@ def make_episode_trainer(config: cfg.TrainConfig, env: Env, env_params: PyTree,
     def run_chunk(state: EpisodeTrainState, chunk_index: jax.Array
                   ) -> tuple[EpisodeTrainState, ChunkMetrics]:
         end = chunk_end_steps(config, chunk_index)
-        learner_shapes = jax.eval_shape(update, state)[1]
         sums = _ChunkSums(
             returns=jnp.zeros((spec.num_agents,), jnp.float32), count=jnp.zeros(()),
             stats={name: jnp.zeros(()) for name in spec.episode_stats},
-            learner=jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), learner_shapes),
+            learner=zero_metrics(),
             updates=jnp.zeros((), jnp.int32))
         state, sums = jax.lax.while_loop(lambda c: c[0].env_steps < end, run_round,
                                          (state, sums))
