@@ -44,7 +44,7 @@ from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from experiments.characterize import value as cv
 from jaxmarl_accel.algos import AlgoConfig
-from jaxmarl_accel.algos.config import ACTOR_STEPS
+from jaxmarl_accel.algos.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument_group("value learners (jaxmarl_accel.algos.value.ValueConfig)"),
         ValueConfig, only=("hidden", "mixer_embed", "hypernet_hidden", "td_lambda", "double_q"),
         choices=cli_config.train_choices())
-    p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEPS,
+    p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEP_CHOICES,
                    default=[AlgoConfig.actor_step],
                    help="actor step forms (AlgoConfig.actor_step) measured side by side: the "
                         "actor step (p_loss), algo.update and its memory plan for each; the "

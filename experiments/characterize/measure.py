@@ -17,6 +17,7 @@ from experiments import cli_config
 from experiments import timing as cp
 from experiments.memory import ensure_fits
 from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos.config import actor_step_form
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.config import TrainConfig, steps_per_round
@@ -67,7 +68,7 @@ def update_bytes(num_agents: int, batch_size: int, obs_dim: int, action_dim: int
     ``[N, 2, B, 64]``; about four of each, plus the critics' kernels, their gradients and
     Adam moments (2 critics of ``N * (obs_dim + action_dim) * 64`` floats per agent, x5)."""
     joint = num_agents * (obs_dim + action_dim)
-    if actor_step == "full":
+    if actor_step_form(actor_step, num_agents) == "full":
         return 3 * num_agents * batch_size * joint * 4
     hidden = 4 * num_agents * 2 * batch_size * 64
     critics = 5 * num_agents * 2 * joint * 64

@@ -38,7 +38,7 @@ from flax import struct
 
 from jaxmarl_accel.algos import losses, networks
 from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import AlgoConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.learners import LEARNERS
 from jaxmarl_accel.algos.variant import Variant
@@ -197,7 +197,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
         alpha_tx=optax.adam(config.alpha_lr),
         mask=spec.action_mask if not spec.continuous else jnp.ones((n, dist.action_dim), bool),
         target_entropy=_target_entropy(spec, config), map_agents=LEARNERS[config.learners],
-        joint_q=losses.JOINT_Q[config.actor_step])
+        joint_q=losses.JOINT_Q[actor_step_form(config.actor_step, spec.num_agents)])
 
 
 def init(sk: Skeleton, key: jax.Array) -> AlgoState:

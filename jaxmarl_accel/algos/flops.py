@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import AlgoConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import make_distribution
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.envs.base import EnvSpec
@@ -60,7 +60,7 @@ def update_matmul_flops(
     actor_critics = len(variant.actor_critics(np.arange(critics)))  # critics the actor uses
     next_actions = (n * n if per_agent else n) * f_a
     critic = n * critics * (f_c + f_c + 2 * f_c - f1_c)
-    if config.actor_step == "full":
+    if actor_step_form(config.actor_step, n) == "full":
         ascended = 2 * f_c
     else:
         ascended = f1_c + 2 * (f_c - f1_c) + 4 * adim * hidden[0]

@@ -14,7 +14,15 @@ def test_defaults_are_the_papers_settings():
     assert (c.grad_clip, c.actor_reg, c.learners) == (0.5, 1e-3, "parallel")
     assert (c.policy_delay, c.target_noise, c.target_noise_clip) == (2, 0.2, 0.5)
     assert (c.alpha, c.auto_alpha) == (0.05, False)
-    assert c.actor_step == "linear"
+    assert c.actor_step == "auto"
+
+
+def test_auto_actor_step_is_linear_from_eight_agents():
+    from jaxmarl_accel.algos.config import actor_step_form
+
+    assert [actor_step_form("auto", n) for n in (3, 4, 7, 8, 32)] == [
+        "full", "full", "full", "linear", "linear"]
+    assert actor_step_form("linear", 3) == "linear" and actor_step_form("full", 32) == "full"
 
 
 @pytest.mark.parametrize("kwargs", [
