@@ -10,7 +10,8 @@ learners that replay whole episodes (QMIX, VDN, IQL; paper 004), runs one whole 
 each of the ``E`` environments, adds the ``E`` episodes to the replay and then performs one
 update (the schedule of pymarl2, the reference code); its chunk runs rounds until the
 seed's env steps (steps the episodes really took) reach the chunk's end, as pymarl2 counts
-``t_env``. Each chunk ends with a deterministic evaluation. Seeds are a ``jax.vmap`` over keys outside::
+``t_env``. Each chunk ends with a deterministic evaluation. Seeds are a ``jax.vmap`` over
+keys outside::
 
     train = make_train(config)
     state, metrics = jax.jit(jax.vmap(train))(jax.random.split(key, num_seeds))
@@ -37,8 +38,6 @@ from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.steps import (
-    collect_episodes,
-    example_episode,
     example_transition,
     learn_step,
     transition_step,
