@@ -10,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.registry import ALGOS, family_of
+from jaxmarl_accel.algos.registry import ALGOS, family_of, replay_needed
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
 
@@ -129,11 +129,10 @@ class TrainConfig:
 def replay_of(config: TrainConfig) -> str:
     """The replay kind a run uses: ``"episode"`` or ``"transition"`` (``config.replay``
     resolved). ``ValueError`` when the learner cannot use the kind asked for."""
-    recurrent = family_of(config.algo) == "value" and config.value_config.agent == "rnn"
-    needed = "episode" if recurrent else "transition"
+    needed = replay_needed(algo_config_of(config))
     if config.replay not in ("auto", needed):
         why = ("a recurrent learner (value_config.agent='rnn') learns from whole episodes; "
-               "use agent 'mlp' for transition replay" if recurrent else
+               "use agent 'mlp' for transition replay" if needed == "episode" else
                f"algo {config.algo!r} learns from single transitions")
         raise ValueError(f"replay {config.replay!r}: {why}")
     return needed

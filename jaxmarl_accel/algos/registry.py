@@ -63,12 +63,16 @@ def variant_of(name: str, spec: EnvSpec, config: AlgoConfig) -> Variant:
     return VARIANTS[name](spec, config)
 
 
+def replay_needed(config: AlgoConfig | ValueConfig) -> str:
+    """The replay kind a learner with ``config`` learns from: ``"episode"`` for recurrent
+    value learners, ``"transition"`` for actor-critic and feed-forward value learners."""
+    return "episode" if isinstance(config, ValueConfig) and config.agent == "rnn" else "transition"
+
+
 def check_replay(name: str, config: AlgoConfig | ValueConfig, replay: str) -> None:
     """Raise a one-line ValueError if algorithm ``name`` with ``config`` cannot learn from
-    ``replay`` (``"transition"`` or ``"episode"``): actor-critic learners and feed-forward
-    value learners replay transitions, recurrent value learners whole episodes."""
-    wanted = ("episode" if isinstance(config, ValueConfig) and config.agent == "rnn"
-              else "transition")
+    ``replay`` (``"transition"`` or ``"episode"``, :func:`replay_needed`)."""
+    wanted = replay_needed(config)
     if replay != wanted:
         why = ("a recurrent agent learns from whole episodes; use agent='mlp' for transitions"
                if wanted == "episode" else f"algo {name!r} learns from single transitions")
