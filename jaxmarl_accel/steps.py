@@ -151,6 +151,20 @@ def env_views(env: Env, env_state: PyTree, obs: jax.Array, params: PyTree
     return state, avail
 
 
+def info_views(env: Env, info: dict, obs: jax.Array, prefix: str
+               ) -> tuple[jax.Array, jax.Array]:
+    """:func:`env_views` of E stepped envs as their ``info`` reports them (``prefix``
+    ``"final_"``: of the pre-reset states), without evaluating the env's functions again:
+    ``(state [E, S], avail [E, N, A] bool)`` from ``info["<prefix>state"]`` and
+    ``info["<prefix>avail_actions"]``, or the concatenated observations ``obs [E, N, D]``
+    and every valid action when the env has none."""
+    state = (obs.reshape(obs.shape[0], -1) if env.state_of is None
+             else info[f"{prefix}state"])
+    avail = (jnp.broadcast_to(env.spec.action_mask, (*obs.shape[:2], env.spec.num_actions))
+             if env.avail_actions is None else info[f"{prefix}avail_actions"])
+    return state, avail
+
+
 def team_reward(spec: Any, reward: jax.Array) -> jax.Array:
     """The team reward of per-agent rewards ``[..., N]``: the broadcast value when the env
     shares one reward (``spec.shared_reward``), their sum otherwise. Shape ``[...]``."""
@@ -264,13 +278,8 @@ def collect_episodes(
         # pre-reset one it ended in, then that one frozen
         ended = terminated | truncated
         final_obs = info["final_obs"]
-        if env.state_of is None:
-            final_state = final_obs.reshape(num_envs, -1)
-        else:
-            final_state = info["final_state"]
-        final_avail = (info["final_avail_actions"] if env.avail_actions is not None
-                       else jnp.broadcast_to(spec.action_mask, rec_avail.shape))
-        next_state, next_avail = views(env, env_state, obs, env_params)
+        final_state, final_avail = info_views(env, info, final_obs, "final_")
+        next_state, next_avail = info_views(env, info, obs, "")
         pick = lambda running, last, frozen: jnp.where(
             _rows_like(alive & ~ended, running), running,
             jnp.where(_rows_like(alive, running), last, frozen))

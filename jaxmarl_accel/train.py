@@ -190,8 +190,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
             return greedy(algo_state, key, obs, env_state, params)[0]
 
         result = evaluate_policy(env, env_params, policy_fn, key, config.eval_episodes)
-        stats = getattr(result, "stats", {})
-        return result.agent_returns, {name: jnp.mean(v) for name, v in stats.items()}
+        return result.agent_returns, {name: jnp.mean(v) for name, v in result.stats.items()}
 
     def run_chunk(state: TrainState, chunk_index: jax.Array) -> tuple[TrainState, ChunkMetrics]:
         round_indices = chunk_index * rounds + jnp.arange(rounds)
