@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
-from typing import NamedTuple
 
 import chex
 import jax
@@ -16,24 +14,15 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Needs
 from jaxmarl_accel.algos.registry import MIXERS
 from jaxmarl_accel.algos.value import Carry, ValueConfig, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
-from tests.algos.helpers import assert_trees_close
+from tests.algos.helpers import Compiled, assert_trees_close
 from tests.algos.value.helpers import SMALL, SMALL_MLP, random_episodes, value_spec
 
 LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
-
-
-class Compiled(NamedTuple):
-    """An algorithm with jitted functions, cached so that tests share compilations."""
-
-    algo: Algo
-    init: Callable
-    act: Callable
-    update: Callable
 
 
 @functools.cache
