@@ -233,7 +233,7 @@ parsed values, so the family's default (:func:`jaxmarl_accel.config.defaults_for
 dataclass's applies."""
 
 FAMILY_NAMES = {"actor_critic": "the actor-critic family (maddpg, matd3, masac)",
-                "value": "the value-based family (qmix, vdn, iql)"}
+                "value": "the value-based family (qmix, vdn, iql, macpo, accmer)"}
 SHARED_LEARNER_FIELDS = ("gamma", "grad_clip")
 """Fields both learner families have: one flag (``--gamma``) sets the chosen family's."""
 
@@ -253,10 +253,11 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
 
     shown = {}
     for name, value in VALUE_DEFAULTS.items():
-        shown[name] = f"{getattr(TrainConfig, name)}; {value} for qmix / vdn / iql"
+        shown[name] = f"{getattr(TrainConfig, name)}; {value} for the value family"
     for name in SHARED_LEARNER_FIELDS:
         shown[name] = (f"{getattr(AlgoConfig, name)}; {getattr(ValueConfig, name)} for "
-                       "qmix / vdn / iql")
+                       "the value family (qmix, vdn, iql, macpo, accmer)")
+    shown["sampler"] = f"{TrainConfig.sampler}; reuse for accmer"
     return {name: UNSET for name in shown}, shown
 
 

@@ -116,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                     choices=cli_config.train_choices(),
                                                     defaults=family_defaults,
                                                     shown_defaults=family_shown)
-    value = parser.add_argument_group("value-based learners: qmix, vdn, iql "
+    value = parser.add_argument_group("value-based learners: qmix, vdn, iql, macpo, accmer "
                                       "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
                                       "--grad-clip above apply to them too)")
     parser.fields += cli_config.add_dataclass_flags(value, ValueConfig,

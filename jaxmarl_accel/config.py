@@ -10,7 +10,13 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.config import AlgoConfig
-from jaxmarl_accel.algos.registry import ALGOS, family_of, replay_needed
+from jaxmarl_accel.algos.registry import (
+    ALGOS,
+    check_sampler,
+    family_of,
+    replay_needed,
+    sampler_defaults,
+)
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
 
@@ -92,6 +98,7 @@ class TrainConfig:
                                    ("replay", self.replay, REPLAY_MODES)):
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+        check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
         if replay_of(self) == "episode":
             self._check_episode_replay()
             return
@@ -147,9 +154,22 @@ steps; updates start once the replay holds a batch."""
 
 def defaults_for(algo: str) -> dict[str, Any]:
     """The ``TrainConfig`` fields whose defaults depend on the learner family of ``algo``
-    (empty for actor-critic learners, whose defaults are the dataclass's):
-    ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
-    return dict(VALUE_DEFAULTS) if family_of(algo) == "value" else {}
+    (empty for actor-critic learners, whose defaults are the dataclass's) or on the learner
+    itself (AccMER's ``sampler``): ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
+    defaults = dict(VALUE_DEFAULTS) if family_of(algo) == "value" else {}
+    own = sampler_defaults(algo)
+    if own is not None:
+        defaults["sampler"] = own[0]
+    return defaults
+
+
+def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """The sampler keyword arguments a run's buffer is built with: the learner's defaults
+    (AccMER: ``reuse_ratio=0.5, loss_weights='ones', decay=1.0``) overridden by
+    ``config.sampler_kwargs``."""
+    own = sampler_defaults(config.algo)
+    defaults = own[1] if own is not None and own[0] == config.sampler else {}
+    return {**defaults, **dict(config.sampler_kwargs)}
 
 
 def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig:

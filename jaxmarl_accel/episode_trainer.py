@@ -92,7 +92,7 @@ def make_episode_trainer(config: cfg.TrainConfig, env: Env, env_params: PyTree,
     spec, num_envs = env.spec, config.num_envs
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout="episode",
-                         index_sharing="shared", **dict(config.sampler_kwargs))
+                         index_sharing="shared", **cfg.buffer_kwargs(config))
     observe = algo.observe or (lambda algo_state, env_steps, episodes: algo_state)
 
     def init(key: jax.Array) -> EpisodeTrainState:

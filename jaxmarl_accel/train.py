@@ -163,7 +163,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
         return make_episode_trainer(config, env, env_params, algo)
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
-                         index_sharing=config.index_sharing, **dict(config.sampler_kwargs))
+                         index_sharing=config.index_sharing, **cfg.buffer_kwargs(config))
     scripted_prey = config.prey == "heuristic"
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "

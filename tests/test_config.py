@@ -9,8 +9,10 @@ import pytest
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import (
     TrainConfig,
+    buffer_kwargs,
     config_from_dict,
     config_to_dict,
+    defaults_for,
     first_update_step,
     num_chunks,
     rounds_per_chunk,
@@ -63,3 +65,20 @@ def test_config_from_dict_names_unknown_fields():
     data["no_such_field"] = 1
     with pytest.raises(TypeError, match="no_such_field"):
         config_from_dict(data)
+
+
+def test_accmer_samples_with_the_reuse_sampler_and_its_own_defaults():
+    config = TrainConfig(algo="accmer", env="stag_hunt", **defaults_for("accmer"))
+    assert config.sampler == "reuse"
+    assert buffer_kwargs(config) == {"reuse_ratio": 0.5, "loss_weights": "ones", "decay": 1.0}
+    given = TrainConfig(algo="accmer", env="stag_hunt", sampler_kwargs=(("decay", 0.8),),
+                        **defaults_for("accmer"))
+    assert buffer_kwargs(given)["decay"] == 0.8 and buffer_kwargs(given)["reuse_ratio"] == 0.5
+    assert buffer_kwargs(TrainConfig(algo="qmix", env="stag_hunt")) == {}
+    for kwargs, message in (
+            ({"sampler": "per"}, "sampler 'per': algo 'accmer' samples with the 'reuse'"),
+            ({"sampler": "reuse", "sampler_kwargs": (("loss_weights", "table"),)},
+             "loss_weights='table'")):
+        with pytest.raises(ValueError, match=message) as error:
+            TrainConfig(algo="accmer", env="stag_hunt", **{**defaults_for("accmer"), **kwargs})
+        assert "\n" not in str(error.value)

@@ -8,7 +8,9 @@
   skeleton; adding an algorithm is one module with its ``variant`` and one line below;
 * value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
   ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
-  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`).
+  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`); MAC-PO and AccMER (paper 004)
+  are QMIX with MAC-PO's loss weights (:mod:`jaxmarl_accel.algos.value.macpo`), AccMER
+  also with the reuse sampler (:func:`sampler_defaults`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ MIXERS: dict[str, Callable[[EnvSpec, ValueConfig], mixers.Mixer]] = {
     "vdn": mixers.vdn,
     "iql": mixers.iql,
 }
-ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS)
+MACPO_ALGOS: dict[str, str] = {"macpo": "qmix", "accmer": "qmix"}
+"""Learners weighted by MAC-PO's optimal weights (paper 004, Lemma 1) -> their mixer."""
+SAMPLER_DEFAULTS: dict[str, tuple[str, dict[str, object]]] = {
+    "accmer": ("reuse", {"reuse_ratio": 0.5, "loss_weights": "ones", "decay": 1.0}),
+}
+"""Learners defined by their sampler as well (AccMER, paper 004 Alg. 1: reuse ratio 0.5,
+decay 1.0 as at punishment 0; the MAC-PO weights are applied by the learner, so the
+sampler's own loss weights are ones) -> ``(sampler, its default keyword arguments)``."""
+ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *MACPO_ALGOS)
 FAMILIES = ("actor_critic", "value")
 
 
@@ -104,4 +114,26 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Alg
     if spec.continuous:
         raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "
                          "continuous_actions=True")
-    return value_learner.build(spec, config, MIXERS[name](spec, config))
+    mixer = MIXERS[MACPO_ALGOS.get(name, name)](spec, config)
+    return value_learner.build(spec, config, mixer, macpo_weights=name in MACPO_ALGOS)
+
+
+def sampler_defaults(name: str) -> tuple[str, dict[str, object]] | None:
+    """``(sampler, default sampler keyword arguments)`` of a learner that needs one sampler
+    (``"accmer"``: the reuse sampler), ``None`` for learners that take any."""
+    _check_name(name)
+    return SAMPLER_DEFAULTS.get(name)
+
+
+def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) -> None:
+    """Raise a one-line ValueError when learner ``name`` cannot use ``sampler`` with
+    ``sampler_kwargs`` (AccMER needs the reuse sampler with ``loss_weights='ones'``)."""
+    wanted = sampler_defaults(name)
+    if wanted is None:
+        return
+    if sampler != wanted[0]:
+        raise ValueError(f"sampler {sampler!r}: algo {name!r} samples with the {wanted[0]!r} "
+                         f"sampler (AccMER's reused and fresh sets); use --sampler {wanted[0]}")
+    if sampler_kwargs.get("loss_weights", "ones") != "ones":
+        raise ValueError(f"sampler_kwargs loss_weights={sampler_kwargs['loss_weights']!r}: "
+                         f"algo {name!r} weights its loss by MAC-PO's weights itself; use 'ones'")

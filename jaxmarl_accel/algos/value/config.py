@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 AGENTS = ("rnn", "mlp")
+NORMALIZATIONS = ("minmax", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +41,13 @@ class ValueConfig:
         ``epsilon_start`` to ``epsilon_finish``.
       double_q: evaluate the target network at the online network's greedy actions
         (double Q-learning) instead of at the target network's own greedy actions.
+      qstar_hidden: MAC-PO / AccMER only: width of the hidden layers of the unrestricted
+        centralized value ``Q*`` (:class:`~jaxmarl_accel.algos.value.macpo.QStarNet`).
+      qstar_layers: MAC-PO / AccMER only: number of ReLU hidden layers of ``Q*``.
+      macpo_normalization: MAC-PO / AccMER only: how a batch's optimal weights (paper 004,
+        eq. 2) are normalized before they weight the loss: ``"minmax"`` (onto
+        ``[macpo_floor, 1]``) or ``"none"`` (:func:`~jaxmarl_accel.algos.value.macpo.normalize`).
+      macpo_floor: MAC-PO / AccMER only: the smallest loss weight of ``"minmax"``, in [0, 1].
     """
 
     agent: str = "rnn"
@@ -55,19 +63,26 @@ class ValueConfig:
     epsilon_finish: float = 0.05
     epsilon_anneal_steps: int = 100_000
     double_q: bool = True
+    qstar_hidden: int = 256
+    qstar_layers: int = 3
+    macpo_normalization: str = "minmax"
+    macpo_floor: float = 0.1
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
             raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
+        if self.macpo_normalization not in NORMALIZATIONS:
+            raise ValueError(f"macpo_normalization must be one of {NORMALIZATIONS}, got "
+                             f"{self.macpo_normalization!r}")
         for name in ("hidden", "mixer_embed", "hypernet_hidden", "target_update_episodes",
-                     "epsilon_anneal_steps"):
+                     "epsilon_anneal_steps", "qstar_hidden", "qstar_layers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         for name in ("lr", "grad_clip"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("gamma", "td_lambda", "epsilon_start", "epsilon_finish"):
+        for name in ("gamma", "td_lambda", "epsilon_start", "epsilon_finish", "macpo_floor"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
         if self.epsilon_finish > self.epsilon_start:

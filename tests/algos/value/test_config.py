@@ -40,7 +40,7 @@ def test_epsilon_finish_may_not_exceed_start():
 def test_families_and_config_types():
     assert {name: family_of(name) for name in ALGOS} == {
         "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
-        "qmix": "value", "vdn": "value", "iql": "value"}
+        "qmix": "value", "vdn": "value", "iql": "value", "macpo": "value", "accmer": "value"}
     assert config_type("matd3") is AlgoConfig and config_type("qmix") is ValueConfig
     with pytest.raises(ValueError, match="name"):
         family_of("dqn")

@@ -1,0 +1,175 @@
+"""MAC-PO's optimal weights (paper 004, Lemma 1, eq. 2-3): f(pi) against brute force and
+finite at 48 agents, the weight proportional to the Bellman error, the normalization, and
+the weighted learner: with every weight 1 its QMIX part is QMIX's loss and gradient."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import MIXERS
+from jaxmarl_accel.algos.value import macpo
+from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
+from tests.algos.helpers import assert_trees_close
+from tests.algos.value.helpers import SMALL, random_episodes, value_spec
+
+LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
+SMALL_MACPO = dataclasses.replace(SMALL, qstar_hidden=16, qstar_layers=2)
+f_jit = jax.jit(macpo.joint_action_factor)
+
+
+def brute_force_f(pi: np.ndarray) -> np.ndarray:
+    """Eq. 3 term by term in float64: ``pi [..., n]`` -> ``[...]``."""
+    n = pi.shape[-1]
+    others = sum(np.prod(np.delete(pi, i, axis=-1), axis=-1) for i in range(n))
+    return 1.0 + others - n * np.prod(pi, axis=-1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 5), seed=st.integers(0, 2**16), extreme=st.booleans())
+def test_f_matches_brute_force_for_up_to_five_agents(n, seed, extreme):
+    rng = np.random.default_rng(seed)
+    pi = rng.uniform(0.0, 1.0, size=(6, n))
+    if extreme:  # certain and near-impossible actions
+        pi[rng.uniform(size=pi.shape) < 0.3] = 1.0
+        pi[rng.uniform(size=pi.shape) < 0.2] = 1e-6
+    got = np.asarray(f_jit(jnp.log(jnp.asarray(pi, jnp.float32))))
+    np.testing.assert_allclose(got, brute_force_f(pi), rtol=2e-5, atol=2e-6)
+
+
+def test_f_is_finite_and_in_range_at_48_agents():
+    rng = np.random.default_rng(0)
+    cases = [np.full(48, -1e-3), np.full(48, -200.0), np.zeros(48), np.full(48, -np.inf),
+             np.log(rng.uniform(1e-30, 1.0, 48)),
+             np.concatenate([[-50.0], np.full(47, -1e-9)])]  # one deviator: f close to 2
+    f = np.asarray(f_jit(jnp.asarray(np.stack(cases), jnp.float32)))
+    assert np.all(np.isfinite(f)) and np.all((f >= 1.0) & (f <= 2.0))
+    np.testing.assert_allclose(f[5], 2.0, rtol=1e-5)   # (1 - pi_1) prod_{j>1} pi_j ~ 1
+    np.testing.assert_allclose(f[2], 1.0)              # every pi_i = 1
+    # the naive product form is 0 / 0 here; the log form keeps the single deviator's term
+    assert np.prod(np.exp(cases[1])) == 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0))
+def test_the_weight_is_proportional_to_the_bellman_error(seed, scale):
+    rng = np.random.default_rng(seed)
+    td, gap = rng.normal(size=(4, 5)), rng.normal(size=(4, 5))
+    f = rng.uniform(1.0, 2.0, size=(4, 5))
+    w = np.asarray(macpo.optimal_weights(jnp.asarray(td), jnp.asarray(gap), jnp.asarray(f)))
+    scaled = macpo.optimal_weights(jnp.asarray(scale * td), jnp.asarray(gap), jnp.asarray(f))
+    np.testing.assert_allclose(np.asarray(scaled), scale * w, rtol=1e-5)
+    np.testing.assert_allclose(w, np.abs(td) * np.exp(-np.abs(gap)) * f, rtol=1e-5)
+
+
+def test_minmax_normalization_maps_the_filled_items_onto_floor_to_one():
+    w = jnp.array([[0.2, 5.0, 1.0], [3.0, 100.0, 0.0]])
+    mask = jnp.array([[True, True, True], [True, False, False]])
+    out = np.asarray(jax.jit(macpo.normalize, static_argnums=(2, 3))(w, mask, "minmax", 0.1))
+    np.testing.assert_allclose(out[mask], 0.1 + 0.9 * (np.asarray(w)[mask] - 0.2) / 4.8,
+                               rtol=1e-6)
+    assert out[~np.asarray(mask)].tolist() == [0.0, 0.0]  # unfilled items: no weight
+    equal = macpo.normalize(jnp.ones((2, 2)), jnp.ones((2, 2), bool), "minmax", 0.1)
+    np.testing.assert_allclose(equal, 1.0)
+    raw = macpo.normalize(w, mask, "none", 0.1)
+    np.testing.assert_allclose(raw, jnp.where(mask, w, 0.0))
+    with pytest.raises(ValueError, match="how must be one of"):
+        macpo.normalize(w, mask, "softmax", 0.1)
+
+
+def test_with_every_weight_one_the_loss_is_qmix_s_plus_q_star_s():
+    """``macpo_floor=1`` makes every min-max weight 1: the loss minus Q*'s own term, and
+    the gradient of the agents and mixer, are QMIX's."""
+    spec = value_spec()
+    config = dataclasses.replace(SMALL_MACPO, macpo_floor=1.0)
+    batch = random_episodes(jax.random.key(3), spec, LENGTHS, TERMINATED)
+    weights = jnp.array([1.0, 0.5, 2.0, 1.0])
+    qmix_algo, macpo_algo = make_algo("qmix", spec, config), make_algo("macpo", spec, config)
+    qmix_state = qmix_algo.init(jax.random.key(0))
+    macpo_state = macpo_algo.init(jax.random.key(0))
+    assert_trees_close(macpo_state.params.agent, qmix_state.params.agent)
+    assert macpo_state.params.qstar is not None and qmix_state.params.qstar is None
+
+    def loss_and_grads(algo, state):
+        q = algo.phases.agent_q(state, batch)
+        y = algo.phases.targets(state, batch, q)
+        return y, algo.phases.loss_and_grad(state, batch, weights, y)
+
+    y_qmix, (g_qmix, info_qmix) = jax.jit(loss_and_grads, static_argnums=0)(qmix_algo, qmix_state)
+    y_macpo, (g_macpo, info_macpo) = jax.jit(loss_and_grads, static_argnums=0)(macpo_algo,
+                                                                              macpo_state)
+    assert y_macpo.shape == (*y_qmix.shape[:-1], 2)
+    np.testing.assert_allclose(y_macpo[..., 0], y_qmix[..., 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(info_macpo.loss - info_macpo.macpo["qstar_loss"],
+                               info_qmix.loss, rtol=1e-5)
+    assert_trees_close(g_macpo.agent, g_qmix.agent, rtol=1e-4, atol=1e-6)
+    assert_trees_close(g_macpo.mixer, g_qmix.mixer, rtol=1e-4, atol=1e-6)
+
+
+def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mean():
+    spec = value_spec()
+    config = dataclasses.replace(SMALL_MACPO, macpo_normalization="none")
+    sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config), macpo_weights=True)
+    algo = make_algo("macpo", spec, config)
+    state = algo.init(jax.random.key(1))
+    batch = random_episodes(jax.random.key(4), spec, LENGTHS, TERMINATED)
+    q = algo.phases.agent_q(state, batch)
+    y = algo.phases.targets(state, batch, q)
+    loss, info = jax.jit(episode_loss, static_argnums=0)(sk, state.params, q, batch,
+                                                         jnp.ones(4), y)
+    # by hand: Q_tot, Q*, f(pi), eq. 2 and the weighted mean
+    q_taken = jnp.take_along_axis(q[:, :-1], batch.action[:, :-1, :, None], -1)[..., 0]
+    s = batch.state[:, :-1]
+    q_tot = sk.mixer.apply(state.params.mixer, q_taken, s)[..., 0]
+    q_star = sk.qstar.apply(state.params.qstar, q_taken, s)[..., 0]
+    avail = batch.avail[:, :-1] | ~batch.avail[:, :-1].any(-1, keepdims=True)  # padding rows
+    logits = jnp.where(avail, q[:, :-1], -jnp.inf)
+    pi = jnp.take_along_axis(jax.nn.softmax(logits), batch.action[:, :-1, :, None], -1)[..., 0]
+    f = brute_force_f(np.asarray(pi, np.float64))
+    filled = np.asarray(batch.filled[:, :-1])
+    w = np.where(filled > 0, np.abs(q_tot - y[..., 0]) * np.exp(-np.abs(q_tot - q_star)) * f, 0)
+    td_loss = (filled * w * np.asarray(q_tot - y[..., 0]) ** 2).sum() / filled.sum()
+    star_loss = (filled * np.asarray(q_star - y[..., 1]) ** 2).sum() / filled.sum()
+    np.testing.assert_allclose(loss, td_loss + star_loss, rtol=1e-4)
+    np.testing.assert_allclose(info.td, (w * filled).sum(1) / filled.sum(1), rtol=1e-4)
+
+
+def test_macpo_trains_q_star_and_returns_nonnegative_priorities():
+    spec = value_spec()
+    algo = make_algo("macpo", spec, dataclasses.replace(SMALL_MACPO, lr=1e-2))
+    update = jax.jit(algo.update)
+    state = algo.init(jax.random.key(0))
+    batch = random_episodes(jax.random.key(5), spec, LENGTHS, TERMINATED)
+    star = []
+    for i in range(30):
+        state, metrics, td = update(state, batch, jnp.ones(4), jax.random.key(i))
+        star.append(float(metrics["macpo_qstar_loss"]))
+    assert td.shape == (4,) and bool(jnp.all(jnp.isfinite(td) & (td >= 0)))
+    assert star[-1] < 0.3 * star[0]
+    assert {"macpo_f_pi_mean", "macpo_weight_mean", "macpo_bellman_error"} <= set(metrics)
+    assert 1.0 <= float(metrics["macpo_f_pi_mean"]) <= 2.0
+
+
+@pytest.mark.parametrize("name", ["vdn", "iql"])
+def test_macpo_weights_need_a_mixer_that_reads_the_state(name):
+    spec = value_spec()
+    with pytest.raises(ValueError, match="macpo_weights"):
+        make_skeleton(spec, SMALL, MIXERS[name](spec, SMALL), macpo_weights=True)
+
+
+def test_bad_macpo_settings_are_one_line_errors():
+    for kwargs, message in (({"macpo_normalization": "softmax"}, "macpo_normalization"),
+                            ({"macpo_floor": 1.5}, "macpo_floor"),
+                            ({"qstar_layers": 0}, "qstar_layers")):
+        with pytest.raises(ValueError, match=message) as error:
+            dataclasses.replace(SMALL, **kwargs)
+        assert "\n" not in str(error.value)
+
+
