@@ -275,20 +275,39 @@ def make_prioritized_locality_buffer(
 def make_reuse_buffer(
     *, capacity: int, batch_size: int, layout: str = "transition_major",
     index_sharing: str = "shared", reuse_ratio: float = 0.5, reuse_window: int | None = None,
-    decay: float = 0.99, reduction: str = "max",
+    decay: float = 0.99, reduction: str = "max", loss_weights: str = "table",
 ) -> Buffer:
-    """AccMER: reuse the top ``reuse_ratio * batch_size`` slots for ``reuse_window`` updates.
+    """AccMER (paper 004, Alg. 1): each batch of b is the top ``K = round(reuse_ratio * b)``
+    weighted items S-, kept for a window of updates, plus ``b - K`` uniform draws S+ from
+    the other filled items; see :mod:`jaxmarl_accel.buffers.reuse`.
 
-    ``reuse_window`` (a number of updates; not the neighbor sampler's ``window``, which is a
-    slice shape) defaults to ``capacity // batch_size`` (paper 004: every floor(d / b) steps).
+    Works with every layout, ``"episode"`` included (then one weight per stored episode and
+    ``update_priorities`` takes ``td_errors [B]`` or ``[B, N]``).
+
+    Args:
+      reuse_ratio: alpha in [0, 1] (0: uniform sampling; 1: the whole batch is reused).
+      reuse_window: updates S- is kept for (a number of updates; not the neighbor sampler's
+        ``window``, which is a slice shape). ``None`` (default): the paper's
+        ``n = max(floor(d / b), 1)``, d = filled entries (``state.size``) when S- is ranked.
+      decay: gamma_W in (0, 1], the factor the whole weight table decays by after each
+        update before the batch's new weights are written (paper: 0.8 at punishment -1.5,
+        1.0 at punishment 0).
+      reduction: how per-agent TD errors ``[B, N]`` become one weight per item.
+      loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"`` (for a
+        learner that computes its own per-item loss weights, e.g. MAC-PO).
+
+    ``can_sample`` is ``size >= batch_size``; ``sample`` cannot raise under jit, so check it
+    first (a smaller state may give unfilled, zero items).
     """
     common = _common(capacity, batch_size, layout, index_sharing)
     _choice("reduction", reduction, REDUCTIONS)
     reuse_ratio = _number("reuse_ratio", reuse_ratio, 0.0, 1.0)
-    window = (capacity // batch_size if reuse_window is None
-              else _positive_int("reuse_window", reuse_window))
+    if reuse_window is not None and not _is_positive_int(reuse_window):
+        raise ValueError(f"reuse_window must be a positive int or None, got {reuse_window!r}")
     decay = _number("decay", decay, 0.0, 1.0, open_low=True)
-    kit = make_reuse(reuse_ratio=reuse_ratio, window=window, decay=decay, **common)
+    # make_reuse checks loss_weights (one-line ValueError naming it)
+    kit = make_reuse(reuse_ratio=reuse_ratio, window=reuse_window, decay=decay,
+                     loss_weights=loss_weights, **common)
     return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
                      reduction=reduction, **common)
 

@@ -1,19 +1,42 @@
-"""AccMER transition reuse (paper 004, section IV, Alg. 1).
+"""AccMER reuse sampler (paper 004, section IV, Alg. 1 lines 9-11, Fig. 2).
 
-A weight table ``W [C]`` ranks the stored transitions. At the start of each window of
-``w`` updates (paper: ``w = floor(d / b)``), the top ``K = round(alpha * b)`` slots by weight
-(``lax.top_k``) become the reused set S-; every update of the window samples S- again plus
-``b - K`` slots drawn uniformly from the complement of S- among the written slots (S+).
-After each update the whole table is decayed by ``gamma`` and the sampled slots get their
-new weights (the batch priorities); at the end of a window S- is refreshed.
+A weight table ``W [C]`` ranks the stored items (transitions, or whole episodes with the
+``"episode"`` layout: one weight per episode). Each mini-batch of ``b`` items is S- ∪ S+:
+
+* S-, the reused set: the top ``K = round(alpha * b)`` filled slots by weight
+  (``lax.top_k``), kept fixed for a window of ``n`` updates and then re-ranked;
+* S+, the fresh part: ``b - K`` slots drawn independently and uniformly from the filled slots
+  not in S- (:func:`complement_uniform`).
+
+``alpha = 0`` is uniform sampling; ``alpha = 1`` reuses the whole batch (S+ is empty).
+
+Window: by default (``window=None``) ``n = max(floor(d / b), 1)`` with ``d`` the number of
+*filled* entries (``state.size``) at the moment S- is (re)ranked, as in the paper, so the
+window grows while the buffer fills. The length chosen at the last re-rank is kept in
+:class:`ReuseState` and S- is re-ranked once that many updates have used it. A fixed
+positive ``window`` keeps every window that long instead. The initial S- is the first K
+slots (what ``top_k`` returns when all weights are equal, paper: "the initial weights ...
+will be the same for all transitions"); with the dynamic rule it is ranked at ``d = 0``, so
+it lasts one update.
+
+After each update the whole table decays by ``gamma`` (``decay``, paper: 0.8 at
+miscapture punishment -1.5, 1.0 at punishment 0) and then the sampled items' new weights
+(the batch priorities) are written to *their own* entries, as the paper describes. The
+authors' public code (a pymarl2 fork) differs here: it writes one batch-average weight to a
+rolling block of slots rather than to the sampled items; this module follows the paper.
 
 The buffer only sees TD errors, so the weight is the Bellman-error term of MAC-PO's optimal
 weight (paper 004, Lemma 1, eq. 2); a trainer that computes the full weight can pass it as
-``td_errors``. The returned loss weights are ``W[i]`` normalized by the batch maximum, as in
-eq. (1) ``L = sum_i w_i (Q - y)^2``. Unwritten slots hold ``-inf`` so they are never picked;
-new transitions get the largest (decayed) weight seen, like PER's new-transition rule.
-Before the first window ends, S- is the first K slots (what ``top_k`` returns when all
-weights are equal, paper: "the initial weights ... will be the same for all transitions").
+``td_errors``. Loss weights (``loss_weights``): ``"table"`` returns ``W[i]`` normalized by
+the batch maximum, as in eq. (1) ``L = sum_i w_i (Q - y)^2``; ``"ones"`` returns ones, for a
+learner that computes its own per-item loss weights (MAC-PO) so they are not applied twice.
+
+Unfilled slots hold ``-inf`` and are masked out of the ranking, so a re-rank at
+``size >= K`` picks only filled slots (and the initial S-, slots ``0 .. K-1``, is filled once
+``size >= K``: the ring fills from slot 0); new items get the largest (decayed) weight seen, like
+PER's new-transition rule. Under ``jit`` :func:`make_reuse`'s ``sample`` cannot raise: on a
+state with fewer than ``b`` filled slots it may return unfilled (zero) items, so check the
+buffer's ``can_sample`` (``size >= b``) first, as the trainers do.
 """
 
 from __future__ import annotations
@@ -26,22 +49,35 @@ from jaxmarl_accel.buffers import storage
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
+LOSS_WEIGHTS = ("table", "ones")
+"""What ``sample`` returns as loss weights: ``W[i] / max_batch W`` or ones."""
+
 
 @struct.dataclass
 class ReuseState:
     """AccMER bookkeeping.
 
     Attributes:
-      weights: float32 ``[C]`` weight table W (``-inf`` for unwritten slots).
+      weights: float32 ``[C]`` weight table W (``-inf`` for unfilled slots).
       max_weight: float32 ``[]``, largest weight seen, decayed with the table.
-      reused: int32 ``[K]`` slots of the reused set S- of the current window.
-      window_step: int32 ``[]``, updates done in the current window (0 .. w - 1).
+      reused: int32 ``[K]`` slots of the reused set S- of the current window (sorted).
+      window_step: int32 ``[]``, updates done in the current window (0 .. window - 1).
+      window: int32 ``[]``, length n of the current window, chosen when S- was last ranked.
     """
 
     weights: jax.Array
     max_weight: jax.Array
     reused: jax.Array
     window_step: jax.Array
+    window: jax.Array
+
+
+def window_length(size: jax.Array, batch_size: int, window: int | None) -> jax.Array:
+    """Length n of a window ranked now: ``max(size // batch_size, 1)`` for the dynamic rule
+    (``window=None``; ``size`` int32 ``[]`` filled entries d), else ``window``. int32 ``[]``."""
+    if window is None:
+        return jnp.maximum(size // batch_size, 1).astype(jnp.int32)
+    return jnp.asarray(window, jnp.int32)
 
 
 def complement_uniform(
@@ -68,10 +104,27 @@ def make_reuse(
     batch_size: int,
     layout: StorageLayout,
     reuse_ratio: float,
-    window: int,
+    window: int | None,
     decay: float,
+    loss_weights: str = "table",
 ) -> SamplerKit:
-    """AccMER sampler: top-K reuse for ``window`` updates plus uniform complement draws."""
+    """AccMER sampler kit: top-K reuse for a window of updates plus uniform complement draws.
+
+    Args:
+      capacity: C slots; batch_size: b items per batch; layout: the storage layout
+        (transition slots or whole episodes, one weight per slot either way).
+      reuse_ratio: alpha in [0, 1]; ``K = round(alpha * b)`` items of each batch are S-.
+      window: updates per window, or ``None`` for ``max(floor(d / b), 1)`` with d the filled
+        entries at each re-rank.
+      decay: gamma in (0, 1], the factor the whole table decays by after each update.
+      loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"``.
+
+    Returns:
+      the kit; its ``sample`` gives indices int32 ``[b]`` (S- first, then S+) and weights
+      float32 ``[b]``; its ``update`` takes slots int32 ``[M]`` and priorities ``[M]``.
+    """
+    if loss_weights not in LOSS_WEIGHTS:
+        raise ValueError(f"loss_weights must be one of {LOSS_WEIGHTS}, got {loss_weights!r}")
     num_reused = int(round(reuse_ratio * batch_size))
     num_fresh = batch_size - num_reused
 
@@ -81,6 +134,7 @@ def make_reuse(
             max_weight=jnp.ones((), jnp.float32),
             reused=jnp.arange(num_reused, dtype=jnp.int32),
             window_step=jnp.zeros((), jnp.int32),
+            window=window_length(jnp.zeros((), jnp.int32), batch_size, window),
         )
 
     def on_add(reuse: ReuseState, slots: jax.Array) -> ReuseState:
@@ -90,9 +144,12 @@ def make_reuse(
         reuse = state.sampler
         fresh = complement_uniform(state, key, reuse.reused, num_fresh, capacity)
         indices = jnp.concatenate([reuse.reused, fresh])
-        table = reuse.weights[indices]
-        weights = table / jnp.maximum(jnp.max(table), 1e-30)
-        weights = jnp.where(jnp.isfinite(weights) & (weights > 0), weights, 0.0)
+        if loss_weights == "ones":
+            weights = jnp.ones((batch_size,), jnp.float32)
+        else:
+            table = reuse.weights[indices]
+            weights = table / jnp.maximum(jnp.max(table), 1e-30)
+            weights = jnp.where(jnp.isfinite(weights) & (weights > 0), weights, 0.0)
         experience = storage.gather(state.experience, indices, layout)
         return SampleBatch(experience, indices, weights.astype(jnp.float32))
 
@@ -105,10 +162,12 @@ def make_reuse(
         targets = jnp.where(is_last & (sorted_slots >= 0), sorted_slots, capacity)
         table = (reuse.weights * decay).at[targets].set(priorities[order], mode="drop")
         step = reuse.window_step + 1
-        refresh = step >= window
+        rerank = step >= reuse.window
         if num_reused > 0:
-            top = jnp.sort(jax.lax.top_k(table, num_reused)[1].astype(jnp.int32))
-            reused = jnp.where(refresh, top, reuse.reused)
+            # filled slots are exactly [0, size): the ring fills in order before it wraps
+            ranked = jnp.where(jnp.arange(capacity) < state.size, table, -jnp.inf)
+            top = jnp.sort(jax.lax.top_k(ranked, num_reused)[1].astype(jnp.int32))
+            reused = jnp.where(rerank, top, reuse.reused)
         else:
             reused = reuse.reused
         return ReuseState(
@@ -117,8 +176,9 @@ def make_reuse(
                 reuse.max_weight * decay, jnp.max(jnp.where(slots >= 0, priorities, 0.0))
             ),
             reused=reused,
-            window_step=jnp.where(refresh, 0, step),
+            window_step=jnp.where(rerank, 0, step),
+            window=jnp.where(rerank, window_length(state.size, batch_size, window),
+                             reuse.window),
         )
 
     return SamplerKit(init, on_add, sample, update)
-
