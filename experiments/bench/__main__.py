@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m experiments.bench {envs,samplers,train,qmix} --json PATH``.
+"""Benchmarks: ``python -m experiments.bench {envs,samplers,train,qmix,accmer} --json PATH``.
 
 Each subcommand lives in a module of this folder that defines ``add_arguments(parser)``
 and ``main(args)``; it times ours and the reference side by side in one process.
@@ -14,6 +14,7 @@ SUBCOMMANDS = {
     "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
     "train": "end-to-end training throughput (env steps/s including learning)",
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
+    "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
 }
 
 

@@ -89,9 +89,9 @@ def test_estimate_bytes_counts_storage_and_sampler_state():
     # sum tree over 128 leaves, max priority, step
     assert estimate_bytes(spec, capacity=100, sampler="per") == (
         100 * one + ring + 4 * 2 * 128 + 4 + 4)
-    # weight table [C], the reused set [K = 0.5 * 10], max weight, window step
+    # weight table [C], the reused set [K = 0.5 * 10], max weight, window step, window length
     assert estimate_bytes(spec, capacity=100, sampler="reuse", batch_size=10) == (
-        100 * one + ring + 4 * 100 + 4 * 5 + 4 + 4)
+        100 * one + ring + 4 * 100 + 4 * 5 + 4 + 4 + 4)
     for layout in storage.LAYOUTS:  # the layout moves bytes, it does not add any
         assert estimate_bytes(spec, capacity=100, layout=layout) == 100 * one + ring
 
