@@ -160,14 +160,18 @@ def make_reuse(
         sorted_slots = slots[order]
         is_last = jnp.append(sorted_slots[1:] != sorted_slots[:-1], True)
         targets = jnp.where(is_last & (sorted_slots >= 0), sorted_slots, capacity)
-        table = (reuse.weights * decay).at[targets].set(priorities[order], mode="drop")
+        decayed = reuse.weights if decay == 1.0 else reuse.weights * decay
+        table = decayed.at[targets].set(priorities[order], mode="drop")
         step = reuse.window_step + 1
         rerank = step >= reuse.window
         if num_reused > 0:
-            # filled slots are exactly [0, size): the ring fills in order before it wraps
-            ranked = jnp.where(jnp.arange(capacity) < state.size, table, -jnp.inf)
-            top = jnp.sort(jax.lax.top_k(ranked, num_reused)[1].astype(jnp.int32))
-            reused = jnp.where(rerank, top, reuse.reused)
+            def rank() -> jax.Array:
+                # filled slots are exactly [0, size): the ring fills in order before it wraps
+                ranked = jnp.where(jnp.arange(capacity) < state.size, table, -jnp.inf)
+                return jnp.sort(jax.lax.top_k(ranked, num_reused)[1].astype(jnp.int32))
+
+            # ranking is O(C): only at a window's end (a select of both under vmap)
+            reused = jax.lax.cond(rerank, rank, lambda: reuse.reused)
         else:
             reused = reuse.reused
         return ReuseState(
