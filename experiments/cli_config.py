@@ -186,7 +186,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     """The valid values of the ``TrainConfig`` and ``AlgoConfig`` fields that name a
     registry entry or a mode."""
     from jaxmarl_accel.algos.config import CONTINUOUS_POLICIES, LEARNERS
-    from jaxmarl_accel.algos.value.config import AGENTS
+    from jaxmarl_accel.algos.value.config import AGENTS, NORMALIZATIONS
     from jaxmarl_accel.config import (
         ALGOS,
         INDEX_SHARING,
@@ -200,7 +200,8 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
-            "replay": REPLAY_MODES, "agent": AGENTS}
+            "replay": REPLAY_MODES, "agent": AGENTS,
+            "macpo_normalization": NORMALIZATIONS}
 
 
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:

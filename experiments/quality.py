@@ -6,7 +6,9 @@
 
 Each entry is one ``experiments.run`` invocation (paper settings: 1.5M env steps per seed
 for the MPE entries, 1.05M for the stag hunt entries of paper 004 (QMIX, VDN, IQL with 8
-agents and stags, with and without the -1.5 miscapture punishment; QMIX with 16 and 32);
+agents and stags, with and without the -1.5 miscapture punishment; QMIX with 16 and 32;
+MAC-PO and AccMER likewise, AccMER's decay gamma_W 1.0 at punishment 0 with 8 agents and
+0.8 otherwise, as in the paper);
 8 seeds; every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
 in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
@@ -48,6 +50,15 @@ for _agents in (8, 16, 32):  # paper 004: stag hunt with N agents and N stags
                 SUITE[f"{_algo}-stag{_agents}{_suffix}"] = [
                     "--env", "stag_hunt", "--agents", str(_agents), "--algo", _algo,
                     "--env-kwargs", f"num_stags={_agents},miscapture_punishment={_punish}"]
+for _agents in (8, 16, 32):  # paper 004: MAC-PO and AccMER (decay 0.8 at -1.5 and at scale)
+    for _algo in ("macpo", "accmer"):
+        for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):
+            if _agents == 8 or not _suffix:
+                decay = "1.0" if _agents == 8 and not _suffix else "0.8"
+                SUITE[f"{_algo}-stag{_agents}{_suffix}"] = [
+                    "--env", "stag_hunt", "--agents", str(_agents), "--algo", _algo,
+                    "--env-kwargs", f"num_stags={_agents},miscapture_punishment={_punish}",
+                    *(["--sampler-kwargs", f"decay={decay}"] if _algo == "accmer" else [])]
 STAG_REWARD = 10.0
 TOUCH_REWARD = 10.0
 EVAL_EPISODES = 256  # deterministic episodes per evaluation and seed (32 is the run default)

@@ -76,7 +76,8 @@ def test_accmer_samples_with_the_reuse_sampler_and_its_own_defaults():
     assert buffer_kwargs(given)["decay"] == 0.8 and buffer_kwargs(given)["reuse_ratio"] == 0.5
     assert buffer_kwargs(TrainConfig(algo="qmix", env="stag_hunt")) == {}
     for kwargs, message in (
-            ({"sampler": "per"}, "sampler 'per': algo 'accmer' samples with the 'reuse'"),
+            ({"sampler": "per"},
+             "sampler 'per': algo 'accmer' draws AccMER's reused and fresh sets with the"),
             ({"sampler": "reuse", "sampler_kwargs": (("loss_weights", "table"),)},
              "loss_weights='table'")):
         with pytest.raises(ValueError, match=message) as error:

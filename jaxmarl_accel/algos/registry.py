@@ -132,8 +132,8 @@ def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) ->
     if wanted is None:
         return
     if sampler != wanted[0]:
-        raise ValueError(f"sampler {sampler!r}: algo {name!r} samples with the {wanted[0]!r} "
-                         f"sampler (AccMER's reused and fresh sets); use --sampler {wanted[0]}")
+        raise ValueError(f"sampler {sampler!r}: algo {name!r} draws AccMER's reused and fresh "
+                         f"sets with the {wanted[0]!r} sampler; use --sampler {wanted[0]}")
     if sampler_kwargs.get("loss_weights", "ones") != "ones":
         raise ValueError(f"sampler_kwargs loss_weights={sampler_kwargs['loss_weights']!r}: "
                          f"algo {name!r} weights its loss by MAC-PO's weights itself; use 'ones'")

@@ -34,7 +34,9 @@ class Buffer(NamedTuple):
         :func:`estimate_bytes`).
       add: ``(state, batch with leaves [E, N, ...]) -> state``; jit it with
         ``donate_argnums=0`` (or carry it through a scan) so storage is updated in place.
-      sample: ``(state, key) -> SampleBatch``; does not change the state.
+      sample: ``(state, key) -> SampleBatch``; does not change the state. Called outside
+        ``jit`` on a replay that holds fewer entries than a batch it raises a one-line
+        ``ValueError``; under ``jit`` it cannot, so guard it with ``can_sample``.
       can_sample: ``(state) -> bool []``, enough transitions for a batch.
       update_priorities: ``(state, indices, td_errors) -> state``; ``td_errors`` is
         ``[B, N]`` (``[N, B, N]`` or ``[N, B]`` per-agent) absolute TD errors, reduced over
@@ -151,6 +153,9 @@ def _assemble(
         )
 
     def sample(state: BufferState, key: jax.Array) -> SampleBatch:
+        if not isinstance(state.size, jax.core.Tracer) and int(state.size) < min_size:
+            raise ValueError(f"batch_size: the replay holds {int(state.size)} entries, fewer "
+                             f"than a batch needs ({min_size}); sample once can_sample holds")
         if index_sharing == "shared":
             return kit.sample(state, key)
         num_agents = layout.item_shape(jax.tree.leaves(state.experience)[0])[0]

@@ -173,3 +173,16 @@ def test_estimate_bytes_is_the_state_the_buffer_allocates():
     ratios = [estimate_bytes(example(3), capacity=CAPACITY, sampler="reuse", batch_size=BATCH,
                              reuse_ratio=ratio) for ratio in (0.25, 0.5)]
     assert ratios[1] - ratios[0] == 4 * 2
+
+
+@pytest.mark.parametrize("sampler", SAMPLERS)
+def test_sampling_eagerly_below_a_batch_is_a_one_line_error(sampler):
+    buffer = make_buffer(sampler, capacity=16, batch_size=8)
+    state = buffer.add(buffer.init(example(2)),
+                       jax.tree.map(lambda x: jnp.stack([x] * 3), example(2)))
+    with pytest.raises(ValueError, match="batch_size: the replay holds 3 entries") as error:
+        buffer.sample(state, jax.random.key(0))
+    assert "\n" not in str(error.value)
+    # under jit the check cannot run: can_sample is the guard there
+    assert not bool(jax.jit(buffer.can_sample)(state))
+    jax.jit(buffer.sample)(state, jax.random.key(0))

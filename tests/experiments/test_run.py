@@ -81,6 +81,15 @@ def test_help_documents_every_flag(capsys):
     (["--env", "simple_speaker_listener", "--agents", "3"], "always has 2 agents"),
     (["--env", "simple_reference", "--agents", "3"], "always has 2 agents"),
     (["--resume", "somewhere", "--overwrite"], "exclude each other"),
+    (["--env", "stag_hunt", "--algo", "accmer", "--sampler", "uniform"],
+     "sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
+     "sampler; use --sampler reuse"),
+    (["--env", "stag_hunt", "--algo", "accmer", "--sampler-kwargs", "loss_weights=table"],
+     "loss_weights='table': algo 'accmer' weights its loss by MAC-PO's weights itself"),
+    (["--env", "stag_hunt", "--algo", "macpo", "--macpo-normalization", "softmax"],
+     "invalid choice"),
+    (["--env", "stag_hunt", "--algo", "macpo", "--macpo-floor", "2"],
+     "--macpo-floor must lie in [0, 1]"),
 ])
 def test_bad_flags_give_one_line_errors(argv, message, capsys):
     assert exit_code(argv) == 2
@@ -324,3 +333,15 @@ def test_value_learner_defaults_and_family_flags():
 def test_value_learner_flag_errors_are_one_line(argv, message, capsys):
     assert exit_code([*argv, "--out", "/tmp/never-written"]) == 2
     assert message in one_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ("reuse_ratio=1.5", "reuse_ratio must be a number in [0.0, 1.0], got 1.5"),
+    ("decay=0", "decay must be a number in (0.0, 1.0], got 0"),
+])
+def test_accmer_sampler_settings_out_of_range_are_one_line(kwargs, message, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert exit_code(["--env", "stag_hunt", "--algo", "accmer", "--sampler-kwargs", kwargs,
+                      "--out", str(out), "--quiet"]) == 2
+    assert message in one_line(capsys.readouterr().err)
+    assert not out.exists()
