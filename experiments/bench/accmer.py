@@ -27,6 +27,12 @@ background load; the fastest repetition is reported (the least disturbed) with t
   Fig. 4 without the learner, consecutive so that AccMER's reused set stays in cache as it
   would in training.
 
+Hardware counters: paper 004's Table I and Fig. 4 count LLC load misses with ``perf``.
+Where the machine exposes no hardware counters (``perf stat -e LLC-load-misses`` reports
+"not supported" in containers without a PMU), the record gives what the misses follow
+instead: the distinct replay slots (and MiB) read by ``--rounds`` and by ``--window-steps``
+consecutive sampling steps, ``<side>_distinct_slots_<steps>_steps``.
+
 Ratios are ``accmer / macpo`` seconds (below 1: AccMER is faster; paper 004 reports 17%,
 15.2%, 19.8% and 25.4% less end-to-end time, ratios 0.83, 0.848, 0.802, 0.746). Compile
 seconds of each program are recorded apart. When the three replays would not fit in
@@ -151,6 +157,21 @@ def programs(trainer: Any, rounds: int) -> dict[str, Any]:
     return {"end_to_end": end_to_end, "update": update, "sampling": sampling}
 
 
+def distinct_slots(trainer: Any, state: PyTree, rounds: int, key: jax.Array) -> int:
+    """Distinct replay slots read by ``rounds`` consecutive sampling steps (priorities
+    written back as in training): the working set of the sampling phase, what the data
+    movement (and the cache misses the paper counts) grows with."""
+    buffer = trainer.buffer
+
+    def body(buf: PyTree, i: jax.Array) -> tuple[PyTree, jax.Array]:
+        batch = buffer.sample(buf, jax.random.fold_in(key, i))
+        priority = 1.0 + jnp.abs(jnp.sum(batch.experience.reward, axis=1))
+        return buffer.update_priorities(buf, batch.indices, priority), batch.indices
+
+    _, indices = jax.jit(lambda b: jax.lax.scan(body, b, jnp.arange(rounds)))(state.buffer)
+    return int(np.unique(np.asarray(indices)).size)
+
+
 def bench_setting(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """The record of one setting: every side's compile and timed seconds, and the ratios."""
     setting = SETTINGS[name]
@@ -167,6 +188,12 @@ def bench_setting(name: str, args: argparse.Namespace) -> dict[str, Any]:
         record[f"{side}_sampler_kwargs"] = buffer_kwargs(config)
         trainer = make_trainer(config)
         states[side] = filled_state(trainer, jax.random.key(args.seed), args.fill)
+        slot_bytes = estimate_bytes(example_episode(trainer.env.spec), capacity=1000,
+                                    layout="episode") / 1000
+        for steps in (args.rounds, args.window_steps):
+            slots = distinct_slots(trainer, states[side], steps, jax.random.key(args.seed))
+            record[f"{side}_distinct_slots_{steps}_steps"] = slots
+            record[f"{side}_distinct_mib_{steps}_steps"] = slots * slot_bytes / 2**20
         for phase, fn in programs(trainer, args.rounds).items():
             if phase not in args.phases:
                 continue
@@ -208,6 +235,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="what to time (default: all three)")
     parser.add_argument("--rounds", type=int, default=4,
                         help="rounds (updates, sampling steps) per timed call (default: 4)")
+    parser.add_argument("--window-steps", type=int, default=40,
+                        help="sampling steps over which the distinct slots read are counted "
+                             "(default: 40)")
     parser.add_argument("--reps", type=int, default=5,
                         help="timed calls per side and phase, interleaved (default: 5)")
     parser.add_argument("--num-envs", type=int, default=8,
@@ -227,6 +257,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> None:
     """Time every setting and write the records."""
     for name, value in (("--rounds", args.rounds), ("--reps", args.reps),
+                        ("--window-steps", args.window_steps),
                         ("--num-envs", args.num_envs)):
         if value < 1:
             raise SystemExit(f"error: {name} must be >= 1, got {value}")

@@ -32,3 +32,20 @@ def test_train_bench_records_throughput_and_matmul_share(tmp_path):
     assert record["env"] == "simple_spread" and record["num_agents"] == 2
     assert record["env_steps_per_s"] > 0 and record["compile_s"] > 0
     assert record["share_of_matmul_rate"] > 0
+
+
+def test_accmer_bench_times_the_sampling_phase_of_all_three_sides(tmp_path, capsys):
+    path = tmp_path / "accmer.json"
+    main(["accmer", "--json", str(path), "--settings", "p1.5", "--capacity", "256",
+          "--phases", "sampling", "--rounds", "2", "--reps", "1", "--window-steps", "3"])
+    (record,) = json.loads(path.read_text())["records"]
+    assert record["capacity"] == 256 and record["paper_capacity"] == 10_000
+    assert record["accmer_sampler_kwargs"] == {"decay": 0.8, "loss_weights": "ones",
+                                               "reuse_ratio": 0.5}
+    for side in ("accmer", "macpo", "macpo_uniform"):
+        assert record[f"{side}_sampling_best_s"] > 0
+        assert 0 < record[f"{side}_distinct_slots_3_steps"] <= 3 * 128
+    # AccMER reads its 64 reused slots again: at most 64 + 3 * 64 distinct ones in 3 steps
+    assert record["accmer_distinct_slots_3_steps"] <= 64 + 3 * 64
+    assert record["sampling_ratio_vs_macpo"] > 0
+    assert "p1.5 sampling: accmer/macpo" in capsys.readouterr().out
