@@ -47,7 +47,7 @@ from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.algos.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.config import TrainConfig, defaults_for
 from jaxmarl_accel.envs import make
 
 FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,
@@ -128,12 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
         only=("algo", "sampler", "layout", "batch_size", "buffer_capacity", "num_envs",
               "update_every"),
         choices=cli_config.train_choices(),
-        defaults={"batch_size": None, "buffer_capacity": None, "num_envs": None},
+        defaults={"batch_size": None, "buffer_capacity": None, "num_envs": None,
+                  "sampler": cli_config.UNSET},
         shown_defaults={"batch_size": "1024; --quick: 256; value learners: 128 episodes, "
                                       "--quick 16",
                         "buffer_capacity": "100000, lowered to --max-buffer-gb; --quick: 4096; "
                                            "value learners: 5000 episodes, --quick 64",
-                        "num_envs": "10; value learners: 8"},
+                        "num_envs": "10; value learners: 8",
+                        "sampler": "uniform; reuse for accmer"},
         aliases={"buffer_capacity": ("--capacity",)})
     cli_config.add_dataclass_flags(
         p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
@@ -162,6 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Fill the defaults that depend on ``--quick`` and check values across flags."""
+    if args.sampler is cli_config.UNSET:  # the learner's own sampler (accmer: reuse)
+        args.sampler = defaults_for(args.algo).get("sampler", TrainConfig.sampler)
     if family_of(args.algo) == "value":
         return cv.resolve(args, parser)
     if args.env == "stag_hunt" or args.env_kwargs:
