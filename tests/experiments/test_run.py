@@ -345,3 +345,30 @@ def test_accmer_sampler_settings_out_of_range_are_one_line(kwargs, message, tmp_
                       "--out", str(out), "--quiet"]) == 2
     assert message in one_line(capsys.readouterr().err)
     assert not out.exists()
+
+
+def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_path):
+    import jax
+    import numpy as np
+
+    from jaxmarl_accel.config import config_from_dict
+    from jaxmarl_accel.train import make_trainer
+
+    out = str(tmp_path / "accmer")
+    argv = [*VALUE_TINY, "--algo", "accmer", "--qstar-hidden", "8", "--qstar-layers", "1",
+            "--sampler-kwargs", "decay=0.8"]
+    assert run.main([*argv, "--out", out]) == 0
+    stored = json.loads(Path(out, "config.json").read_text())["train"]
+    assert stored["algo"] == "accmer" and stored["sampler"] == "reuse"
+    header = Path(out, "metrics.csv").read_text().splitlines()[0]
+    assert "macpo_weight_mean" in header and "macpo_qstar_loss" in header
+    # the same run as a program: the weight table holds the batches' MAC-PO weights
+    trainer = make_trainer(config_from_dict(stored))
+    state, metrics = jax.jit(trainer.train)(jax.random.key(0))
+    table = np.asarray(state.buffer.sampler.weights)
+    filled = int(state.buffer.size)
+    assert np.all(np.isfinite(table[:filled])) and np.all(table[:filled] >= 0)
+    assert np.all(np.isneginf(table[filled:]))
+    assert 1 <= int(state.buffer.sampler.window) <= filled // 4  # floor(d / b) at a re-rank
+    assert np.all(np.asarray(metrics.learner["macpo_f_pi_mean"])[np.asarray(metrics.updates) > 0]
+                  >= 1.0)
