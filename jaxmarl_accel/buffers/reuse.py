@@ -25,18 +25,20 @@ miscapture punishment -1.5, 1.0 at punishment 0) and then the sampled items' new
 authors' public code (a pymarl2 fork) differs here: it writes one batch-average weight to a
 rolling block of slots rather than to the sampled items; this module follows the paper.
 
-The buffer only sees TD errors, so the weight is the Bellman-error term of MAC-PO's optimal
-weight (paper 004, Lemma 1, eq. 2); a trainer that computes the full weight can pass it as
-``td_errors``. Loss weights (``loss_weights``): ``"table"`` returns ``W[i]`` normalized by
+The weights are the priorities the learner returns: for ``--algo accmer`` (and ``macpo``)
+each episode's mean MAC-PO optimal weight (paper 004, Lemma 1, eq. 2;
+:mod:`jaxmarl_accel.algos.value.macpo`); for other learners their TD errors, the
+Bellman-error term of that weight. Loss weights (``loss_weights``): ``"table"`` returns ``W[i]`` normalized by
 the batch maximum, as in eq. (1) ``L = sum_i w_i (Q - y)^2``; ``"ones"`` returns ones, for a
 learner that computes its own per-item loss weights (MAC-PO) so they are not applied twice.
 
 Unfilled slots hold ``-inf`` and are masked out of the ranking, so a re-rank at
 ``size >= K`` picks only filled slots (and the initial S-, slots ``0 .. K-1``, is filled once
 ``size >= K``: the ring fills from slot 0); new items get the largest (decayed) weight seen, like
-PER's new-transition rule. Under ``jit`` :func:`make_reuse`'s ``sample`` cannot raise: on a
-state with fewer than ``b`` filled slots it may return unfilled (zero) items, so check the
-buffer's ``can_sample`` (``size >= b``) first, as the trainers do.
+PER's new-transition rule. Ranking (``top_k`` over all C slots) runs only at a window's end.
+Under ``jit`` :func:`make_reuse`'s ``sample`` cannot raise: on a state with fewer than ``b``
+filled slots it may return unfilled (zero) items, so check the buffer's ``can_sample``
+(``size >= b``) first, as the trainers do (called eagerly, the buffer refuses).
 """
 
 from __future__ import annotations
