@@ -28,9 +28,10 @@ rolling block of slots rather than to the sampled items; this module follows the
 The weights are the priorities the learner returns: for ``--algo accmer`` (and ``macpo``)
 each episode's mean MAC-PO optimal weight (paper 004, Lemma 1, eq. 2;
 :mod:`jaxmarl_accel.algos.value.macpo`); for other learners their TD errors, the
-Bellman-error term of that weight. Loss weights (``loss_weights``): ``"table"`` returns ``W[i]`` normalized by
-the batch maximum, as in eq. (1) ``L = sum_i w_i (Q - y)^2``; ``"ones"`` returns ones, for a
-learner that computes its own per-item loss weights (MAC-PO) so they are not applied twice.
+Bellman-error term of that weight. Loss weights (``loss_weights``): ``"table"`` returns
+``W[i]`` normalized by the batch maximum, as in eq. (1) ``L = sum_i w_i (Q - y)^2``;
+``"ones"`` returns ones, for a learner that computes its own per-item loss weights (MAC-PO)
+so they are not applied twice.
 
 Unfilled slots hold ``-inf`` and are masked out of the ranking, so a re-rank at
 ``size >= K`` picks only filled slots (and the initial S-, slots ``0 .. K-1``, is filled once
