@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from experiments import outputs
+from experiments import marl_eval, outputs
 from experiments.memory import check_state_fits
 from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
@@ -304,15 +304,11 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
             raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
                              f"its config.json has {cfg.num_chunks(config)} chunks")
         try:
-            stored = manager.item_metadata(step)
-            if not stored:
-                raise ValueError("no array metadata")
-            check_stored(stored, target, folder, step)
-            items = manager.restore(step, args=ocp.args.StandardRestore(target))
+            items = restore_items(manager, step, target, folder)
         except CheckpointMismatch:
             raise
         except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many kinds
-            reason = f"chunk {step} ({os.path.join(folder, str(step))}): {_first_line(error)}"
+            reason = f"chunk {step} ({os.path.join(folder, str(step))}): {first_line(error)}"
             warn(f"warning: skipping the checkpoint after {reason}")
             skipped.append(reason)
             continue
@@ -334,6 +330,20 @@ class CheckpointMismatch(ValueError):
     """A checkpoint that reads but holds the state of another config."""
 
 
+def restore_items(manager: ocp.CheckpointManager, step: int, target: dict[str, Any],
+                  folder: str) -> dict[str, Any]:
+    """The arrays of the checkpoint after chunk ``step``, keyed as :func:`checkpoint_items`
+    keys ``target`` (the abstract state's items). Raises :class:`CheckpointMismatch` when
+    the checkpoint reads but holds the state of another config; a checkpoint that cannot
+    be read raises whatever orbax or tensorstore raise (``ValueError`` for empty metadata).
+    """
+    stored = manager.item_metadata(step)
+    if not stored:
+        raise ValueError("no array metadata")
+    check_stored(stored, target, folder, step)
+    return manager.restore(step, args=ocp.args.StandardRestore(target))
+
+
 def check_stored(stored: Any, target: dict[str, Any], folder: str, step: int) -> None:
     """Raise :class:`CheckpointMismatch` naming the first leaf whose stored shape or dtype
     (the checkpoint's array metadata) differs from the state of the stored config."""
@@ -347,7 +357,7 @@ def check_stored(stored: Any, target: dict[str, Any], folder: str, step: int) ->
                 f"{want.dtype}{list(want.shape)}")
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
     """``Type: first line of the message`` (at most 160 characters)."""
     text = (str(error).strip().splitlines() or [""])[0].split(" See full TensorStore")[0]
     text = text if len(text) <= 160 else text[:157] + "..."
@@ -410,8 +420,9 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                   rows: list[dict[str, float]], layout: DeviceLayout, timing: dict[str, float],
                   writer: bool, log: Callable[..., None]) -> None:
     """Final scores against the random and scripted baselines: ``summary.json``, the
-    learning curve and (with ``options.render``) one rendered episode. The summary gives
-    each seed's number of updates and, when there were none, a ``warning``."""
+    marl-eval export (``marl_eval.json``), the learning curve and (with
+    ``options.render``) one rendered episode. The summary gives each seed's number of
+    updates and, when there were none, a ``warning``."""
     config, spec = trainer.config, trainer.env.spec
     final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
@@ -438,6 +449,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     if not writer:
         return
     path = outputs.write_summary(options.out_dir, summary)
+    marl_eval.write(os.path.join(options.out_dir, outputs.MARL_EVAL_NAME), marl_eval.run_export(
+        marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
     outputs.plot_curve(options.out_dir, rows,
                        f"{config.algo} on {config.env} ({options.seeds} seeds)",
                        summary["random_return"], summary["heuristic_return"])
@@ -450,9 +463,11 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         f"{'; untrained policies' if untrained else ''}); summary in {path}")
 
 
-def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array) -> None:
+def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array,
+                   names: tuple[str, str] = (outputs.GIF_NAME, outputs.PNG_NAME)) -> None:
     """Roll out one deterministic episode with the learners ``algo_state`` of one seed
-    (no seed axis) and save GIF and PNG."""
+    (no seed axis) and save it in ``out_dir`` as GIF and PNG (the middle frame) under
+    ``names``."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
     from jaxmarl_accel.steps import recurrent_rollout
@@ -473,5 +488,5 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
 
         states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
     frames = render_rollout(states, params, env.spec)
-    write_gif(os.path.join(out_dir, outputs.GIF_NAME), frames)
-    write_png(os.path.join(out_dir, outputs.PNG_NAME), frames[len(frames) // 2])
+    write_gif(os.path.join(out_dir, names[0]), frames)
+    write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])

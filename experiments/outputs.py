@@ -20,9 +20,15 @@ CURVE_NAME = "learning_curve.png"
 CHECKPOINTS_NAME = "checkpoints"
 GIF_NAME = "episode.gif"
 PNG_NAME = "episode.png"
+MARL_EVAL_NAME = "marl_eval.json"
+EVALUATION_NAME = "evaluation.json"
+EVALUATION_GIF_NAME = "evaluation.gif"
+EVALUATION_PNG_NAME = "evaluation.png"
 RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME, GIF_NAME,
-               PNG_NAME)
-"""Everything a run writes into its folder (what ``--overwrite`` removes)."""
+               PNG_NAME, MARL_EVAL_NAME, EVALUATION_NAME, EVALUATION_GIF_NAME,
+               EVALUATION_PNG_NAME)
+"""Everything a run (and ``experiments.evaluate`` by default) writes into its folder (what
+``--overwrite`` removes)."""
 
 
 def metric_rows(chunk: int, metrics: Any) -> list[dict[str, float]]:

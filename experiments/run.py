@@ -6,7 +6,8 @@ The run is compiled once; the host loop executes it one evaluation period ("chun
 a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out``:
 ``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
 evaluation return per seed, median, IQR, normalized score against the scenario's random
-and scripted policies), ``learning_curve.png``, ``checkpoints/`` (orbax) and, with
+and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's format),
+``learning_curve.png``, ``checkpoints/`` (orbax) and, with
 ``--render``, ``episode.gif`` and ``episode.png``. A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
 from the newest checkpoint that restores and takes every setting from ``config.json``.
