@@ -103,8 +103,16 @@ def seek_action(target: jax.Array, pos: jax.Array, vel: jax.Array, continuous: b
 
 
 def validate_actions(actions: jax.Array, shape: tuple[int, ...], continuous: bool, name: str):
-    """Trace-time check of a joint action's shape and dtype (raises ``ValueError``)."""
+    """Trace-time check of a joint action's shape and dtype (raises ``ValueError``).
+
+    ``actions`` must be an array (jax or numpy): a Python list or tuple is rejected rather
+    than converted, like a wrong dtype is rejected rather than cast.
+    """
     kind = "float" if continuous else "int"
+    if not (hasattr(actions, "shape") and hasattr(actions, "dtype")):
+        raise ValueError(
+            f"actions for {name} must be an array ({kind} with shape {tuple(shape)}), "
+            f"got {type(actions).__name__}; wrap it in jnp.asarray")
     ok_dtype = jnp.issubdtype(actions.dtype, jnp.floating if continuous else jnp.integer)
     if tuple(actions.shape) != tuple(shape) or not ok_dtype:
         raise ValueError(

@@ -78,6 +78,7 @@ from flax import struct
 from jax.experimental import checkify
 
 from jaxmarl_accel.envs import hunt_rules as rules
+from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.hunt_rules import HuntState
 
@@ -244,10 +245,8 @@ def transition(key: jax.Array, state: HuntState, actions: jax.Array, params: Sta
 
 
 def validate_actions(actions: jax.Array, num_agents: int) -> None:
-    """Trace-time check that ``actions`` is int ``[N]`` (raises ``ValueError``)."""
-    if tuple(actions.shape) != (num_agents,) or not jnp.issubdtype(actions.dtype, jnp.integer):
-        raise ValueError(f"actions for {NAME} must be int with shape ({num_agents},), "
-                         f"got {actions.dtype} with shape {tuple(actions.shape)}")
+    """Trace-time check that ``actions`` is an int array ``[N]`` (raises ``ValueError``)."""
+    moves.validate_actions(actions, (num_agents,), False, NAME)
 
 
 def check_available(state: HuntState, actions: jax.Array) -> None:

@@ -164,3 +164,18 @@ def test_bad_input():
 
 def test_registry_lists_spread_and_tag():
     assert {"simple_spread", "simple_tag"} <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize("name, kwargs", [("simple_spread", {"num_agents": 3}),
+                                          ("stag_hunt", {"num_agents": 3})])
+@pytest.mark.parametrize("wrap", [list, tuple])
+def test_step_rejects_a_python_sequence_of_actions(name, kwargs, wrap):
+    env, params = make(name, **kwargs)
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    message = (rf"^actions for {name} must be an array \(int with shape \(3,\)\), "
+               rf"got {wrap.__name__}")
+    for step in (env.step, jax.jit(env.step)):
+        with pytest.raises(ValueError, match=message):
+            step(jax.random.PRNGKey(1), state, wrap([0, 1, 2]), params)
+    # an array of the same actions (numpy included) is accepted
+    env.step(jax.random.PRNGKey(1), state, np.array([0, 1, 2], np.int32), params)
