@@ -186,3 +186,20 @@ def test_sampling_eagerly_below_a_batch_is_a_one_line_error(sampler):
     # under jit the check cannot run: can_sample is the guard there
     assert not bool(jax.jit(buffer.can_sample)(state))
     jax.jit(buffer.sample)(state, jax.random.key(0))
+
+
+@pytest.mark.parametrize("layout", LAYOUT_NAMES)
+def test_add_and_init_errors_name_the_field(layout):
+    buffer = make_buffer("uniform", capacity=CAPACITY, batch_size=BATCH, layout=layout)
+    state = buffer.init(example(3))
+    good = transitions(np.arange(4), 3)
+    with pytest.raises(ValueError, match=r"^add: batch field 'obs' has leaf shape \(4, 3, 7\), "
+                                         r"expected \(E, 3, 2\)"):
+        buffer.add(state, good.replace(obs=jnp.zeros((4, 3, 7), jnp.float32)))
+    with pytest.raises(ValueError, match=r"^add: batch field 'reward' has leaf dtype int32, "
+                                         r"stored as float32"):
+        buffer.add(state, good.replace(reward=good.reward.astype(jnp.int32)))
+    with pytest.raises(ValueError, match=r"disagree on the env axis E: .*'action': 2"):
+        buffer.add(state, good.replace(action=good.action[:2]))
+    with pytest.raises(ValueError, match=r"^example_transition: field 'reward' has shape \(\)"):
+        buffer.init(example(3).replace(reward=jnp.float32(0)))
