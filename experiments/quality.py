@@ -43,22 +43,16 @@ SUITE: dict[str, list[str]] = {
                 "heuristic"],
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
 }
-for _agents in (8, 16, 32):  # paper 004: stag hunt with N agents and N stags
-    for _algo in ("qmix", "vdn", "iql"):
+for _algo in ("qmix", "vdn", "iql", "macpo", "accmer"):  # paper 004: N agents, N stags
+    for _agents in (8, 16, 32):
         for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):
-            if _agents == 8 or (_algo == "qmix" and not _suffix):
-                SUITE[f"{_algo}-stag{_agents}{_suffix}"] = [
-                    "--env", "stag_hunt", "--agents", str(_agents), "--algo", _algo,
-                    "--env-kwargs", f"num_stags={_agents},miscapture_punishment={_punish}"]
-for _agents in (8, 16, 32):  # paper 004: MAC-PO and AccMER (decay 0.8 at -1.5 and at scale)
-    for _algo in ("macpo", "accmer"):
-        for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):
-            if _agents == 8 or not _suffix:
-                decay = "1.0" if _agents == 8 and not _suffix else "0.8"
+            if _agents == 8 or (_algo in ("qmix", "macpo", "accmer") and not _suffix):
+                # AccMER's decay gamma_W: 1.0 at punishment 0 with 8 agents, else 0.8 (paper)
+                _decay = "1.0" if _agents == 8 and not _suffix else "0.8"
                 SUITE[f"{_algo}-stag{_agents}{_suffix}"] = [
                     "--env", "stag_hunt", "--agents", str(_agents), "--algo", _algo,
                     "--env-kwargs", f"num_stags={_agents},miscapture_punishment={_punish}",
-                    *(["--sampler-kwargs", f"decay={decay}"] if _algo == "accmer" else [])]
+                    *(["--sampler-kwargs", f"decay={_decay}"] if _algo == "accmer" else [])]
 STAG_REWARD = 10.0
 TOUCH_REWARD = 10.0
 EVAL_EPISODES = 256  # deterministic episodes per evaluation and seed (32 is the run default)

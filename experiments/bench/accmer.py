@@ -57,6 +57,7 @@ from experiments.memory import available_bytes
 from experiments.run import scenario_kwargs
 from jaxmarl_accel.buffers import estimate_bytes
 from jaxmarl_accel.config import TrainConfig, buffer_kwargs, defaults_for
+from jaxmarl_accel.envs import make
 from jaxmarl_accel.steps import collect_episodes, example_episode, learn_step
 from jaxmarl_accel.train import make_trainer
 
@@ -86,13 +87,23 @@ SIDES = {"accmer": ("accmer", "reuse"), "macpo": ("macpo", "per"),
          "macpo_uniform": ("macpo", "uniform")}
 
 
+def env_kwargs_of(setting: Setting) -> tuple[tuple[str, Any], ...]:
+    """The stag hunt's keyword arguments of ``setting`` (N agents, N stags, punishment)."""
+    return scenario_kwargs("stag_hunt", (("miscapture_punishment", setting.punishment),
+                                         ("num_stags", setting.agents)), setting.agents)
+
+
+def slot_bytes(spec: Any) -> float:
+    """Bytes of one stored episode of the env ``spec`` (one slot of the episode replay)."""
+    return estimate_bytes(example_episode(spec), capacity=1000, layout="episode") / 1000
+
+
 def side_config(setting: Setting, algo: str, sampler: str, capacity: int, rounds: int,
                 num_envs: int) -> TrainConfig:
     """The :class:`TrainConfig` of one side: a run of one chunk of ``rounds`` full-length
     rounds (E episodes of T steps)."""
-    env_kwargs = scenario_kwargs("stag_hunt", (("miscapture_punishment", setting.punishment),
-                                               ("num_stags", setting.agents)), setting.agents)
-    steps = rounds * num_envs * 200
+    env_kwargs = env_kwargs_of(setting)
+    steps = rounds * num_envs * make("stag_hunt", **dict(env_kwargs))[0].spec.episode_length
     kwargs = (("decay", setting.decay),) if sampler == "reuse" else ()
     return TrainConfig(**{**defaults_for(algo), "env": "stag_hunt", "env_kwargs": env_kwargs,
                           "algo": algo, "sampler": sampler, "sampler_kwargs": kwargs,
@@ -104,11 +115,9 @@ def side_config(setting: Setting, algo: str, sampler: str, capacity: int, rounds
 def fit_capacity(setting: Setting, fraction: float) -> int:
     """The paper's replay size, lowered (to a multiple of 1000) until the three sides'
     replays fit in ``fraction`` of the available memory."""
-    config = side_config(setting, "accmer", "reuse", setting.capacity, 1, 8)
-    spec = make_trainer(config).env.spec
-    per_slot = estimate_bytes(example_episode(spec), capacity=1000, layout="episode") / 1000
+    spec = make("stag_hunt", **dict(env_kwargs_of(setting)))[0].spec
     budget = fraction * available_bytes()[0]
-    fits = int(budget / (len(SIDES) * per_slot)) // 1000 * 1000
+    fits = int(budget / (len(SIDES) * slot_bytes(spec))) // 1000 * 1000
     return max(min(setting.capacity, fits), setting.batch)
 
 
@@ -188,12 +197,11 @@ def bench_setting(name: str, args: argparse.Namespace) -> dict[str, Any]:
         record[f"{side}_sampler_kwargs"] = buffer_kwargs(config)
         trainer = make_trainer(config)
         states[side] = filled_state(trainer, jax.random.key(args.seed), args.fill)
-        slot_bytes = estimate_bytes(example_episode(trainer.env.spec), capacity=1000,
-                                    layout="episode") / 1000
+        per_slot = slot_bytes(trainer.env.spec)
         for steps in (args.rounds, args.window_steps):
             slots = distinct_slots(trainer, states[side], steps, jax.random.key(args.seed))
             record[f"{side}_distinct_slots_{steps}_steps"] = slots
-            record[f"{side}_distinct_mib_{steps}_steps"] = slots * slot_bytes / 2**20
+            record[f"{side}_distinct_mib_{steps}_steps"] = slots * per_slot / 2**20
         for phase, fn in programs(trainer, args.rounds).items():
             if phase not in args.phases:
                 continue

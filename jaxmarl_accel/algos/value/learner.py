@@ -18,7 +18,7 @@ The feed-forward form learns from transitions, as one-step episodes
 (:func:`~.batches.transition_episode`). No step draws random numbers: ``update`` ignores
 its key.
 
-MAC-PO (paper 004, Sec. III; ``macpo=True`` in :func:`build`, QMIX's mixer) adds two
+MAC-PO (paper 004, Sec. III; ``macpo_weights=True`` in :func:`build`, QMIX's mixer) adds two
 things to this update, and nothing to acting:
 
 * an unrestricted centralized value ``Q*`` (:class:`~.macpo.QStarNet`) over the state and
@@ -340,19 +340,17 @@ def episode_loss(sk: Skeleton, params: ValueParams, q: jax.Array, batch: Episode
     mask = jnp.broadcast_to(batch.filled[:, :-1, None] > 0, q_tot.shape)  # [B, T, H]
     delta = jnp.where(mask, q_tot - jax.lax.stop_gradient(y_mix), 0.0)
     count = jnp.sum(mask, axis=(1, 2)).astype(jnp.float32)  # [B]
-    item = weights.astype(jnp.float32)[:, None, None] * jnp.ones_like(delta)
+    item = weights.astype(jnp.float32)[:, None, None]  # [B, 1, 1]
     extra, info = jnp.zeros(()), {}
+    td = jnp.sum(jnp.abs(delta), axis=(1, 2)) / jnp.maximum(count, 1.0)
     if sk.qstar is not None:
         extra, raw, info = macpo_step_weights(sk, params.qstar, q, q_taken, q_tot, state,
                                               batch, y)
         step = macpo.normalize(raw, mask[..., 0], sk.config.macpo_normalization,
                                sk.config.macpo_floor)
-        item = item * step[..., None]
+        item = item * step[..., None]  # [B, T, 1]
+        td = jnp.sum(raw, axis=1) / jnp.maximum(count, 1.0)  # the priority: mean weight
     loss = jnp.sum(item * delta**2) / jnp.maximum(jnp.sum(count), 1.0) + extra
-    if sk.qstar is not None:
-        td = jnp.sum(raw, axis=1) / jnp.maximum(count, 1.0)
-    else:
-        td = jnp.sum(jnp.abs(delta), axis=(1, 2)) / jnp.maximum(count, 1.0)
     q_mean = jnp.sum(jnp.where(mask, q_tot, 0.0)) / jnp.maximum(jnp.sum(count), 1.0)
     return loss, LossInfo(loss, jax.lax.stop_gradient(td), jax.lax.stop_gradient(q_mean),
                           jnp.zeros(()), info)
