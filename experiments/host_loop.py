@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from experiments import marl_eval, outputs
+from experiments import loggers, marl_eval, outputs
 from experiments.memory import check_state_fits
 from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
@@ -41,9 +41,13 @@ from jaxmarl_accel.sharding import (
 )
 from jaxmarl_accel.train import Trainer, make_trainer
 
-STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every")
+STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers")
 """The :class:`RunOptions` that change a run's outputs: stored in ``config.json`` with the
 training config, and taken from there on ``--resume``."""
+
+STORED_DEFAULTS = {"loggers": ("csv",)}
+"""The :data:`STORED_OPTIONS` that a ``config.json`` written before them lacks: such a run
+resumes with these."""
 
 
 class NonFiniteError(RuntimeError):
@@ -151,6 +155,8 @@ class RunOptions:
       quiet: no progress output.
       devices: devices to shard the seeds over (a count, or ``"auto"``).
       env_shards: devices each seed's envs are split over (None: chosen automatically).
+      loggers: the metric streams (:data:`experiments.loggers.LOGGERS`); ``metrics.csv`` is
+        written whatever they are.
     """
 
     seeds: int
@@ -164,6 +170,7 @@ class RunOptions:
     quiet: bool = False
     devices: int | str = 1
     env_shards: int | None = None
+    loggers: tuple[str, ...] = ("csv",)
 
 
 class Started(NamedTuple):
@@ -239,13 +246,15 @@ def run_record(config: cfg.TrainConfig, options: RunOptions) -> dict[str, Any]:
 def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
     """The training config and the :data:`STORED_OPTIONS` of the run in ``out_dir``;
     ``ValueError`` (one line) when ``config.json`` is missing, unreadable or incomplete."""
-    record = outputs.read_run_config(out_dir, ("train", *STORED_OPTIONS))
+    required = [name for name in STORED_OPTIONS if name not in STORED_DEFAULTS]
+    record = {**STORED_DEFAULTS, **outputs.read_run_config(out_dir, ("train", *required))}
     try:
         config = cfg.config_from_dict(record["train"])
     except (TypeError, KeyError, AttributeError) as error:
         raise ValueError(f"{os.path.join(out_dir, outputs.CONFIG_NAME)}: the training config "
                          f"cannot be read ({error})") from None
-    return config, {name: record[name] for name in STORED_OPTIONS}
+    return config, {name: tuple(record[name]) if isinstance(record[name], list) else record[name]
+                    for name in STORED_OPTIONS}
 
 
 def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -> None:
@@ -385,6 +394,9 @@ def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
     steps_per_chunk, total = config.eval_every, config.total_env_steps
     # a chunk learns in all its rounds once it starts at most one round before the first update
     learning_from = cfg.first_update_step(config) - cfg.steps_per_round(config)
+    streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
+                                   options.out_dir, options.seeds,
+                                   started.rows if options.resume else None)
     bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)
     try:
         for chunk in range(started.start, trainer.num_chunks):
@@ -401,9 +413,11 @@ def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
                       file=sys.stderr)
                 manager.close()
                 return None
-            rows.extend(outputs.metric_rows(chunk, metrics))
+            chunk_rows = outputs.metric_rows(chunk, metrics)
+            rows.extend(chunk_rows)
             if writer:
                 outputs.write_rows(options.out_dir, rows)
+                streams.write(chunk_rows)
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
@@ -411,6 +425,7 @@ def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
                        learning=chunk * steps_per_chunk >= learning_from)
     finally:
         bar.close()
+        streams.close()
     manager.wait_until_finished()
     manager.close()
     return Started(state, rows, trainer.num_chunks)

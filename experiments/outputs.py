@@ -24,9 +24,11 @@ MARL_EVAL_NAME = "marl_eval.json"
 EVALUATION_NAME = "evaluation.json"
 EVALUATION_GIF_NAME = "evaluation.gif"
 EVALUATION_PNG_NAME = "evaluation.png"
+TENSORBOARD_NAME = "tensorboard"
+WANDB_NAME = "wandb"
 RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME, GIF_NAME,
                PNG_NAME, MARL_EVAL_NAME, EVALUATION_NAME, EVALUATION_GIF_NAME,
-               EVALUATION_PNG_NAME)
+               EVALUATION_PNG_NAME, TENSORBOARD_NAME, WANDB_NAME)
 """Everything a run (and ``experiments.evaluate`` by default) writes into its folder (what
 ``--overwrite`` removes)."""
 

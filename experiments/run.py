@@ -7,8 +7,9 @@ a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out`
 ``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
 evaluation return per seed, median, IQR, normalized score against the scenario's random
 and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's format),
-``learning_curve.png``, ``checkpoints/`` (orbax) and, with
-``--render``, ``episode.gif`` and ``episode.png``. A folder that holds a run is refused
+``learning_curve.png``, ``checkpoints/`` (orbax), with ``--render``, ``episode.gif`` and
+``episode.png``, and with ``--logger tensorboard,wandb``, ``tensorboard/`` and ``wandb/``.
+A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
 from the newest checkpoint that restores and takes every setting from ``config.json``.
 
@@ -31,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from experiments import cli_config
+from experiments import cli_config, loggers
 from experiments.outputs import CONFIG_NAME
 
 
@@ -96,6 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "define the normalized score (default: 1000)")
     run.add_argument("--checkpoint-every", type=cli_config.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
+    run.add_argument("--logger", type=loggers.parse_loggers, default=("csv",),
+                     metavar="{csv,tensorboard,wandb}[,...]",
+                     help="metric streams, comma-separated: csv (metrics.csv, which every run "
+                          "writes), tensorboard (event files per seed in tensorboard/seed_<k>/, "
+                          "tag: the metrics.csv column, step: env steps; needs tensorboardX), "
+                          "wandb (one W&B run per seed, grouped by the output folder's name; "
+                          "offline in wandb/ unless WANDB_MODE or WANDB_API_KEY is set; needs "
+                          "wandb); pip install -e '.[loggers]' installs both (default: csv)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
     devices.add_argument("--devices", default="auto", metavar="{auto,N}",
@@ -220,8 +229,10 @@ def options_from_args(parser: argparse.ArgumentParser,
 
     if args.resume:
         config, stored = stored_run(args.resume)
+        check_loggers(parser, stored["loggers"])
         return config, RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
                                   devices=devices, env_shards=args.env_shards)
+    check_loggers(parser, args.logger)
     try:
         config = config_from_args(args)
     except (ValueError, TypeError) as error:
@@ -233,7 +244,15 @@ def options_from_args(parser: argparse.ArgumentParser,
                               overwrite=args.overwrite, render=args.render,
                               baseline_episodes=args.baseline_episodes,
                               checkpoint_every=args.checkpoint_every, quiet=args.quiet,
-                              devices=devices, env_shards=args.env_shards)
+                              devices=devices, env_shards=args.env_shards, loggers=args.logger)
+
+
+def check_loggers(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """A one-line usage error for a ``--logger`` stream whose package is not installed."""
+    try:
+        loggers.check_loggers(names)
+    except ValueError as error:
+        parser.error(str(error))
 
 
 if __name__ == "__main__":
