@@ -261,7 +261,8 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     """Make sure the run may write to ``options.out_dir`` and store its config there.
 
     A new run refuses a folder that holds another run unless ``options.overwrite`` (which
-    removes that run's files first); a resumed run keeps its stored config.
+    removes that run's files first); a resumed run keeps its stored config. Under
+    ``jax.distributed`` every process checks the folder before process 0 writes to it.
     """
     out_dir = options.out_dir
     if writer:
@@ -270,13 +271,19 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     if not options.resume and present and not options.overwrite:
         raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
                          f"it with --resume {out_dir}, or replace it with --overwrite")
+    sync_processes("output folder checked")
     if writer and not options.resume:
         outputs.clear_run(out_dir)
         outputs.write_run_config(out_dir, run_record(config, options))
+    sync_processes("output folder ready")
+
+
+def sync_processes(name: str) -> None:
+    """Wait until every process of a ``jax.distributed`` run has reached ``name``."""
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 
-        multihost_utils.sync_global_devices("output folder ready")
+        multihost_utils.sync_global_devices(name)
 
 
 def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
