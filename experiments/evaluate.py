@@ -168,46 +168,43 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
 
     Returns ``(trainer, sharded, state, step)``: the run's ``Trainer``, its
     ``ShardedTrainer`` for ``seeds`` seeds, and the restored state, each leaf with a leading
-    seed axis ``[S, ...]``. ``ValueError`` (one line, naming the checkpoint) when there is no
-    checkpoint, ``step`` is not one of them, or it does not restore."""
-    import orbax.checkpoint as ocp
-
+    seed axis ``[S, ...]``. The replay is not read: its leaves stay ``ShapeDtypeStruct``, so
+    evaluating needs the memory of the learners, not of the training state. ``ValueError``
+    (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
+    them, or it does not restore."""
     from experiments import host_loop
+    from experiments.checkpoint import CheckpointMismatch, Checkpoints
     from jaxmarl_accel.sharding import make_sharded_trainer
     from jaxmarl_accel.train import make_trainer
 
     folder = os.path.join(run_dir, outputs.CHECKPOINTS_NAME)
     if not os.path.isdir(folder):
         raise ValueError(f"{run_dir} holds no checkpoints (no {outputs.CHECKPOINTS_NAME}/)")
-    manager = ocp.CheckpointManager(
-        os.path.abspath(folder),
-        options=ocp.CheckpointManagerOptions(create=False),  # it only reads
-        item_handlers=ocp.StandardCheckpointHandler())
+    manager = Checkpoints(folder)
+    steps = manager.steps()
+    if not steps:
+        raise ValueError(f"{folder} holds no checkpoints")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise ValueError(f"--checkpoint {step}: {folder} holds checkpoint(s) "
+                         f"{', '.join(map(str, steps))}")
+    trainer = make_trainer(config)
+    sharded = make_sharded_trainer(
+        trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds)
+    abstract = sharded.abstract_state
+    target = host_loop.checkpoint_items(abstract)
+    replay = {name: leaf for name, leaf in target.items() if name.startswith(host_loop.REPLAY)}
     try:
-        steps = sorted(manager.all_steps())
-        if not steps:
-            raise ValueError(f"{folder} holds no checkpoints")
-        if step is None:
-            step = steps[-1]
-        elif step not in steps:
-            raise ValueError(f"--checkpoint {step}: {folder} holds checkpoint(s) "
-                             f"{', '.join(map(str, steps))}")
-        trainer = make_trainer(config)
-        sharded = make_sharded_trainer(
-            trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds)
-        abstract = sharded.abstract_state
-        try:
-            items = host_loop.restore_items(manager, step, host_loop.checkpoint_items(abstract),
-                                            folder)
-        except host_loop.CheckpointMismatch:
-            raise
-        except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many kinds
-            raise ValueError(f"the checkpoint after chunk {step} "
-                             f"({os.path.join(folder, str(step))}) cannot be restored: "
-                             f"{host_loop.first_line(error)}") from None
-    finally:
-        manager.close()
-    state = host_loop.state_from_items(abstract, items)
+        manager.check(step, target)
+        items = manager.restore(step, {n: v for n, v in target.items() if n not in replay})
+    except CheckpointMismatch:
+        raise
+    except (OSError, ValueError) as error:
+        raise ValueError(f"the checkpoint after chunk {step} "
+                         f"({os.path.join(folder, str(step))}) cannot be restored: "
+                         f"{host_loop.first_line(error)}") from None
+    state = host_loop.state_from_items(abstract, {**replay, **items})
     return trainer, sharded, state, step
 
 

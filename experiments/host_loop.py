@@ -3,7 +3,8 @@
 Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
 :mod:`jaxmarl_accel.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
-writes files (orbax coordinates the checkpoint writes of all processes).
+writes files, and every process writes its own shards of the checkpoints
+(:mod:`experiments.checkpoint`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import orbax.checkpoint as ocp
 
 from experiments import loggers, marl_eval, outputs
+from experiments.checkpoint import CheckpointMismatch, Checkpoints, sync_processes
 from experiments.memory import check_state_fits
 from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
@@ -41,13 +42,18 @@ from jaxmarl_accel.sharding import (
 )
 from jaxmarl_accel.train import Trainer, make_trainer
 
-STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers")
+STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers",
+                  "checkpoint_replay")
 """The :class:`RunOptions` that change a run's outputs: stored in ``config.json`` with the
 training config, and taken from there on ``--resume``."""
 
-STORED_DEFAULTS = {"loggers": ("csv",)}
+STORED_DEFAULTS = {"loggers": ("csv",), "checkpoint_replay": True}
 """The :data:`STORED_OPTIONS` that a ``config.json`` written before them lacks: such a run
 resumes with these."""
+
+
+REPLAY = ".buffer"
+"""The name prefix of the replay's arrays among :func:`checkpoint_items`."""
 
 
 class NonFiniteError(RuntimeError):
@@ -82,10 +88,24 @@ def check_finite(metrics: Any, chunk: int) -> None:
                 f"non-finite {name} in seed {seed} during chunk {chunk} (env step {step})")
 
 
-def checkpoint_items(state: Any) -> dict[str, Any]:
-    """The state's leaves keyed by tree path, without zero-size leaves (orbax refuses them)."""
+def checkpoint_items(state: Any, names: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state's leaves keyed by tree path, without zero-size leaves (nothing to save).
+
+    ``state`` may also be a tree of the same structure with other leaves (the state's
+    shardings): then ``names`` (the state's own items) chooses the paths kept."""
     leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    if names is not None:
+        return {key: leaf for path, leaf in leaves
+                if (key := jax.tree_util.keystr(path)) in names}
     return {jax.tree_util.keystr(path): leaf for path, leaf in leaves if leaf.size}
+
+
+def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool = True) -> None:
+    """Save the state after ``chunk`` (without the replay's arrays unless ``replay``)."""
+    items = checkpoint_items(state)
+    if not replay:
+        items = {name: leaf for name, leaf in items.items() if not name.startswith(REPLAY)}
+    manager.save(chunk, items, omitted=() if replay else (REPLAY,))
 
 
 def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
@@ -152,6 +172,8 @@ class RunOptions:
       render: render one evaluation episode of seed 0 to ``episode.gif`` / ``.png``.
       baseline_episodes: episodes of the random and scripted baselines of the score.
       checkpoint_every: save a checkpoint every this many chunks.
+      checkpoint_replay: include the replay in checkpoints (False: smaller checkpoints; a
+        resumed run starts with an empty replay and refills it before it learns again).
       quiet: no progress output.
       devices: devices to shard the seeds over (a count, or ``"auto"``).
       env_shards: devices each seed's envs are split over (None: chosen automatically).
@@ -167,6 +189,7 @@ class RunOptions:
     render: bool = False
     baseline_episodes: int = 1000
     checkpoint_every: int = 1
+    checkpoint_replay: bool = True
     quiet: bool = False
     devices: int | str = 1
     env_shards: int | None = None
@@ -200,15 +223,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     prepare_folder(config, options, writer)
     if config.total_env_steps < cfg.first_update_step(config):
         warn(f"warning: {untrained_note(config)}")
-    manager = ocp.CheckpointManager(
-        os.path.abspath(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)),
-        options=ocp.CheckpointManagerOptions(max_to_keep=2),
-        item_handlers=ocp.StandardCheckpointHandler())
-    try:
-        started = restore_or_init(config, options, sharded, manager, warn, log)
-    except ValueError:
-        manager.close()
-        raise
+    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
+    started = restore_or_init(config, options, sharded, manager, warn, log)
     log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
@@ -278,16 +294,8 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     sync_processes("output folder ready")
 
 
-def sync_processes(name: str) -> None:
-    """Wait until every process of a ``jax.distributed`` run has reached ``name``."""
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        multihost_utils.sync_global_devices(name)
-
-
 def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                    manager: ocp.CheckpointManager, warn: Callable[..., None],
+                    manager: Checkpoints, warn: Callable[..., None],
                     log: Callable[..., None]) -> Started:
     """The newest restorable checkpoint's state and metric rows when resuming
     (:func:`restore_newest`), else a fresh state."""
@@ -297,11 +305,16 @@ def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: Shard
             log(f"resuming {options.out_dir} after chunk {started.start - 1}")
             return started
         log(f"no checkpoint in {options.out_dir}; starting from the beginning")
-    return Started(sharded.init(np.asarray(jax.random.PRNGKey(options.seed))), [], 0)
+    return Started(fresh_state(sharded, options.seed), [], 0)
+
+
+def fresh_state(sharded: ShardedTrainer, seed: int) -> Any:
+    """The initial training state of every seed, placed on the devices."""
+    return sharded.init(np.asarray(jax.random.PRNGKey(seed)))
 
 
 def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                   manager: ocp.CheckpointManager, warn: Callable[..., None]) -> Started | None:
+                   manager: Checkpoints, warn: Callable[..., None]) -> Started | None:
     """Restore the newest checkpoint that can be read, newest first (None: there is none).
 
     A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
@@ -313,17 +326,17 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
     folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
     abstract = sharded.abstract_state
     target = checkpoint_items(abstract)
-    steps = sorted(manager.all_steps(), reverse=True)
+    steps = manager.steps()[::-1]
     skipped: list[str] = []
     for step in steps:
         if step >= cfg.num_chunks(config):
             raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
                              f"its config.json has {cfg.num_chunks(config)} chunks")
         try:
-            items = restore_items(manager, step, target, folder)
+            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target))
         except CheckpointMismatch:
             raise
-        except Exception as error:  # noqa: BLE001 - orbax and tensorstore raise many kinds
+        except (OSError, ValueError) as error:
             reason = f"chunk {step} ({os.path.join(folder, str(step))}): {first_line(error)}"
             warn(f"warning: skipping the checkpoint after {reason}")
             skipped.append(reason)
@@ -335,42 +348,21 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
                              f"{(step + 1) * options.seeds} ({options.seeds} seeds)")
         for newer in (s for s in steps if s > step):
             manager.delete(newer)
+        missing = target.keys() - items.keys()
+        if missing:  # a checkpoint without the replay: the fresh state's empty one
+            warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "
+                 f"false): the resumed run refills it and learns again from "
+                 f"{cfg.first_update_step(config):,} env steps after the restart on, so it "
+                 "does not repeat the uninterrupted run")
+            fresh = checkpoint_items(fresh_state(sharded, options.seed))
+            items = {**{name: fresh[name] for name in missing}, **items}
+            del fresh
+        # placed already: device_put only moves the zero-size leaves state_from_items adds
         state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
         return Started(state, rows, step + 1)
     if skipped:
         raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
     return None
-
-
-class CheckpointMismatch(ValueError):
-    """A checkpoint that reads but holds the state of another config."""
-
-
-def restore_items(manager: ocp.CheckpointManager, step: int, target: dict[str, Any],
-                  folder: str) -> dict[str, Any]:
-    """The arrays of the checkpoint after chunk ``step``, keyed as :func:`checkpoint_items`
-    keys ``target`` (the abstract state's items). Raises :class:`CheckpointMismatch` when
-    the checkpoint reads but holds the state of another config; a checkpoint that cannot
-    be read raises whatever orbax or tensorstore raise (``ValueError`` for empty metadata).
-    """
-    stored = manager.item_metadata(step)
-    if not stored:
-        raise ValueError("no array metadata")
-    check_stored(stored, target, folder, step)
-    return manager.restore(step, args=ocp.args.StandardRestore(target))
-
-
-def check_stored(stored: Any, target: dict[str, Any], folder: str, step: int) -> None:
-    """Raise :class:`CheckpointMismatch` naming the first leaf whose stored shape or dtype
-    (the checkpoint's array metadata) differs from the state of the stored config."""
-    for name, want in target.items():
-        got = stored.get(name)
-        if got is None or tuple(got.shape) != want.shape or np.dtype(got.dtype) != want.dtype:
-            found = "missing" if got is None else f"{np.dtype(got.dtype)}{list(got.shape)}"
-            raise CheckpointMismatch(
-                f"the checkpoint after chunk {step} in {folder} does not match the "
-                f"config.json beside it: {name} is {found} there, the config needs "
-                f"{want.dtype}{list(want.shape)}")
 
 
 def first_line(error: BaseException) -> str:
@@ -380,23 +372,12 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
-                 manager: ocp.CheckpointManager, started: Started, writer: bool) -> Started | None:
+def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: Checkpoints,
+                 started: Started, writer: bool) -> Started | None:
     """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each;
     returns the final state and all rows, or None after a non-finite metric (reported on
-    stderr, the last good checkpoint kept). On ``KeyboardInterrupt`` the checkpoint being
-    written is finished before the interrupt goes on."""
-    try:
-        return _train_chunks(trainer, options, compiled, manager, started, writer)
-    except KeyboardInterrupt:
-        manager.wait_until_finished()
-        manager.close()
-        raise
-
-
-def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
-                  manager: ocp.CheckpointManager, started: Started,
-                  writer: bool) -> Started | None:
+    stderr, the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect
+    after it (:func:`experiments.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = config.eval_every, config.total_env_steps
     # a chunk learns in all its rounds once it starts at most one round before the first update
@@ -418,7 +399,6 @@ def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
                         else "no checkpoint")
                 print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
                       file=sys.stderr)
-                manager.close()
                 return None
             chunk_rows = outputs.metric_rows(chunk, metrics)
             rows.extend(chunk_rows)
@@ -426,15 +406,13 @@ def _train_chunks(trainer: Trainer, options: RunOptions, compiled: Any,
                 outputs.write_rows(options.out_dir, rows)
                 streams.write(chunk_rows)
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
-                manager.save(chunk, args=ocp.args.StandardSave(checkpoint_items(state)))
+                save_checkpoint(manager, chunk, state, options.checkpoint_replay)
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
                        float(np.mean(metrics.eval_return)),
                        learning=chunk * steps_per_chunk >= learning_from)
     finally:
         bar.close()
         streams.close()
-    manager.wait_until_finished()
-    manager.close()
     return Started(state, rows, trainer.num_chunks)
 
 

@@ -7,7 +7,7 @@ a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out`
 ``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
 evaluation return per seed, median, IQR, normalized score against the scenario's random
 and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's format),
-``learning_curve.png``, ``checkpoints/`` (orbax), with ``--render``, ``episode.gif`` and
+``learning_curve.png``, ``checkpoints/``, with ``--render``, ``episode.gif`` and
 ``episode.png``, and with ``--logger tensorboard,wandb``, ``tensorboard/`` and ``wandb/``.
 A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "define the normalized score (default: 1000)")
     run.add_argument("--checkpoint-every", type=cli_config.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
+    run.add_argument("--checkpoint-replay", choices=("true", "false"), default="true",
+                     help="include the replay in checkpoints; false makes them as small as the "
+                          "learners, and a run resumed from one starts with an empty replay "
+                          "that it refills before it learns again, so it does not repeat the "
+                          "uninterrupted run (default: true)")
     run.add_argument("--logger", type=loggers.parse_loggers, default=("csv",),
                      metavar="{csv,tensorboard,wandb}[,...]",
                      help="metric streams, comma-separated: csv (metrics.csv, which every run "
@@ -243,7 +248,8 @@ def options_from_args(parser: argparse.ArgumentParser,
     return config, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
                               overwrite=args.overwrite, render=args.render,
                               baseline_episodes=args.baseline_episodes,
-                              checkpoint_every=args.checkpoint_every, quiet=args.quiet,
+                              checkpoint_every=args.checkpoint_every,
+                              checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
                               devices=devices, env_shards=args.env_shards, loggers=args.logger)
 
 

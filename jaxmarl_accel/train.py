@@ -237,7 +237,8 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
     """The round of learners that replay transitions: ``(state, round_index) -> (state,
     RoundOutput)``: ``iters_per_round`` steps of all E envs under the ``behaviour`` policy
     (every transition added to the replay), then ``updates_per_round`` learner updates once
-    ``max(learning_starts, batch_size)`` env steps have been taken. Rounds past the end of
+    ``max(learning_starts, batch_size)`` env steps have been taken and the replay holds as
+    many transitions (up to its capacity). Rounds past the end of
     the run (in a shorter last chunk) do nothing (:func:`within_run`)."""
     num_envs, iters = config.num_envs, cfg.iters_per_round(config)
     updates, steps_per_round = cfg.updates_per_round(config), cfg.steps_per_round(config)
@@ -277,7 +278,10 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
 
     def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
         state, ends = jax.lax.scan(env_iteration, state, None, length=iters)
-        ready = (round_index + 1) * steps_per_round >= start_updates_after
+        # the replay's fill is implied by the round in a run from the start; it differs
+        # after resuming from a checkpoint without the replay, which is refilled first
+        ready = (((round_index + 1) * steps_per_round >= start_updates_after)
+                 & (state.buffer.size >= min(start_updates_after, config.buffer_capacity)))
         state, learner = jax.lax.cond(ready, run_updates, skip_updates, state)
         episodes = EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
         return state, RoundOutput(episodes, learner, ready)

@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
-import orbax.checkpoint as ocp
 import pytest
+
+from experiments.checkpoint import Checkpoints, read_arrays
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
@@ -68,15 +68,8 @@ def failures(procs: dict[str, subprocess.Popen], logs: dict[str, Path]) -> str:
 
 def last_checkpoint(out: Path) -> tuple[list[int], dict[str, np.ndarray]]:
     """The checkpoint steps of a run and the arrays of its newest, on this process's device."""
-    manager = ocp.CheckpointManager(out.absolute() / "checkpoints",
-                                    item_handlers=ocp.StandardCheckpointHandler())
-    steps = sorted(manager.all_steps())
-    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
-    target = {name: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=device)
-              for name, leaf in manager.item_metadata(steps[-1]).items()}
-    items = manager.restore(steps[-1], args=ocp.args.StandardRestore(target))
-    manager.close()
-    return steps, {name: np.asarray(value) for name, value in items.items()}
+    folder = str(out / "checkpoints")
+    return Checkpoints(folder).steps(), read_arrays(folder)
 
 
 @pytest.mark.slow

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import jax
 import numpy as np
-import orbax.checkpoint as ocp
 import pytest
 from PIL import Image
 
-from experiments import host_loop, progress, run
+from experiments import host_loop, outputs, progress, run
+from experiments.checkpoint import read_arrays
 
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
@@ -24,10 +24,10 @@ TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "ma
         "--baseline-episodes", "16", "--quiet"]
 
 
-def restore_params(out_dir: str, step: int):
-    manager = ocp.CheckpointManager(os.path.abspath(os.path.join(out_dir, "checkpoints")))
-    restored = manager.restore(step, args=ocp.args.StandardRestore())
-    manager.close()
+def restore_params(out_dir: str, step: int, everything: bool = False):
+    restored = read_arrays(os.path.join(out_dir, "checkpoints"), step)
+    if everything:
+        return restored
     return {name: value for name, value in restored.items() if name.startswith(".algo")}
 
 
@@ -190,16 +190,16 @@ def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeyp
     assert_same_outputs(finished_run, out)
 
 
-@pytest.mark.parametrize("damage", ["truncated data", "empty _METADATA"])
+@pytest.mark.parametrize("damage", ["truncated data", "empty manifest"])
 def test_resume_skips_a_corrupt_latest_checkpoint(finished_run, damage, tmp_path, capsys):
     out = str(tmp_path / "corrupt")
     shutil.copytree(finished_run, out)
     latest = os.path.join(out, "checkpoints", "2")
     if damage == "truncated data":
-        for path in glob.glob(os.path.join(latest, "default", "ocdbt.process_0", "d", "*")):
+        for path in glob.glob(os.path.join(latest, "*.bin")):
             os.truncate(path, os.path.getsize(path) // 2)
     else:
-        Path(latest, "default", "_METADATA").write_text("")
+        Path(latest, "manifest.json").write_text("")
     assert run.main(["--resume", out, "--quiet"]) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warning) == 1 and f"skipping the checkpoint after chunk 2 ({latest})" in warning[0]
@@ -210,7 +210,7 @@ def test_resume_fails_in_one_line_when_no_checkpoint_restores(finished_run, tmp_
     out = str(tmp_path / "corrupt")
     shutil.copytree(finished_run, out)
     for step in ("1", "2"):
-        Path(out, "checkpoints", step, "default", "_METADATA").write_text("")
+        Path(out, "checkpoints", step, "manifest.json").write_text("")
     assert run.main(["--resume", out, "--quiet"]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert lines == [lines[0]] and f"no checkpoint in {out}/checkpoints can be restored" in lines[0]
@@ -372,3 +372,25 @@ def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_p
     assert 1 <= int(state.buffer.sampler.window) <= filled // 4  # floor(d / b) at a re-rank
     assert np.all(np.asarray(metrics.learner["macpo_f_pi_mean"])[np.asarray(metrics.updates) > 0]
                   >= 1.0)
+
+
+def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finished_run, tmp_path,
+                                                                         capsys):
+    """--checkpoint-replay false: the checkpoints hold no replay array; resuming after
+    chunk 1 says so, refills the replay (100 env steps, --learning-starts) and so updates
+    less in chunk 2 than the uninterrupted run, which never stopped."""
+    out = str(tmp_path / "no_replay")
+    assert run.main([*TINY, "--out", out, "--checkpoint-replay", "false"]) == 0
+    saved = restore_params(out, 2, everything=True)
+    assert saved and not [name for name in saved if name.startswith(host_loop.REPLAY)]
+    shutil.rmtree(os.path.join(out, "checkpoints", "2"))  # as if killed in the last chunk
+    capsys.readouterr()
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    warning = one_line(capsys.readouterr().err)
+    assert "holds no replay (--checkpoint-replay false): the resumed run refills it" in warning
+
+    def updates(folder):
+        return [r["updates"] for r in outputs.read_rows(folder) if r["chunk"] == 2]
+
+    assert all(0 < got < want for got, want in zip(updates(out), updates(finished_run),
+                                                   strict=True))

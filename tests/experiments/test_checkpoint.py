@@ -1,0 +1,199 @@
+"""Checkpoints: byte layout of sharded regions, round trips across layouts, incomplete and
+damaged checkpoints, and saving without a second host copy of the state."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from experiments.checkpoint import (
+    CheckpointMismatch,
+    Checkpoints,
+    contiguous_runs,
+    read_arrays,
+    read_region,
+)
+
+
+@st.composite
+def shapes_and_regions(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=0, max_size=4)))
+    index = []
+    for n in shape:
+        lo = draw(st.integers(0, n - 1))
+        index.append(slice(lo, draw(st.integers(lo + 1, n))))
+    return shape, tuple(index)
+
+
+@settings(max_examples=200, deadline=None)
+@given(shapes_and_regions())
+def test_contiguous_runs_cover_exactly_the_region_in_order(case):
+    shape, index = case
+    flat = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    region = flat[index]
+    covered = []
+    for prefix, start, length in contiguous_runs(shape, index):
+        run = region[prefix] if prefix else region
+        np.testing.assert_array_equal(run.reshape(-1), np.arange(start, start + length))
+        covered.extend(range(start, start + length))
+    assert covered == sorted(region.reshape(-1).tolist())
+
+
+def test_a_region_sharded_on_the_leading_axis_is_one_run():
+    assert list(contiguous_runs((4, 6, 3), (slice(2, 4), slice(None), slice(None)))) == [
+        ((), 36, 36)]
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def example_items():
+    x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
+    items = {".algo.w": x, ".key": jax.random.PRNGKey(3), ".steps": jnp.int32(7),
+             ".half": x.astype(jnp.bfloat16)}
+    return items
+
+
+def targets(items):
+    return {name: jax.ShapeDtypeStruct(v.shape, v.dtype) for name, v in items.items()}
+
+
+def test_round_trip_keeps_the_newest_two_and_every_dtype(tmp_path):
+    checkpoints = Checkpoints(str(tmp_path / "ck"))
+    items = example_items()
+    for step in range(3):
+        checkpoints.save(step, items)
+    assert checkpoints.steps() == [1, 2]
+    restored = checkpoints.restore(2, targets(items))
+    for name, value in items.items():
+        assert restored[name].dtype == value.dtype
+        np.testing.assert_array_equal(np.asarray(restored[name]), np.asarray(value))
+    on_host = read_arrays(str(tmp_path / "ck"))
+    np.testing.assert_array_equal(on_host[".algo.w"], np.asarray(items[".algo.w"]))
+
+
+def run_script(script: str, devices: int = 1) -> str:
+    """Run ``script`` in a fresh Python on ``devices`` CPU devices; its standard output."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                          text=True, env=env, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_sharded_arrays_restore_onto_another_layout(tmp_path):
+    """Saved from 4 devices sharded on axes 0 and 1 (runs of 4 elements), restored sharded
+    on axes 1 and 2."""
+    out = run_script(f"""
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        from experiments.checkpoint import Checkpoints
+
+        mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("s", "e"))
+        x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
+        items = {{".w": jax.device_put(x, NamedSharding(mesh, P("s", "e"))),
+                  ".k": jax.device_put(jax.random.split(jax.random.PRNGKey(0), 4),
+                                       NamedSharding(mesh, P("s")))}}
+        checkpoints = Checkpoints({str(tmp_path / "ck")!r})
+        checkpoints.save(0, items)
+        other = NamedSharding(mesh, P(None, "s", "e"))
+        target = {{n: jax.ShapeDtypeStruct(v.shape, v.dtype) for n, v in items.items()}}
+        restored = checkpoints.restore(0, target, {{".w": other}})
+        assert restored[".w"].sharding == other
+        for name, value in items.items():
+            np.testing.assert_array_equal(np.asarray(restored[name]), np.asarray(value))
+        print(len(jax.devices()))
+    """, devices=4)
+    assert out.split()[-1] == "4"
+
+
+def test_a_partial_checkpoint_is_ignored_and_replaced(tmp_path):
+    folder = str(tmp_path / "ck")
+    checkpoints = Checkpoints(folder)
+    checkpoints.save(0, example_items())
+    os.makedirs(os.path.join(folder, "1.partial"))  # a save that was killed
+    assert checkpoints.steps() == [0]
+    checkpoints.save(1, example_items())
+    assert sorted(os.listdir(folder)) == ["0", "1"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("truncate", "holds 60 bytes, the manifest says 120"),
+    ("empty manifest", "manifest.json cannot be read"),
+    ("no manifest", "manifest.json is missing"),
+])
+def test_damaged_checkpoints_fail_in_one_line_naming_the_file(tmp_path, damage, message):
+    folder = str(tmp_path / "ck")
+    checkpoints = Checkpoints(folder)
+    items = {".a": jnp.ones((30,), jnp.float32)}
+    checkpoints.save(0, items)
+    path = os.path.join(folder, "0")
+    if damage == "truncate":
+        os.truncate(os.path.join(path, "00000.bin"), 60)
+    elif damage == "empty manifest":
+        open(os.path.join(path, "manifest.json"), "w").close()
+    else:
+        os.remove(os.path.join(path, "manifest.json"))
+    with pytest.raises(ValueError, match=message) as error:
+        checkpoints.restore(0, targets(items))
+    assert "\n" not in str(error.value) and path in str(error.value)
+
+
+def test_another_shape_is_a_mismatch_naming_the_array(tmp_path):
+    checkpoints = Checkpoints(str(tmp_path / "ck"))
+    checkpoints.save(0, {".a": jnp.ones((3,))})
+    with pytest.raises(CheckpointMismatch, match=r"\.a is float32\[3\] there, the config "
+                                                 r"needs float32\[4\]"):
+        checkpoints.restore(0, {".a": jax.ShapeDtypeStruct((4,), jnp.float32)})
+
+
+def test_omitted_parts_are_left_out_of_the_restore(tmp_path):
+    checkpoints = Checkpoints(str(tmp_path / "ck"))
+    checkpoints.save(0, {".algo.w": jnp.ones((2,))}, omitted=(".buffer",))
+    target = {".algo.w": jax.ShapeDtypeStruct((2,), jnp.float32),
+              ".buffer.obs": jax.ShapeDtypeStruct((9,), jnp.float32)}
+    assert list(checkpoints.restore(0, target)) == [".algo.w"]
+    with open(os.path.join(str(tmp_path / "ck"), "0", "manifest.json")) as file:
+        assert json.load(file)["omitted"] == [".buffer"]
+
+
+def test_read_region_reads_a_strided_region(tmp_path):
+    data = np.arange(60, dtype=np.int16).reshape(3, 4, 5)
+    path = str(tmp_path / "a.bin")
+    data.tofile(path)
+    index = (slice(1, 3), slice(1, 3), slice(None))
+    np.testing.assert_array_equal(read_region(path, data.shape, data.dtype, index), data[index])
+
+
+def test_saving_holds_no_second_copy_of_the_state(tmp_path):
+    """512 MiB in two arrays: the peak resident memory of the process grows by far less than
+    one array while both are saved (a host copy of the state would add 512 MiB)."""
+    out = run_script(f"""
+        import jax.numpy as jnp
+        from experiments.checkpoint import Checkpoints
+
+        def peak_mib():
+            with open("/proc/self/status") as status:
+                return next(int(l.split()[1]) for l in status if l.startswith("VmHWM")) / 1024
+
+        items = {{name: jnp.full((64, 2**20), i, jnp.float32) for i, name in
+                  enumerate((".buffer.obs", ".buffer.next_obs"))}}
+        items[".buffer.obs"].block_until_ready(); items[".buffer.next_obs"].block_until_ready()
+        before = peak_mib()
+        Checkpoints({str(tmp_path / "ck")!r}).save(0, items)
+        print(peak_mib() - before)
+    """)
+    grown = float(out.split()[-1])
+    assert grown < 64, f"saving 512 MiB raised the peak by {grown:.0f} MiB"
+    assert os.path.getsize(os.path.join(str(tmp_path / "ck"), "0", "00000.bin")) == 2**28
