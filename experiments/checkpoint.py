@@ -21,6 +21,7 @@ renames the folder. The checkpoint folder must be on a file system every process
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -118,13 +119,22 @@ def write_shards(path: str, array: jax.Array, piece_bytes: int = PIECE_BYTES) ->
         os.close(fd)
 
 
+def aligned_empty(shape: tuple[int, ...], dtype: Any, alignment: int = 64) -> np.ndarray:
+    """An uninitialized host array whose data starts at a multiple of ``alignment`` bytes:
+    placing it on a CPU device then keeps its buffer instead of copying it."""
+    count = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(count + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + count].view(dtype).reshape(shape)
+
+
 def read_region(path: str, shape: tuple[int, ...], dtype: Any,
                 index: tuple[slice, ...]) -> np.ndarray:
     """The region ``index`` of the C-ordered array of ``shape`` and ``dtype`` in ``path``,
     read into a new host array of the region's shape."""
     dtype = np.dtype(dtype)
     region = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape, strict=True))
-    out = np.empty(region, dtype)
+    out = aligned_empty(region, dtype)
     with open(path, "rb", buffering=0) as file:
         for prefix, start, length in contiguous_runs(shape, index):
             target = memoryview((out[prefix] if prefix else out).reshape(-1).view(np.uint8))
@@ -267,13 +277,23 @@ class Checkpoints:
         return manifest
 
     def restore(self, step: int, target: dict[str, Any],
-                shardings: dict[str, Any] | None = None) -> dict[str, jax.Array]:
+                shardings: dict[str, Any] | None = None,
+                into: dict[str, jax.Array] | None = None) -> dict[str, jax.Array]:
         """The arrays of checkpoint ``step`` that ``target`` names (name ->
         ``ShapeDtypeStruct``), each placed with ``shardings[name]`` (default: the first
-        device), read one shard at a time. Arrays of parts the checkpoint omitted are left
-        out of the result. Raises as :meth:`check`."""
+        device). Arrays of parts the checkpoint omitted are left out of the result. Raises
+        as :meth:`check`.
+
+        Without ``into`` each array is read one shard at a time into a host buffer that the
+        CPU then uses in place. Such borrowed buffers cannot be donated, so a program that
+        donates its input copies them; ``into`` avoids that: arrays of the same shapes (a
+        fresh state's, nothing else referring to them) that are overwritten in place,
+        ``piece_bytes`` of rows at a time (single-process runs; with several processes
+        every array is read by shards).
+        """
         manifest = self.check(step, target)
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        fill = into is not None and jax.process_count() == 1
         out = {}
         for name, want in target.items():
             entry = manifest["arrays"].get(name)
@@ -281,12 +301,32 @@ class Checkpoints:
                 continue
             path = os.path.join(self.path(step), entry["file"])
             shape, dtype = tuple(want.shape), jnp.dtype(want.dtype)
+            if fill and len(shape) and name in into:
+                out[name] = fill_rows(into.pop(name), path, self.piece_bytes)
+                continue
             sharding = (shardings or {}).get(name, device)
             out[name] = jax.make_array_from_callback(
                 shape, sharding, lambda index, p=path, s=shape, d=dtype: read_region(
                     p, s, d, index if index else tuple(slice(None) for _ in s)))
         return out
 
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _write_rows(array: jax.Array, rows: jax.Array, start: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_update_slice_in_dim(array, rows.astype(array.dtype), start, axis=0)
+
+
+def fill_rows(array: jax.Array, path: str, piece_bytes: int = PIECE_BYTES) -> jax.Array:
+    """``array`` (donated) overwritten in place with the C-ordered array of its shape in
+    ``path``, read ``piece_bytes`` of leading-axis rows at a time."""
+    shape, dtype = tuple(array.shape), jnp.dtype(array.dtype)
+    row_bytes = max(int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize, 1)
+    step = max(piece_bytes // row_bytes, 1)
+    whole = tuple(slice(None) for _ in shape[1:])
+    for lo in range(0, shape[0], step):
+        rows = read_region(path, shape, dtype, (slice(lo, min(lo + step, shape[0])), *whole))
+        array = _write_rows(array, rows, np.int32(lo))
+    return array
 
 
 def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:

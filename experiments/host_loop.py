@@ -216,7 +216,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
-    state_bytes = check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
+    state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.seeds,
+                                               layout.seed_shards)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
     warn = _logger(not writer)
@@ -230,7 +231,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     t0 = time.perf_counter()
     compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
-    log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB")
+    log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
+        f"estimated peak {peak_bytes / 2**30:.2f} GiB")
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer)
     if finished is None:
@@ -332,14 +334,17 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         if step >= cfg.num_chunks(config):
             raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
                              f"its config.json has {cfg.num_chunks(config)} chunks")
+        fresh = checkpoint_items(fresh_state(sharded, options.seed))
         try:
-            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target))
+            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
+                                    into=fresh)
         except CheckpointMismatch:
             raise
         except (OSError, ValueError) as error:
             reason = f"chunk {step} ({os.path.join(folder, str(step))}): {first_line(error)}"
             warn(f"warning: skipping the checkpoint after {reason}")
             skipped.append(reason)
+            del fresh
             continue
         rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
         if len(rows) != (step + 1) * options.seeds:
@@ -354,9 +359,8 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
                  f"false): the resumed run refills it and learns again from "
                  f"{cfg.first_update_step(config):,} env steps after the restart on, so it "
                  "does not repeat the uninterrupted run")
-            fresh = checkpoint_items(fresh_state(sharded, options.seed))
             items = {**{name: fresh[name] for name in missing}, **items}
-            del fresh
+        del fresh
         # placed already: device_put only moves the zero-size leaves state_from_items adds
         state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
         return Started(state, rows, step + 1)

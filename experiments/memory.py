@@ -47,22 +47,46 @@ def ensure_fits(needed_bytes: int, what: str, hint: str, fraction: float = 1.0) 
                          f"{free / 2**30:.2f} GiB are available on {where}; {hint}")
 
 
-def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
-                     checkpoints: bool = True) -> int:
-    """Refuse (ValueError) before compiling when a training state cannot fit; returns its
-    bytes.
+FIXED_BYTES = int(0.75 * 2**30)
+"""Peak resident memory of a run beside its training state, on the CPU: Python, JAX, XLA,
+the compiled chunk, the evaluation and baselines (``python -m experiments.bench memory``)."""
+
+STATE_FACTOR = 1.0
+"""Peak resident bytes per byte of training state, on the CPU (the same benchmark): the state
+itself, the chunk's temporaries that grow with it, and nothing for checkpoints, which are
+written from the state's own buffers (:mod:`experiments.checkpoint`)."""
+
+DEVICE_MARGIN = 0.10
+"""Share of device memory kept free beside the state on accelerators (XLA's temporaries)."""
+
+
+def estimate_peak(state_bytes: int, on_host: bool = True) -> int:
+    """Estimated peak memory of a run whose training state takes ``state_bytes`` where it
+    lives: on the host, :data:`FIXED_BYTES` plus :data:`STATE_FACTOR` times the state; on an
+    accelerator, the state plus :data:`DEVICE_MARGIN` of it."""
+    if on_host:
+        return FIXED_BYTES + int(STATE_FACTOR * state_bytes)
+    return int((1 + DEVICE_MARGIN) * state_bytes)
+
+
+def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> tuple[int, int]:
+    """Refuse (ValueError, one line) before compiling when a run cannot fit; returns the
+    training state's bytes and the run's estimated peak (:func:`estimate_peak`).
 
     With the seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of the
-    state. Saving a checkpoint copies the whole state into host memory, so on the CPU
-    (where device and host memory are one) a run that checkpoints needs twice the state.
-    A margin of 10% is kept for the program itself.
+    state. The message states the estimate's parts and how it was calibrated.
     """
-    needed = tree_leaf_bytes(abstract_state)
+    state = tree_leaf_bytes(abstract_state)
     on_host = "host" in available_bytes()[1]
-    copy = on_host and checkpoints
-    want = 2 * needed if copy else needed // (1 if on_host else seed_shards)
-    scope = ("in all (the state plus its copy while checkpointing)" if copy
-             else "per device" if not on_host else "in all")
-    ensure_fits(want, f"the training state of {seeds} seed(s) ({scope})",
-                "lower --buffer-capacity, --seeds or --num-envs", fraction=0.9)
-    return needed
+    per_device = state if on_host else state // seed_shards
+    needed = estimate_peak(per_device, on_host)
+    if on_host:
+        how = (f"an estimated peak: the state {state / 2**30:.2f} GiB x {STATE_FACTOR:g} + "
+               f"{FIXED_BYTES / 2**30:.2f} GiB for Python, JAX and the compiled program, "
+               "as measured by experiments.bench memory")
+    else:
+        how = (f"per device: the state {per_device / 2**30:.2f} GiB + "
+               f"{DEVICE_MARGIN:.0%} for XLA's temporaries")
+    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})",
+                "lower --buffer-capacity, --seeds or --num-envs")
+    return state, needed

@@ -109,7 +109,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
         config, algo_config=dataclasses.replace(config.algo_config, learners=learners))
     trainer = make_trainer(config)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
-    check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds, checkpoints=False)
+    check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds)
     state = jax.jit(jax.vmap(trainer.init))(keys)
     chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
     t0 = time.perf_counter()

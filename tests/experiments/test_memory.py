@@ -30,10 +30,23 @@ def test_ensure_fits_refuses_in_one_line():
 def test_state_check_counts_the_abstract_state_and_refuses_before_allocating():
     buffer = make_buffer("uniform", capacity=1_000_000, batch_size=4)
     small = jax.eval_shape(buffer.init, {"obs": jax.ShapeDtypeStruct((3,), jnp.float32)})
-    assert memory.check_state_fits(small, seeds=1) == 12 * 10**6 + 8
+    state = 12 * 10**6 + 8
+    assert memory.check_state_fits(small, seeds=1) == (state, memory.estimate_peak(state))
     big = jax.eval_shape(buffer.init, {"obs": jax.ShapeDtypeStruct((24, 10**6), jnp.float32)})
-    with pytest.raises(ValueError, match="training state of 2 seed"):
+    with pytest.raises(ValueError, match=r"^the run of 2 seed\(s\) \(an estimated peak: the "
+                                         r"state [\d.]+ GiB x [\d.]+ \+ [\d.]+ GiB for Python, "
+                                         r"JAX and the compiled program, as measured by "
+                                         r"experiments.bench memory\) needs"):
         memory.check_state_fits(big, seeds=2)
+
+
+def test_on_an_accelerator_the_state_per_device_and_its_margin_count(monkeypatch):
+    device = _Device({"bytes_limit": 9 * 2**30, "bytes_in_use": 2**30})
+    monkeypatch.setattr(memory.jax, "local_devices", lambda: [device])
+    state = {"a": jax.ShapeDtypeStruct((4, 2**30), jnp.int32)}  # 16 GiB over 2 devices
+    with pytest.raises(ValueError, match=r"per device: the state 8\.00 GiB \+ 10% for XLA's "
+                                         r"temporaries\) needs 8\.80 GiB but only 8\.00 GiB"):
+        memory.check_state_fits(state, seeds=4, seed_shards=2)
 
 
 class _Device:

@@ -1,0 +1,108 @@
+"""Peak memory of whole runs against the training state and the run's own estimate.
+
+``python -m experiments.bench memory --seeds 1 2 4 8 --json PATH``
+
+For each seed count, ``python -m experiments.run`` trains a short run (``--chunks``
+evaluation periods of ``--chunk-steps`` env steps, a checkpoint after each, the baselines
+and the summary at the end) in a child process, then resumes it from its first checkpoint.
+The child's peak resident memory is the kernel's (``wait4``'s ``ru_maxrss``), over the
+whole process: compilation, training, checkpointing, evaluation. The training state's size
+and the estimate the run checks before compiling come from the run's own log. Reported per
+seed count: state, peak, estimate, peak / state, and the estimate's error against the peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from experiments import memory
+
+STATE = re.compile(r"training state ([0-9.]+) MiB; estimated peak ([0-9.]+) GiB")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 4, 8],
+                   help="seed counts to measure, one run each (default: 1 2 4 8)")
+    p.add_argument("--env", default="simple_spread", help="scenario (default: simple_spread)")
+    p.add_argument("--agents", type=int, default=3, help="agents (default: 3)")
+    p.add_argument("--algo", default="maddpg", help="learner (default: maddpg)")
+    p.add_argument("--capacity", type=int, default=1_000_000,
+                   help="replay capacity per seed, in transitions (default: 1000000)")
+    p.add_argument("--chunk-steps", type=int, default=1000,
+                   help="env steps per seed of one evaluation period (default: 1000)")
+    p.add_argument("--chunks", type=int, default=3, help="evaluation periods (default: 3)")
+    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
+                   help="further experiments.run flags, after everything else")
+    p.add_argument("--json", default=None, help="write the record here")
+
+
+def run_child(argv: list[str]) -> tuple[int, str]:
+    """Run ``python -m experiments.run argv``; (peak resident bytes, its stderr)."""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "experiments.run", *argv],
+                                stdout=subprocess.DEVNULL, stderr=log, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        text = log.read()
+    if proc.returncode:
+        raise RuntimeError(f"experiments.run {' '.join(argv)} exited {proc.returncode}:\n"
+                           f"{text[-2000:]}")
+    return usage.ru_maxrss * 1024, text
+
+
+def measure(args: argparse.Namespace, seeds: int, folder: str) -> dict[str, Any]:
+    """One fresh run and its resume from the first checkpoint."""
+    out = os.path.join(folder, f"seeds{seeds}")
+    flags = ["--env", args.env, "--agents", str(args.agents), "--algo", args.algo,
+             "--seeds", str(seeds), "--buffer-capacity", str(args.capacity),
+             "--eval-every", str(args.chunk_steps),
+             "--total-env-steps", str(args.chunk_steps * args.chunks),
+             "--learning-starts", str(args.chunk_steps // 2), "--baseline-episodes", "100",
+             "--out", out, *args.extra]
+    t0 = time.perf_counter()
+    peak, log = run_child(flags)
+    wall = time.perf_counter() - t0
+    found = STATE.search(log)
+    if not found:
+        raise RuntimeError(f"no state size in the log of {out}:\n{log[-2000:]}")
+    state, estimate = float(found.group(1)) * 2**20, float(found.group(2)) * 2**30
+    checkpoints = os.path.join(out, "checkpoints")
+    for name in os.listdir(checkpoints):  # resume after the first kept checkpoint
+        if name != min(os.listdir(checkpoints), key=int):
+            subprocess.run(["rm", "-rf", os.path.join(checkpoints, name)], check=True)
+    resumed_peak, _ = run_child(["--resume", out, "--quiet"])
+    return {"seeds": seeds, "state_bytes": state, "peak_rss_bytes": peak,
+            "resumed_peak_rss_bytes": resumed_peak, "estimate_bytes": estimate,
+            "peak_over_state": peak / state, "estimate_error": estimate / peak - 1,
+            "wall_s": wall}
+
+
+def main(args: argparse.Namespace) -> None:
+    free, where = memory.available_bytes()
+    record: dict[str, Any] = {"config": vars(args), "available_bytes": free, "where": where,
+                              "fixed_bytes": memory.FIXED_BYTES,
+                              "state_factor": memory.STATE_FACTOR, "runs": []}
+    print(f"{'seeds':>5} {'state GiB':>9} {'peak GiB':>8} {'resumed':>8} {'estimate':>8} "
+          f"{'peak/state':>10} {'est. error':>10}")
+    with tempfile.TemporaryDirectory() as folder:
+        for seeds in args.seeds:
+            row = measure(args, seeds, folder)
+            record["runs"].append(row)
+            print(f"{seeds:>5} {row['state_bytes'] / 2**30:>9.2f} "
+                  f"{row['peak_rss_bytes'] / 2**30:>8.2f} "
+                  f"{row['resumed_peak_rss_bytes'] / 2**30:>8.2f} "
+                  f"{row['estimate_bytes'] / 2**30:>8.2f} {row['peak_over_state']:>10.2f} "
+                  f"{row['estimate_error']:>+10.1%}", flush=True)
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as file:
+            json.dump(record, file, indent=1)
