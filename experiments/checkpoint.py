@@ -10,8 +10,10 @@ ignored and replaced.
 Memory: every process writes the shards it holds, run by run of contiguous bytes. On the
 CPU a shard's bytes are written straight from the array's own buffer (``np.asarray`` of a
 CPU array is a view); on accelerators at most ``piece_bytes`` are copied to the host at a
-time. Restoring reads each array's shards into a host buffer of one shard and places it
-(``jax.make_array_from_callback``), so the state is never held twice either.
+time. A single-process restore overwrites a fresh state in place, ``piece_bytes`` of rows
+at a time (:func:`fill_rows`); otherwise each array's shards are read into host buffers
+of one shard and placed (``jax.make_array_from_callback``). The state is never held twice
+either way.
 
 With ``jax.distributed`` all processes call :meth:`Checkpoints.save` together: process 0
 creates the files, every process writes its own shards, process 0 writes the manifest and
@@ -38,7 +40,8 @@ MANIFEST_NAME = "manifest.json"
 PARTIAL_SUFFIX = ".partial"
 FORMAT = 1
 PIECE_BYTES = 64 * 2**20
-"""Bytes copied from an accelerator to the host at a time while saving."""
+"""Bytes copied between host and device at a time: from an accelerator while saving, into
+the fresh state while restoring in place."""
 
 
 class CheckpointMismatch(ValueError):
@@ -79,6 +82,18 @@ def contiguous_runs(shape: tuple[int, ...], index: tuple[slice, ...]
         yield prefix, start, length
 
 
+def fills_in_place() -> bool:
+    """Whether :meth:`Checkpoints.restore` overwrites the arrays given as ``into`` (single
+    process) rather than reading every array by shards."""
+    return jax.process_count() == 1
+
+
+def rows_per_piece(shape: tuple[int, ...], itemsize: int, piece_bytes: int) -> int:
+    """Leading-axis rows of an array of ``shape`` in at most ``piece_bytes`` (at least 1)."""
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
+    return max(piece_bytes // max(row_bytes, 1), 1)
+
+
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
     while len(data):
         written = os.pwrite(fd, data, offset)
@@ -86,15 +101,12 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
 
 
 def _host_pieces(array: Any, piece_bytes: int) -> Iterator[np.ndarray]:
-    """``array`` (a single-device jax array or numpy) as C-ordered host arrays along its
-    first axis, each at most ``piece_bytes`` (CPU arrays: one view, no copy)."""
-    on_cpu = isinstance(array, np.ndarray) or all(
-        d.platform == "cpu" for d in array.devices())
-    if on_cpu or array.ndim == 0:
+    """``array`` (a host view, or a single-device accelerator array) as C-ordered host
+    arrays along its first axis, each at most ``piece_bytes`` (a host view: itself)."""
+    if isinstance(array, np.ndarray) or array.ndim == 0:
         yield np.ascontiguousarray(np.asarray(array))
         return
-    row = max(array.nbytes // max(array.shape[0], 1), 1)
-    rows = max(piece_bytes // row, 1)
+    rows = rows_per_piece(array.shape, array.dtype.itemsize, piece_bytes)
     for lo in range(0, array.shape[0], rows):
         yield np.ascontiguousarray(np.asarray(array[lo:lo + rows]))
 
@@ -109,6 +121,8 @@ def write_shards(path: str, array: jax.Array, piece_bytes: int = PIECE_BYTES) ->
             if shard.replica_id != 0:
                 continue
             data = shard.data
+            if all(device.platform == "cpu" for device in data.devices()):
+                data = np.asarray(data)  # a view: runs are then views too, never copies
             for prefix, start, _ in contiguous_runs(shape, shard.index):
                 run = data[prefix] if prefix else data
                 offset = start * itemsize
@@ -129,10 +143,11 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any, alignment: int = 64) -> np
 
 
 def read_region(path: str, shape: tuple[int, ...], dtype: Any,
-                index: tuple[slice, ...]) -> np.ndarray:
-    """The region ``index`` of the C-ordered array of ``shape`` and ``dtype`` in ``path``,
-    read into a new host array of the region's shape."""
+                index: tuple[slice, ...] | None = None) -> np.ndarray:
+    """The region ``index`` (None or ``()``: all) of the C-ordered array of ``shape`` and
+    ``dtype`` in ``path``, read into a new host array of the region's shape."""
     dtype = np.dtype(dtype)
+    index = index or tuple(slice(None) for _ in shape)
     region = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape, strict=True))
     out = aligned_empty(region, dtype)
     with open(path, "rb", buffering=0) as file:
@@ -255,11 +270,10 @@ class Checkpoints:
                                  f"{entry['bytes']}")
         return manifest
 
-    def check(self, step: int, target: dict[str, Any], omitted: tuple[str, ...] = ()
-              ) -> dict[str, Any]:
+    def check(self, step: int, target: dict[str, Any]) -> dict[str, Any]:
         """Checkpoint ``step``'s manifest after checking that it holds every array of
-        ``target`` (name -> array or ``ShapeDtypeStruct``) but those under ``omitted``
-        parts it names, with the same shapes and dtypes; :class:`CheckpointMismatch`
+        ``target`` (name -> array or ``ShapeDtypeStruct``) but those under the parts its
+        ``omitted`` names, with the same shapes and dtypes; :class:`CheckpointMismatch`
         naming the first that differs."""
         manifest = self.manifest(step)
         arrays, left_out = manifest["arrays"], tuple(manifest.get("omitted", ()))
@@ -293,7 +307,7 @@ class Checkpoints:
         """
         manifest = self.check(step, target)
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-        fill = into is not None and jax.process_count() == 1
+        fill = into is not None and fills_in_place()
         out = {}
         for name, want in target.items():
             entry = manifest["arrays"].get(name)
@@ -307,7 +321,7 @@ class Checkpoints:
             sharding = (shardings or {}).get(name, device)
             out[name] = jax.make_array_from_callback(
                 shape, sharding, lambda index, p=path, s=shape, d=dtype: read_region(
-                    p, s, d, index if index else tuple(slice(None) for _ in s)))
+                    p, s, d, index))
         return out
 
 
@@ -320,8 +334,7 @@ def fill_rows(array: jax.Array, path: str, piece_bytes: int = PIECE_BYTES) -> ja
     """``array`` (donated) overwritten in place with the C-ordered array of its shape in
     ``path``, read ``piece_bytes`` of leading-axis rows at a time."""
     shape, dtype = tuple(array.shape), jnp.dtype(array.dtype)
-    row_bytes = max(int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize, 1)
-    step = max(piece_bytes // row_bytes, 1)
+    step = rows_per_piece(shape, dtype.itemsize, piece_bytes)
     whole = tuple(slice(None) for _ in shape[1:])
     for lo in range(0, shape[0], step):
         rows = read_region(path, shape, dtype, (slice(lo, min(lo + step, shape[0])), *whole))
@@ -338,6 +351,5 @@ def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
         raise ValueError(f"{folder} holds no checkpoints")
     manifest = checkpoints.manifest(step)
     return {name: read_region(os.path.join(checkpoints.path(step), entry["file"]),
-                              tuple(entry["shape"]), jnp.dtype(entry["dtype"]),
-                              tuple(slice(None) for _ in entry["shape"]))
+                              tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
             for name, entry in manifest["arrays"].items()}

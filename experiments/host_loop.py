@@ -21,7 +21,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import loggers, marl_eval, outputs
-from experiments.checkpoint import CheckpointMismatch, Checkpoints, sync_processes
+from experiments.checkpoint import (
+    CheckpointMismatch,
+    Checkpoints,
+    fills_in_place,
+    sync_processes,
+)
 from experiments.memory import check_state_fits
 from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
@@ -334,10 +339,12 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         if step >= cfg.num_chunks(config):
             raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
                              f"its config.json has {cfg.num_chunks(config)} chunks")
-        fresh = checkpoint_items(fresh_state(sharded, options.seed))
+        # a fresh state to overwrite in place; with several processes only for the parts a
+        # checkpoint may omit, built once one is known to be missing
+        fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
         try:
             items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
-                                    into=fresh)
+                                    into=fresh or None)
         except CheckpointMismatch:
             raise
         except (OSError, ValueError) as error:
@@ -359,6 +366,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
                  f"false): the resumed run refills it and learns again from "
                  f"{cfg.first_update_step(config):,} env steps after the restart on, so it "
                  "does not repeat the uninterrupted run")
+            fresh = fresh or checkpoint_items(fresh_state(sharded, options.seed))
             items = {**{name: fresh[name] for name in missing}, **items}
         del fresh
         # placed already: device_put only moves the zero-size leaves state_from_items adds
@@ -371,7 +379,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
 
 def first_line(error: BaseException) -> str:
     """``Type: first line of the message`` (at most 160 characters)."""
-    text = (str(error).strip().splitlines() or [""])[0].split(" See full TensorStore")[0]
+    text = (str(error).strip().splitlines() or [""])[0]
     text = text if len(text) <= 160 else text[:157] + "..."
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 

@@ -23,7 +23,8 @@ import tempfile
 import time
 from typing import Any
 
-from experiments import memory
+from experiments import memory, outputs
+from experiments.checkpoint import Checkpoints
 
 STATE = re.compile(r"training state ([0-9.]+) MiB; estimated peak ([0-9.]+) GiB")
 
@@ -75,10 +76,9 @@ def measure(args: argparse.Namespace, seeds: int, folder: str) -> dict[str, Any]
     if not found:
         raise RuntimeError(f"no state size in the log of {out}:\n{log[-2000:]}")
     state, estimate = float(found.group(1)) * 2**20, float(found.group(2)) * 2**30
-    checkpoints = os.path.join(out, "checkpoints")
-    for name in os.listdir(checkpoints):  # resume after the first kept checkpoint
-        if name != min(os.listdir(checkpoints), key=int):
-            subprocess.run(["rm", "-rf", os.path.join(checkpoints, name)], check=True)
+    checkpoints = Checkpoints(os.path.join(out, outputs.CHECKPOINTS_NAME))
+    for step in checkpoints.steps()[1:]:  # resume after the oldest kept checkpoint
+        checkpoints.delete(step)
     resumed_peak, _ = run_child(["--resume", out, "--quiet"])
     return {"seeds": seeds, "state_bytes": state, "peak_rss_bytes": peak,
             "resumed_peak_rss_bytes": resumed_peak, "estimate_bytes": estimate,
