@@ -1,4 +1,5 @@
-"""envs.assignment: optimal up to eight agents (against scipy), greedy beyond."""
+"""envs.assignment: optimal up to eight columns (against scipy), greedy beyond (against the
+sequential cheapest-pair-first loop)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from jaxmarl_accel.envs.assignment import assign
+from jaxmarl_accel.envs.assignment import assign, assign_greedy
+
+
+def _sequential_greedy(cost: np.ndarray) -> np.ndarray:
+    """Reference: takes the cheapest remaining pair, one at a time (ties to the lowest flat
+    index, i.e. the lower row, then the lower column)."""
+    remaining = np.array(cost, np.float64)
+    cols = np.zeros(cost.shape[0], np.int32)
+    for _ in range(cost.shape[0]):
+        row, col = np.unravel_index(np.argmin(remaining), remaining.shape)
+        cols[row] = col
+        remaining[row, :] = np.inf
+        remaining[:, col] = np.inf
+    return cols
+
+
+def _distinct_costs(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """Distinct float32 costs in ``[0, 2)`` (a random permutation of a grid)."""
+    return (rng.permutation(rows * cols).reshape(rows, cols) * (2.0 / (rows * cols))).astype(
+        np.float32)
 
 
 @settings(max_examples=12, deadline=None)
@@ -25,11 +45,49 @@ def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
         cost[ref_rows, ref_cols].sum(), abs=1e-5)
 
 
-def test_assignment_greedy_and_transposed_cases():
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 12), st.integers(1, 20), st.integers(0, 2**31 - 1))
+def test_greedy_equals_sequential_on_distinct_costs(rows, extra_cols, num_candidates, seed):
+    cost = _distinct_costs(np.random.default_rng(seed), rows, rows + extra_cols)
+    result = jax.jit(assign_greedy, static_argnums=1)(jnp.asarray(cost), num_candidates)
+    picked = np.asarray(result.col_of_row)
+    np.testing.assert_array_equal(picked, _sequential_greedy(cost))
+    assert len(set(picked.tolist())) == rows
+    assert 1 <= int(result.refreshes) <= rows and int(result.rounds) <= 2 * rows
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(9, 30), st.integers(0, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_greedy_breaks_ties_as_the_flat_argmin(rows, extra_cols, num_candidates, seed):
+    cost = np.random.default_rng(seed).integers(0, 3, (rows, rows + extra_cols)).astype(
+        np.float32)
+    picked = np.asarray(assign_greedy(jnp.asarray(cost), num_candidates).col_of_row)
+    np.testing.assert_array_equal(picked, _sequential_greedy(cost))
+
+
+def test_assign_is_greedy_above_eight_columns_and_transposes_tall_costs():
     rng = np.random.default_rng(0)
-    big = jnp.asarray(rng.uniform(0, 1, (12, 15)), jnp.float32)
-    picked = np.asarray(jax.jit(assign)(big))
-    assert len(set(picked.tolist())) == 12 and picked.max() < 15
-    tall = jnp.asarray(rng.uniform(0, 1, (5, 3)), jnp.float32)
-    picked = np.asarray(assign(tall))
+    big = rng.uniform(0, 1, (12, 15)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(assign)(jnp.asarray(big))),
+                                  _sequential_greedy(big))
+    tall = rng.uniform(0, 1, (5, 3)).astype(np.float32)
+    picked = np.asarray(assign(jnp.asarray(tall)))
     assert set(picked.tolist()) == {0, 1, 2}
+    wide_tall = rng.uniform(0, 1, (40, 25)).astype(np.float32)
+    picked = np.asarray(jax.jit(assign)(jnp.asarray(wide_tall)))
+    row_of_col = _sequential_greedy(wide_tall.T)  # each column picks a distinct row
+    np.testing.assert_array_equal(picked[row_of_col], np.arange(25))
+    unpicked = np.setdiff1d(np.arange(40), row_of_col)
+    np.testing.assert_array_equal(picked[unpicked], wide_tall[unpicked].argmin(axis=1))
+
+
+def test_greedy_under_vmap_matches_each_matrix():
+    costs = jax.random.uniform(jax.random.PRNGKey(0), (4, 30, 30))
+    batched = jax.jit(jax.vmap(assign))(costs)
+    for cost, picked in zip(costs, batched, strict=True):
+        np.testing.assert_array_equal(np.asarray(picked), _sequential_greedy(np.asarray(cost)))
+
+
+def test_greedy_refuses_more_rows_than_columns():
+    with pytest.raises(ValueError, match="rows <= columns"):
+        assign_greedy(jnp.zeros((4, 3)))
