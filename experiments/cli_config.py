@@ -185,7 +185,14 @@ def flag_message(message: str, fields: typing.Iterable[str]) -> str:
 def train_choices() -> dict[str, tuple[str, ...]]:
     """The valid values of the ``TrainConfig`` and ``AlgoConfig`` fields that name a
     registry entry or a mode."""
-    from jaxmarl_accel.algos.config import CONTINUOUS_POLICIES, LEARNERS
+    from jaxmarl_accel.algos.config import (
+        ACTOR_STEP_CHOICES,
+        CONTINUOUS_POLICIES,
+        CRITICS,
+        LEARNERS,
+        SHARED_BATCHES,
+        SHARING,
+    )
     from jaxmarl_accel.algos.value.config import AGENTS, NORMALIZATIONS
     from jaxmarl_accel.config import (
         ALGOS,
@@ -201,7 +208,8 @@ def train_choices() -> dict[str, tuple[str, ...]]:
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
             "replay": REPLAY_MODES, "agent": AGENTS,
-            "macpo_normalization": NORMALIZATIONS}
+            "macpo_normalization": NORMALIZATIONS, "actor_step": ACTOR_STEP_CHOICES,
+            "sharing": SHARING, "critic": CRITICS, "shared_batch": SHARED_BATCHES}
 
 
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:

@@ -176,7 +176,9 @@ class NextInputs(NamedTuple):
     bonus: jax.Array
 
 
-def _target_entropy(spec: EnvSpec, config: AlgoConfig) -> jax.Array:
+def target_entropy_of(spec: EnvSpec, config: AlgoConfig) -> jax.Array:
+    """Each agent's entropy target ``[N]`` (MASAC): ``config.target_entropy``, else
+    ``-act_dim`` (continuous) or half the log of its valid actions (discrete)."""
     if config.target_entropy is not None:
         return jnp.full((spec.num_agents,), config.target_entropy, jnp.float32)
     if spec.continuous:
@@ -196,7 +198,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
         critic_tx=losses.make_optimizer(config.critic_lr, config.grad_clip),
         alpha_tx=optax.adam(config.alpha_lr),
         mask=spec.action_mask if not spec.continuous else jnp.ones((n, dist.action_dim), bool),
-        target_entropy=_target_entropy(spec, config), map_agents=LEARNERS[config.learners],
+        target_entropy=target_entropy_of(spec, config), map_agents=LEARNERS[config.learners],
         joint_q=losses.JOINT_Q[actor_step_form(config.actor_step, spec.num_agents)])
 
 

@@ -15,6 +15,9 @@ from jaxmarl_accel.algos.learners import LEARNERS
 CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 ACTOR_STEPS = ("linear", "full")
 ACTOR_STEP_CHOICES = ("auto", *ACTOR_STEPS)
+SHARING = ("agent", "team")
+CRITICS = ("joint", "knearest", "meanfield")
+SHARED_BATCHES = ("joint_steps", "pairs")
 LINEAR_ACTOR_STEP_FROM = 8
 """``actor_step="auto"`` uses the linear form from this many agents on: measured side by side
 on the 2-core CPU, the linear form's update was 2.2-5.4x faster at 8-32 agents but 1.8x
@@ -72,7 +75,21 @@ class AlgoConfig:
         kernel rows only); ``"full"`` builds every agent's joint input ``[N, B, N (obs +
         act)]`` and back-propagates through all of it (the reference implementations'
         form); ``"auto"`` (default): linear from ``LINEAR_ACTOR_STEP_FROM`` (8) agents on,
-        full below, where it is faster.
+        full below, where it is faster. Joint critics only.
+      sharing: ``"agent"`` (default): every agent has its own actor and critics, stacked on
+        an agent axis; ``"team"``: one actor and one set of critics per team, shared by its
+        agents and trained on their pooled samples (needs a critic whose input does not
+        grow with N: ``critic`` knearest or meanfield).
+      critic: what agent i's critic reads: ``"joint"`` (default): every agent's observation
+        and action (MADDPG's centralized critic, ``N (obs_dim + A)`` inputs);
+        ``"knearest"``: its observation and action and the actions of its ``critic_k``
+        nearest agents; ``"meanfield"``: its observation and action and the mean action of
+        those neighbours (Yang et al. 2018). See :mod:`~jaxmarl_accel.algos.local_critic`.
+      critic_k: neighbours a knearest or meanfield critic sees (at most N - 1).
+      shared_batch: what a team-shared learner trains on: ``"joint_steps"`` (default): every
+        agent of each of the batch's joint steps (``batch_size x`` team size samples);
+        ``"pairs"``: ``batch_size`` (joint step, agent) pairs, one agent of each team drawn
+        per joint step.
     """
 
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -97,6 +114,10 @@ class AlgoConfig:
     log_std_max: float = 2.0
     continuous_policy: str = "auto"
     actor_step: str = "auto"
+    sharing: str = "agent"
+    critic: str = "joint"
+    critic_k: int = 8
+    shared_batch: str = "joint_steps"
 
     def __post_init__(self) -> None:
         if not self.hidden_sizes or any(
@@ -123,6 +144,7 @@ class AlgoConfig:
         if self.actor_step not in ACTOR_STEP_CHOICES:
             raise ValueError(f"actor_step must be one of {ACTOR_STEP_CHOICES}, got "
                              f"{self.actor_step!r}")
+        self._check_sharing()
         if not isinstance(self.policy_delay, int) or self.policy_delay < 1:
             raise ValueError(f"policy_delay must be an int >= 1, got {self.policy_delay!r}")
         if self.auto_alpha and not self.alpha > 0:
@@ -131,6 +153,29 @@ class AlgoConfig:
             raise ValueError(
                 f"log_std_min must be < log_std_max, got {self.log_std_min}, {self.log_std_max}"
             )
+
+    def _check_sharing(self) -> None:
+        """Parameter sharing and neighbourhood critics: valid names and combinations."""
+        for name, options in (("sharing", SHARING), ("critic", CRITICS),
+                              ("shared_batch", SHARED_BATCHES)):
+            if getattr(self, name) not in options:
+                raise ValueError(f"{name} must be one of {options}, got {getattr(self, name)!r}")
+        if isinstance(self.critic_k, bool) or not isinstance(self.critic_k, int) \
+                or self.critic_k < 1:
+            raise ValueError(f"critic_k must be an int >= 1, got {self.critic_k!r}")
+        if self.sharing == "team" and self.critic == "joint":
+            raise ValueError("sharing 'team' needs a critic whose input does not grow with the "
+                             "agents: use --critic knearest or --critic meanfield")
+        if self.shared_batch == "pairs" and self.sharing != "team":
+            raise ValueError("shared_batch 'pairs' draws agents of a team-shared learner; it "
+                             "needs --sharing team")
+        if self.critic != "joint" and self.learners != "parallel":
+            raise ValueError(f"learners {self.learners!r} is the joint critic's loop agent by "
+                             f"agent; critic {self.critic!r} updates its groups in one vmap "
+                             "(use --learners parallel)")
+        if self.critic != "joint" and self.actor_step != "auto":
+            raise ValueError(f"actor_step {self.actor_step!r} is a form of the joint critic's "
+                             f"actor step; critic {self.critic!r} has one form (leave it auto)")
 
 
 def actor_step_form(actor_step: str, num_agents: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jaxmarl_accel.algos import maddpg, masac, matd3
+from jaxmarl_accel.algos import local_critic, maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
@@ -110,6 +110,8 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Alg
         raise ValueError(f"config must be of type {wanted.__name__} for algo {name!r}, got "
                          f"{type(config).__name__}")
     if name in VARIANTS:
+        if config.critic != "joint":
+            return local_critic.build(spec, config, variant_of(name, spec, config))
         return build(spec, config, variant_of(name, spec, config))
     if spec.continuous:
         raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "

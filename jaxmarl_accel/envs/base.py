@@ -48,12 +48,18 @@ class EnvSpec:
         ``params.episode_length``, which may be replaced without rebuilding the env.
       shared_reward: the reward ``[N]`` is one team reward broadcast to every agent (a
         value-based learner's team reward is then ``reward[0]``, otherwise the sum).
+      terminates: episodes can end before ``params.episode_length`` steps (``terminated``);
+        False: every episode lasts exactly that many steps (truncated).
       state_dim: width of the global state (``Env.state_of``) or 0 when the env has none
         (a mixer then sees the concatenated observations, ``N * obs_dim``).
       binary_observations: observations and global state hold only 0/1 values (a replay
         may store them as ``uint8``).
       episode_stats: names of per-step scalar counters the env reports in ``info`` (e.g.
         ``"captures"``); trainers and evaluations sum them over each episode.
+      position_columns: ``(start, stop)``: the columns of every agent's observation that
+        hold its absolute position, or ``None``. With them a learner can rank the agents by
+        distance from a joint observation as the env does (neighbourhood critics,
+        :mod:`jaxmarl_accel.algos.local_critic`).
     """
 
     name: str
@@ -67,9 +73,11 @@ class EnvSpec:
     act_dim: int
     episode_length: int
     shared_reward: bool = False
+    terminates: bool = False
     state_dim: int = 0
     binary_observations: bool = False
     episode_stats: tuple[str, ...] = ()
+    position_columns: tuple[int, int] | None = None
 
     @property
     def action_mask(self) -> jax.Array:

@@ -121,7 +121,8 @@ def make(
         name="simple_spread", num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
         teams=("agent",) * n, continuous=continuous_actions, num_actions=moves.NUM_MOVES,
         action_sizes=(moves.NUM_MOVES,) * n, act_dim=moves.NUM_MOVES,
-        episode_length=episode_length)
+        episode_length=episode_length,
+        position_columns=(2, 4))  # observations start [velocity, position, ...]
     world = core.make_world_params(
         size=np.r_[np.full(n, 0.15), np.full(num_l, 0.05)],
         movable=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],

@@ -131,7 +131,8 @@ def make(
         name="simple_tag", num_agents=n, obs_dim=max(sizes), obs_sizes=sizes,
         teams=("predator",) * n_pred + ("prey",) * n_prey, continuous=continuous_actions,
         num_actions=moves.NUM_MOVES, action_sizes=(moves.NUM_MOVES,) * n,
-        act_dim=moves.NUM_MOVES, episode_length=episode_length)
+        act_dim=moves.NUM_MOVES, episode_length=episode_length,
+        position_columns=(2, 4))  # observations start [velocity, position, ...]
     is_pred = np.r_[np.ones(n_pred, bool), np.zeros(n_prey, bool)]
     world = core.make_world_params(
         size=np.r_[np.where(is_pred, 0.075, 0.05), np.full(n_obs, 0.2)],
