@@ -6,6 +6,11 @@ chunk, then timed over ``--chunks`` chunks. Updates run from the first round
 ``--update-every`` env steps, so the figure includes learning throughout. The update's
 FLOP count (XLA cost analysis) and time give its share of this machine's dense-matmul
 rate, measured in the same process on the same shapes class (``[batch, 64] @ [64, 64]``).
+
+With ``--peers`` other MADDPG implementations run in the same process at the same N and
+settings, once per scenario and agent count; each record then has ``peers``: per peer its
+``peer_env_steps_per_s`` and ``ratio`` (our env steps/s per seed over the peer's), its setup
+and warm-up times apart (see :mod:`experiments.bench.peers`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import cli_config
+from experiments.bench import peers
 from experiments.memory import check_state_fits
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
@@ -31,7 +37,7 @@ from jaxmarl_accel.train import make_trainer
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's own flags (the matrix of scenarios, agent counts, seeds and learners, and
     the timing), then the run's settings as generated from ``TrainConfig`` and ``AlgoConfig``
-    (with a 1e5-transition replay by default)."""
+    (with a 1e5-transition replay by default), then the peers' flags."""
     parser.add_argument("--json", default=None, help="write the records to this JSON file")
     parser.add_argument("--envs", nargs="+", default=["simple_spread", "simple_tag"],
                         help="scenarios (default: simple_spread simple_tag)")
@@ -56,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cli_config.add_dataclass_flags(
         parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
         skip=("learners",), choices=cli_config.train_choices())
+    peers.add_arguments(parser)
 
 
 def matmul_rate(batch: int, repeats: int = 20) -> float:
@@ -134,6 +141,11 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
 
 
 def main(args: argparse.Namespace) -> None:
+    try:
+        peer_settings = peers.settings_from_args(args)
+    except peers.PeerUnavailable as error:
+        raise SystemExit(f"error: {error}") from None
+    peer_results: dict[tuple[str, int], dict[str, peers.PeerResult]] = {}
     rate = matmul_rate(args.batch_size)
     print(f"dense matmul rate ([{args.batch_size},64]@[64,64] chain): {rate / 1e9:.1f} GFLOP/s")
     header = (f"{'env':<14}{'N':>4}{'seeds':>6}{'learners':>11}{'steps/s':>11}"
@@ -150,11 +162,22 @@ def main(args: argparse.Namespace) -> None:
                         print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}  skipped: {error}",
                               flush=True)
                         continue
-                    records.append(r)
-                    if args.json:
-                        with open(args.json, "w") as handle:
-                            json.dump(records, handle, indent=2)
                     print(f"{env:<14}{agents:>4}{seeds:>6}{learners:>11}"
                           f"{r['env_steps_per_s']:>11,.0f}{r['env_steps_per_s_per_seed']:>10,.0f}"
                           f"{r['compile_s']:>10.1f}{r.get('update_ms', float('nan')):>8.2f}"
                           f"{r.get('share_of_matmul_rate', float('nan')):>9.2f}", flush=True)
+                    if args.peers:
+                        if (env, agents) not in peer_results:
+                            peer_results[env, agents] = peers.measure(
+                                args.peers, env, agents, peer_settings)
+                        r["peers"] = peers.compare(r, peer_results[env, agents])
+                        for name, entry in r["peers"].items():
+                            print(f"  ours per seed / {name}: {entry['ratio']:.1f}x", flush=True)
+                    records.append(r)
+                    if args.json:
+                        with open(args.json, "w") as handle:
+                            json.dump(records, handle, indent=2)
+    if args.peers:
+        print(f"ratios from this run:\n{'env':<14}{'N':>4}{'seeds':>6}{'learners':>11}  "
+              f"{'peer':<13}{'ours/seed':>11}{'peer':>11}{'ratio':>9}")
+        print("\n".join(peers.summary_lines(records)), flush=True)
