@@ -198,6 +198,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         ALGOS,
         INDEX_SHARING,
         LAYOUTS,
+        NEXT_OBS,
         PREY_MODES,
         REPLAY_MODES,
         SAMPLERS,
@@ -207,7 +208,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
-            "replay": REPLAY_MODES, "agent": AGENTS,
+            "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS, "agent": AGENTS,
             "macpo_normalization": NORMALIZATIONS, "actor_step": ACTOR_STEP_CHOICES,
             "sharing": SHARING, "critic": CRITICS, "shared_batch": SHARED_BATCHES}
 

@@ -18,7 +18,7 @@ from jaxmarl_accel.algos.registry import (
     sampler_defaults,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, SAMPLERS
+from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
 
 PREY_MODES = ("trained", "heuristic")
 REPLAY_MODES = ("auto", "transition", "episode")
@@ -49,6 +49,10 @@ class TrainConfig:
       layout: replay storage layout, one of :data:`LAYOUTS`.
       index_sharing: ``"shared"`` (one index set for all agents' learners) or
         ``"per_agent"`` (each learner draws its own, the original O(N^2 B) pattern).
+      replay_next_obs: ``"stored"`` (every transition's ``next_obs`` is stored) or
+        ``"next_slot"``: each observation is stored once and ``next_obs`` read from the same
+        env's next slot, with pre-reset observations kept aside; same samples bit for bit,
+        a smaller replay. Transition replay of envs whose episodes have a fixed length.
       buffer_capacity: transitions held by the replay buffer.
       batch_size: transitions per update.
       num_envs: environments stepped in parallel per seed (E).
@@ -74,6 +78,7 @@ class TrainConfig:
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
     layout: str = "transition_major"
     index_sharing: str = "shared"
+    replay_next_obs: str = "stored"
     buffer_capacity: int = 1_000_000
     batch_size: int = 1024
     num_envs: int = 10
@@ -95,7 +100,8 @@ class TrainConfig:
                                    ("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES),
-                                   ("replay", self.replay, REPLAY_MODES)):
+                                   ("replay", self.replay, REPLAY_MODES),
+                                   ("replay_next_obs", self.replay_next_obs, NEXT_OBS)):
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
@@ -125,6 +131,9 @@ class TrainConfig:
         if self.layout not in ("transition_major", "episode"):
             raise ValueError(f"layout {self.layout!r}: episode replay stores whole episodes "
                              "slot-major ([C, T + 1, ...]); use transition_major or episode")
+        if self.replay_next_obs != "stored":
+            raise ValueError(f"replay_next_obs {self.replay_next_obs!r}: episode replay stores "
+                             "whole episodes; use stored")
         if self.index_sharing != "shared":
             raise ValueError(f"index_sharing {self.index_sharing!r}: episode replay draws one "
                              "batch of episodes for all agents; use shared")

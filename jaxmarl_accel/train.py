@@ -163,7 +163,8 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
         return make_episode_trainer(config, env, env_params, algo)
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
-                         index_sharing=config.index_sharing, **cfg.buffer_kwargs(config))
+                         index_sharing=config.index_sharing, **cfg.buffer_kwargs(config),
+                         **next_obs_kwargs(config, spec))
     scripted_prey = config.prey == "heuristic"
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
@@ -214,6 +215,20 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     return Trainer(config=config, env=env, env_params=env_params, algo=algo, buffer=buffer,
                    init=init, run_chunk=run_chunk, evaluate=evaluate, train=train,
                    num_chunks=cfg.num_chunks(config))
+
+
+def next_obs_kwargs(config: cfg.TrainConfig, spec: Any) -> dict[str, Any]:
+    """``make_buffer``'s ``next_obs`` options for ``config.replay_next_obs``: with
+    ``"next_slot"``, E = ``num_envs`` transitions per add and episodes of exactly
+    ``spec.episode_length`` steps (which size the side ring); a one-line ValueError for an
+    env whose episodes can end earlier."""
+    if config.replay_next_obs == "stored":
+        return {}
+    if spec.terminates:
+        raise ValueError(f"replay_next_obs {config.replay_next_obs!r} needs episodes of a fixed "
+                         f"length; {spec.name}'s can terminate early: use stored")
+    return dict(next_obs=config.replay_next_obs, num_envs=config.num_envs,
+                episode_length=spec.episode_length)
 
 
 def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:

@@ -4,7 +4,8 @@
 pure functions ``init / add / sample / can_sample / update_priorities``; see
 :mod:`jaxmarl_accel.buffers.factory` for the shapes. Modules: ``storage`` (ring storage and
 the named layouts ``LAYOUTS``), one per sampler (``uniform``, ``neighbor``, ``prioritized``,
-``locality``, ``reuse``), ``sum_tree``, and ``factory`` (the sampler registry ``SAMPLERS``).
+``locality``, ``reuse``), ``sum_tree``, ``next_slot`` (``next_obs`` read from the next slot
+instead of stored, ``NEXT_OBS``), and ``factory`` (the sampler registry ``SAMPLERS``).
 :func:`estimate_bytes` is the pure byte count of a buffer's state, for a memory check
 before allocating.
 """
@@ -22,11 +23,13 @@ from jaxmarl_accel.buffers.factory import (
     make_reuse_buffer,
     make_uniform_buffer,
 )
+from jaxmarl_accel.buffers.next_slot import NEXT_OBS
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 
 __all__ = [
     "INDEX_SHARING",
     "LAYOUTS",
+    "NEXT_OBS",
     "SAMPLERS",
     "Buffer",
     "BufferState",

@@ -15,6 +15,7 @@ from jaxmarl_accel.buffers import storage
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
 from jaxmarl_accel.buffers.locality import make_prioritized_locality
 from jaxmarl_accel.buffers.neighbor import WINDOWS, make_neighbor
+from jaxmarl_accel.buffers.next_slot import check_next_obs, derive_next_obs
 from jaxmarl_accel.buffers.prioritized import PerSettings, make_per
 from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
@@ -354,9 +355,16 @@ SAMPLERS: tuple[str, ...] = tuple(FACTORIES)
 
 def make_buffer(
     sampler: str, *, capacity: int, batch_size: int, layout: str = "transition_major",
-    index_sharing: str = "shared", **sampler_kwargs: Any,
+    index_sharing: str = "shared", next_obs: str = "stored", num_envs: int | None = None,
+    episode_length: int | None = None, **sampler_kwargs: Any,
 ) -> Buffer:
     """Build the buffer of one sampler kind; ``sampler_kwargs`` go to its factory.
+
+    ``next_obs="next_slot"`` stores each observation once and reads a transition's
+    ``next_obs`` from the slot E = ``num_envs`` (transitions per ``add``) after it, with a
+    small head and side ring for the newest slots and episode ends; samples equal the
+    stored mode's bit for bit (:mod:`~jaxmarl_accel.buffers.next_slot`). ``episode_length``
+    (the fewest adds any episode lasts, if known) sizes the side ring.
 
     Unknown keyword arguments raise ``ValueError`` naming the argument and the valid ones.
     """
@@ -367,5 +375,11 @@ def make_buffer(
             raise ValueError(
                 f"{name}: not an option of sampler {sampler!r}; valid: {sorted(valid)}"
             )
-    return factory(capacity=capacity, batch_size=batch_size, layout=layout,
-                   index_sharing=index_sharing, **sampler_kwargs)
+    check_next_obs(next_obs, num_envs, episode_length, capacity, layout)
+    buffer = factory(capacity=capacity, batch_size=batch_size, layout=layout,
+                     index_sharing=index_sharing, **sampler_kwargs)
+    if next_obs == "stored":
+        return buffer
+    return derive_next_obs(buffer, capacity=capacity, num_envs=num_envs,
+                           episode_length=episode_length, layout=LAYOUTS[layout])
+

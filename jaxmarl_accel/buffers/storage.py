@@ -39,12 +39,15 @@ class BufferState:
       write_pos: int32 ``[]``, slot the next transition is written to.
       size: int32 ``[]``, number of written slots (at most C).
       sampler: sampler bookkeeping pytree (``()`` for uniform and neighbor samplers).
+      successor: where ``next_obs`` comes from when it is not stored
+        (:class:`~jaxmarl_accel.buffers.next_slot.NextObsState`); ``()`` when it is.
     """
 
     experience: PyTree
     write_pos: jax.Array
     size: jax.Array
     sampler: PyTree
+    successor: PyTree = ()
 
 
 class StorageLayout(NamedTuple):

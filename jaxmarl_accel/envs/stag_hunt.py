@@ -167,7 +167,7 @@ def make(
         teams=("agent",) * n, continuous=False, num_actions=num_actions,
         action_sizes=(num_actions,) * n, act_dim=num_actions, episode_length=episode_length,
         shared_reward=True, state_dim=shape[0] * shape[1] * rules.NUM_CHANNELS,
-        binary_observations=True, episode_stats=("captures",))
+        binary_observations=True, episode_stats=("captures",), terminates=True)
     params = StagHuntParams(
         episode_length=jnp.asarray(episode_length, jnp.int32),
         miscapture_punishment=jnp.asarray(miscapture_punishment, jnp.float32),

@@ -1,0 +1,214 @@
+"""``next_obs="next_slot"``: samples equal the stored mode's bit for bit, for every sampler,
+layout and index sharing, over random chains of adds with random resets and wrap-around."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxmarl_accel.buffers import LAYOUTS, estimate_bytes, make_buffer, storage
+from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
+from jaxmarl_accel.types import Transition
+from tests.buffers.helpers import NO_SHRINK, PER_KW
+
+AGENTS, DIM, BATCH = 2, 2, 8
+POOL = np.array([0.0, -0.0, 1.0, 2.5], np.float32)  # few values: equal draws happen often
+
+
+def example() -> Transition:
+    """One transition (leaves ``[N, ...]``)."""
+    zeros = jnp.zeros((AGENTS, DIM), jnp.float32)
+    return Transition(obs=zeros, action=jnp.zeros((AGENTS, 3), jnp.float32),
+                      reward=jnp.zeros(AGENTS, jnp.float32), next_obs=zeros,
+                      done=jnp.zeros(AGENTS, jnp.float32))
+
+
+def chain(seed: int, num_envs: int, num_adds: int, min_length: int | None,
+          end_chance: float) -> list[Transition]:
+    """``num_adds`` adds of E envs stepped in lock step (leaves ``[E, N, ...]``).
+
+    An episode may end once it has lasted ``min_length`` steps (every step when None), with
+    ``end_chance`` per step; its env then starts from a fresh observation, sometimes equal
+    to the pre-reset one bit for bit. Every next_obs is the pre-reset observation.
+    """
+    rng = np.random.default_rng(seed)
+    draw = lambda: rng.choice(POOL, (num_envs, AGENTS, DIM)).astype(np.float32)
+    obs = draw()
+    age = rng.integers(0, min_length or 1, num_envs)  # episodes start out of phase
+    adds = []
+    for _ in range(num_adds):
+        final = draw()
+        age += 1
+        ended = (age >= (min_length or 1)) & (rng.random(num_envs) < end_chance)
+        reset = np.where((rng.random(num_envs) < 0.2)[:, None, None], final, draw())
+        adds.append(Transition(
+            obs=jnp.asarray(obs), action=jnp.asarray(rng.normal(size=(num_envs, AGENTS, 3)),
+                                                     jnp.float32),
+            reward=jnp.asarray(rng.normal(size=(num_envs, AGENTS)), jnp.float32),
+            next_obs=jnp.asarray(final),
+            done=jnp.asarray(np.repeat(ended[:, None], AGENTS, 1), jnp.float32)))
+        obs = np.where(ended[:, None, None], reset, final)
+        age = np.where(ended, 0, age)
+    return adds
+
+
+def assert_same_bits(got, want) -> None:
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        a, b = np.asarray(a), np.asarray(b)
+        assert (a.shape, a.dtype) == (b.shape, b.dtype)
+        assert a.tobytes() == b.tobytes(), (a, b)
+
+
+@functools.cache
+def pair(sampler: str, kwargs: tuple, capacity: int, num_envs: int,
+         episode_length: int | None, **config):
+    """(stored, next_slot) buffers with jitted add / sample / update_priorities."""
+    def jitted(buffer):
+        return buffer, jax.jit(buffer.add), jax.jit(buffer.sample), jax.jit(
+            buffer.update_priorities)
+
+    common = dict(capacity=capacity, batch_size=BATCH, **config, **dict(kwargs))
+    return (jitted(make_buffer(sampler, **common)),
+            jitted(make_buffer(sampler, next_obs="next_slot", num_envs=num_envs,
+                               episode_length=episode_length, **common)))
+
+
+@functools.cache
+def all_next_obs(capacity: int, num_envs: int, layout: str):
+    """Jitted ``next_obs`` of every slot ``[C, N, D]``."""
+    slots = jnp.arange(capacity, dtype=jnp.int32)
+    return jax.jit(lambda state: next_obs_of(state, slots, capacity, num_envs, LAYOUTS[layout]))
+
+
+@settings(max_examples=30, deadline=None, phases=NO_SHRINK)
+@given(num_envs=st.integers(1, 4), extra=st.integers(0, 9), seed=st.integers(0, 2**31),
+       rounds=st.floats(0.2, 3.5), min_length=st.sampled_from([None, 1, 2, 5]),
+       layout=st.sampled_from(["transition_major", "agent_major"]))
+def test_every_slot_reads_back_the_next_obs_it_was_added_with(
+        num_envs, extra, seed, rounds, min_length, layout):
+    capacity = max(num_envs + extra, BATCH)  # often not a multiple of E, sometimes < 2E
+    (stored, add_a, _, _), (compact, add_b, _, _) = pair("uniform", (), capacity, num_envs,
+                                                          min_length, layout=layout)
+    state_a, state_b = stored.init(example()), compact.init(example())
+    read = all_next_obs(capacity, num_envs, layout)
+    slots = jnp.arange(capacity)
+    num_adds = max(1, math.ceil(rounds * capacity / num_envs))  # wraps when rounds > 1
+    for batch in chain(seed, num_envs, num_adds, min_length, end_chance=0.5):
+        state_a, state_b = add_a(state_a, batch), add_b(state_b, batch)
+        assert_same_bits(read(state_b), storage.gather(state_a.experience, slots,
+                                                       LAYOUTS[layout]).next_obs)
+        assert_same_bits(state_b.experience, state_a.experience.replace(next_obs=None))
+
+
+SAMPLERS = [
+    ("uniform", (), {}),
+    ("uniform", (), dict(layout="agent_major")),
+    ("uniform", (), dict(index_sharing="per_agent")),
+    ("per", PER_KW, {}),
+    ("per", PER_KW, dict(index_sharing="per_agent")),
+    ("neighbor", (("neighbors", 4),), {}),
+    ("neighbor", (("neighbors", 4), ("window", "centred")), dict(layout="agent_major")),
+    ("prioritized_locality", PER_KW, {}),
+    ("reuse", (("reuse_ratio", 0.5), ("reuse_window", 2)), {}),
+]
+
+
+@pytest.mark.parametrize(("capacity", "num_envs"), [(20, 3), (10, 6)])
+@pytest.mark.parametrize(("sampler", "kwargs", "config"), SAMPLERS,
+                         ids=[f"{s}-{'-'.join(map(str, c.values()))}" for s, _, c in SAMPLERS])
+@settings(max_examples=4, deadline=None, phases=NO_SHRINK)
+@given(seed=st.integers(0, 2**31), rounds=st.floats(0.8, 3.0),
+       min_length=st.sampled_from([None, 3]))
+def test_samples_equal_the_stored_modes_bit_for_bit(
+        sampler, kwargs, config, capacity, num_envs, seed, rounds, min_length):
+    (buf_a, add_a, sample_a, update_a), (buf_b, add_b, sample_b, update_b) = pair(
+        sampler, kwargs, capacity, num_envs, min_length, **config)
+    state_a, state_b = buf_a.init(example()), buf_b.init(example())
+    rng = np.random.default_rng(seed)
+    num_adds = max(1, math.ceil(rounds * capacity / num_envs))
+    samples = 0
+    for step, batch in enumerate(chain(seed, num_envs, num_adds, min_length, 0.6)):
+        state_a, state_b = add_a(state_a, batch), add_b(state_b, batch)
+        if not buf_a.can_sample(state_a):
+            continue
+        key = jax.random.PRNGKey(step)
+        got, want = sample_b(state_b, key), sample_a(state_a, key)
+        assert_same_bits(got, want)
+        errors = jnp.asarray(rng.exponential(size=(*want.indices.shape, AGENTS)), jnp.float32)
+        state_a = update_a(state_a, want.indices, errors)
+        state_b = update_b(state_b, got.indices, errors)
+        assert_same_bits(state_b.sampler, state_a.sampler)
+        samples += 1
+    assert samples or num_adds * num_envs < BATCH
+
+
+def test_an_overwritten_side_entry_is_never_returned():
+    # the side ring is sized for episodes of >= 10 steps, but every step ends one
+    capacity, num_envs = 40, 2
+    (stored, add_a, _, _), (compact, add_b, _, _) = pair("uniform", (), capacity, num_envs, 10)
+    state_a, state_b = stored.init(example()), compact.init(example())
+    for batch in chain(3, num_envs, 60, None, 1.0):
+        state_a, state_b = add_a(state_a, batch), add_b(state_b, batch)
+    got = np.asarray(all_next_obs(capacity, num_envs, "transition_major")(state_b))
+    want = np.asarray(state_a.experience.next_obs)
+    lost = np.isnan(got).all(axis=(1, 2))
+    assert lost.any() and not np.isnan(want).any()
+    assert got[~lost].tobytes() == want[~lost].tobytes()
+
+
+def test_side_ring_is_sized_from_the_shortest_episode():
+    assert side_capacity(1_000_000, 10, 25) == 40_010
+    assert side_capacity(20, 3, 5) == 7
+    assert side_capacity(20, 3, 1) == 20 and side_capacity(20, 3, None) == 20
+
+
+@pytest.mark.parametrize("layout", ["transition_major", "agent_major"])
+def test_the_state_stores_each_observation_once(layout):
+    capacity, num_envs, length = 1000, 10, 25
+    stored = estimate_bytes(example(), capacity=capacity, layout=layout)
+    compact = make_buffer("uniform", capacity=capacity, batch_size=BATCH, layout=layout,
+                          next_obs="next_slot", num_envs=num_envs, episode_length=length)
+    state = jax.eval_shape(compact.init, example())
+    assert state.experience.next_obs is None
+    obs_bytes, side = AGENTS * DIM * 4, side_capacity(capacity, num_envs, length)
+    extra = num_envs * obs_bytes + capacity * 4 + side * (obs_bytes + 4) + 4
+    assert stored - storage.tree_leaf_bytes(state) == capacity * obs_bytes - extra
+    assert estimate_bytes(example(), capacity=capacity, layout=layout, next_obs="next_slot",
+                          num_envs=num_envs, episode_length=length) == (
+        storage.tree_leaf_bytes(state))
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(next_obs="derived"), "next_obs must be one of"),
+    (dict(num_envs=4), "num_envs: only used with next_obs='next_slot'"),
+    (dict(next_obs="next_slot"), "num_envs .* must be an int"),
+    (dict(next_obs="next_slot", num_envs=65), "num_envs .* must be an int"),
+    (dict(next_obs="next_slot", num_envs=2, episode_length=0), "episode_length must be"),
+    (dict(next_obs="next_slot", num_envs=2, layout="episode"), "layout 'episode'"),
+])
+def test_options_are_checked_in_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        make_buffer("uniform", capacity=64, batch_size=8, **kwargs)
+
+
+def test_init_and_add_refuse_what_they_cannot_derive():
+    buffer = make_buffer("uniform", capacity=16, batch_size=4, next_obs="next_slot",
+                         num_envs=2)
+    with pytest.raises(ValueError, match="obs and next_obs fields"):
+        buffer.init({"obs": jnp.zeros((2, 3))})
+    with pytest.raises(ValueError, match="must match obs"):
+        buffer.init(example().replace(next_obs=jnp.zeros((AGENTS, DIM + 1))))
+    with pytest.raises(ValueError, match="floating observations"):
+        ints = jnp.zeros((AGENTS, DIM), jnp.int32)
+        buffer.init(example().replace(obs=ints, next_obs=ints))
+    state = buffer.init(example())
+    with pytest.raises(ValueError, match="num_envs=2 transitions per add, got 3"):
+        buffer.add(state, chain(0, 3, 1, None, 0.5)[0])
