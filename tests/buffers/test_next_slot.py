@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,6 +163,58 @@ def test_an_overwritten_side_entry_is_never_returned():
     lost = np.isnan(got).all(axis=(1, 2))
     assert lost.any() and not np.isnan(want).any()
     assert got[~lost].tobytes() == want[~lost].tobytes()
+
+
+@struct.dataclass
+class WithNeighbors:
+    """A transition with more fields than :class:`Transition`, one of them left out."""
+
+    obs: jax.Array
+    next_obs: jax.Array
+    neighbors: jax.Array
+    next_neighbors: jax.Array
+    unused: jax.Array | None = None
+
+
+def test_other_fields_are_stored_as_they_are():
+    capacity, num_envs = 12, 3
+    buffers = [make_buffer("uniform", capacity=capacity, batch_size=BATCH, **kw)
+               for kw in ({}, dict(next_obs="next_slot", num_envs=num_envs))]
+    ints = jnp.zeros((AGENTS, 2), jnp.int32)
+    states = [b.init(WithNeighbors(example().obs, example().obs, ints, ints)) for b in buffers]
+    for step, batch in enumerate(chain(5, num_envs, 9, None, 0.5)):
+        ids = jnp.arange(num_envs * AGENTS * 2, dtype=jnp.int32).reshape(num_envs, AGENTS, 2)
+        item = WithNeighbors(batch.obs, batch.next_obs, ids + step, ids - step)
+        states = [jax.jit(b.add)(s, item) for b, s in zip(buffers, states, strict=True)]
+    stored, compact = (jax.jit(b.sample)(s, jax.random.PRNGKey(1))
+                       for b, s in zip(buffers, states, strict=True))
+    assert compact.experience.unused is None
+    assert_same_bits(compact, stored)
+
+
+def test_adds_and_samples_in_a_scan_vmapped_over_seeds_equal_one_seed_at_a_time():
+    capacity, num_envs = 14, 3
+    adds = chain(9, num_envs, 12, 4, 0.5)
+    adds = jax.tree.map(lambda *leaves: jnp.stack(leaves), *adds)  # leaves [T, E, N, ...]
+    buffer = make_buffer("per", capacity=capacity, batch_size=BATCH, next_obs="next_slot",
+                         num_envs=num_envs, episode_length=4, **dict(PER_KW))
+
+    def run(key):
+        def step(state, inputs):
+            batch, step_key = inputs
+            state = buffer.add(state, batch)
+            sample = buffer.sample(state, step_key)
+            errors = jax.random.uniform(step_key, (BATCH, AGENTS))
+            return buffer.update_priorities(state, sample.indices, errors), sample
+
+        keys = jax.random.split(key, adds.obs.shape[0])
+        return jax.lax.scan(step, buffer.init(example()), (adds, keys))
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    together = jax.jit(jax.vmap(run))(keys)
+    for seed in range(2):
+        alone = jax.jit(run)(keys[seed])
+        assert_same_bits(jax.tree.map(lambda leaf, s=seed: leaf[s], together), alone)
 
 
 def test_side_ring_is_sized_from_the_shortest_episode():
