@@ -27,7 +27,7 @@ from experiments.checkpoint import (
     fills_in_place,
     sync_processes,
 )
-from experiments.memory import check_state_fits
+from experiments.memory import check_state_fits, compiled_temp_bytes
 from experiments.progress import ProgressBar
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.envs.evaluate import evaluate_policy
@@ -216,7 +216,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     initialize the state (:func:`restore_or_init`), compile one chunk, train the remaining
     chunks (:func:`train_chunks`), then write the summary, curve and rendering
     (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one line)
-    before anything is compiled.
+    before anything is compiled, or, for a run whose compiled chunk's temporaries would not
+    fit beside its state, after compiling and before the state is allocated.
     """
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
@@ -229,15 +230,19 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     prepare_folder(config, options, writer)
     if config.total_env_steps < cfg.first_update_step(config):
         warn(f"warning: {untrained_note(config)}")
-    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
-    started = restore_or_init(config, options, sharded, manager, warn, log)
     log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
     compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
+    temp_bytes = compiled_temp_bytes(compiled)
+    state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.seeds,
+                                               layout.seed_shards, temp_bytes)
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
-        f"estimated peak {peak_bytes / 2**30:.2f} GiB")
+        f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
+        f"{peak_bytes / 2**30:.2f} GiB")
+    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
+    started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer)
     if finished is None:

@@ -60,33 +60,54 @@ DEVICE_MARGIN = 0.10
 """Share of device memory kept free beside the state on accelerators (XLA's temporaries)."""
 
 
-def estimate_peak(state_bytes: int, on_host: bool = True) -> int:
+def estimate_peak(state_bytes: int, on_host: bool = True, temp_bytes: int = 0) -> int:
     """Estimated peak memory of a run whose training state takes ``state_bytes`` where it
-    lives: on the host, :data:`FIXED_BYTES` plus :data:`STATE_FACTOR` times the state; on an
-    accelerator, the state plus :data:`DEVICE_MARGIN` of it."""
+    lives and whose compiled chunk needs ``temp_bytes`` of temporaries (XLA's memory
+    analysis; 0 before compiling): on the host, :data:`FIXED_BYTES` plus
+    :data:`STATE_FACTOR` times the state plus the temporaries; on an accelerator, the state
+    plus :data:`DEVICE_MARGIN` of it plus the temporaries."""
     if on_host:
-        return FIXED_BYTES + int(STATE_FACTOR * state_bytes)
-    return int((1 + DEVICE_MARGIN) * state_bytes)
+        return FIXED_BYTES + int(STATE_FACTOR * state_bytes) + temp_bytes
+    return int((1 + DEVICE_MARGIN) * state_bytes) + temp_bytes
 
 
-def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1) -> tuple[int, int]:
-    """Refuse (ValueError, one line) before compiling when a run cannot fit; returns the
+def compiled_temp_bytes(compiled: Any) -> int:
+    """Temporary buffers a compiled program needs beside its arguments and outputs (XLA's
+    ``memory_analysis``; 0 where the backend reports none). Large for learners whose
+    update grows with the agents (e.g. every agent of a batch of 1,000-agent joint steps)."""
+    try:
+        analysis = compiled.memory_analysis()
+    except (AttributeError, NotImplementedError, RuntimeError):
+        return 0
+    return int(getattr(analysis, "temp_size_in_bytes", 0) or 0) if analysis else 0
+
+
+def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
+                     temp_bytes: int = 0) -> tuple[int, int]:
+    """Refuse (ValueError, one line) before allocating when a run cannot fit; returns the
     training state's bytes and the run's estimated peak (:func:`estimate_peak`).
 
-    With the seeds split over ``seed_shards`` devices each holds ``1 / seed_shards`` of the
-    state. The message states the estimate's parts and how it was calibrated.
+    Called once before compiling (``temp_bytes`` 0) and, where the chunk is compiled
+    before the state exists, again with the compiled chunk's temporaries
+    (:func:`compiled_temp_bytes`). With the seeds split over ``seed_shards`` devices each
+    holds ``1 / seed_shards`` of the state. The message states the estimate's parts and how
+    it was calibrated.
     """
     state = tree_leaf_bytes(abstract_state)
     on_host = "host" in available_bytes()[1]
     per_device = state if on_host else state // seed_shards
-    needed = estimate_peak(per_device, on_host)
+    needed = estimate_peak(per_device, on_host, temp_bytes)
+    temps = (f" + {temp_bytes / 2**30:.2f} GiB of the compiled chunk's temporaries"
+             if temp_bytes else "")
     if on_host:
         how = (f"an estimated peak: the state {state / 2**30:.2f} GiB x {STATE_FACTOR:g} + "
-               f"{FIXED_BYTES / 2**30:.2f} GiB for Python, JAX and the compiled program, "
-               "as measured by experiments.bench memory")
+               f"{FIXED_BYTES / 2**30:.2f} GiB for Python, JAX and the compiled program"
+               f"{temps}, as measured by experiments.bench memory")
     else:
         how = (f"per device: the state {per_device / 2**30:.2f} GiB + "
-               f"{DEVICE_MARGIN:.0%} for XLA's temporaries")
-    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})",
-                "lower --buffer-capacity, --seeds or --num-envs")
+               f"{DEVICE_MARGIN:.0%} for XLA's temporaries{temps}")
+    hint = "lower --buffer-capacity, --seeds or --num-envs"
+    if temp_bytes:
+        hint += " (or --batch-size, which the temporaries grow with)"
+    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})", hint)
     return state, needed

@@ -105,6 +105,11 @@ class TrainConfig:
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
+        if (family_of(self.algo) == "actor_critic" and self.algo_config.critic != "joint"
+                and self.index_sharing != "shared"):
+            raise ValueError(f"index_sharing {self.index_sharing!r} gives each agent's critic "
+                             f"its own batch; critic {self.algo_config.critic!r} learns from "
+                             "one batch for all agents (use shared)")
         if replay_of(self) == "episode":
             self._check_episode_replay()
             return

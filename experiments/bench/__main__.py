@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m experiments.bench {envs,samplers,train,qmix,accmer,memory} --json PATH``.
+"""Benchmarks: ``python -m experiments.bench COMMAND --json PATH`` (commands below).
 
 Each subcommand lives in a module of this folder that defines ``add_arguments(parser)``
 and ``main(args)``; it times ours and the reference side by side in one process.
@@ -16,6 +16,8 @@ SUBCOMMANDS = {
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
+    "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
+             "and rollout alone",
 }
 
 

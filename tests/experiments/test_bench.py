@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from experiments.bench.__main__ import main
 
 
@@ -49,3 +51,17 @@ def test_accmer_bench_times_the_sampling_phase_of_all_three_sides(tmp_path, caps
     assert record["accmer_distinct_slots_3_steps"] <= 64 + 3 * 64
     assert record["sampling_ratio_vs_macpo"] > 0
     assert "p1.5 sampling: accmer/macpo" in capsys.readouterr().out
+
+
+def test_scale_bench_times_team_learners_and_the_rollout_alone(tmp_path, capsys):
+    path = tmp_path / "scale" / "scale.json"
+    main(["scale", "--json", str(path), "--envs", "simple_tag", "--agents", "6",
+          "--k-nearest", "3", "--critic-k", "3", "--num-envs", "2", "--update-every", "10",
+          "--batch-size", "8", "--capacity", "200", "--chunk-steps", "40", "--chunks", "1"])
+    records = json.loads(path.read_text())
+    assert [r["shared_batch"] for r in records] == ["pairs", "joint_steps"]
+    for r in records:
+        assert r["num_agents"] == 7 and r["critic"] == "knearest"
+        assert r["agent_steps_per_s"] == pytest.approx(7 * r["env_steps_per_s"])
+        assert r["rollout_env_steps_per_s"] > 0 and r["compile_s"] > 0
+    assert "rollout" in capsys.readouterr().out

@@ -7,8 +7,11 @@ import jax.numpy as jnp
 import pytest
 
 from experiments import memory
+from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
+from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.train import make_trainer
 
 
 def test_available_bytes_names_its_source():
@@ -76,3 +79,30 @@ def test_available_bytes_prefers_the_device_statistics(monkeypatch):
 def test_tree_bytes_counts_abstract_leaves():
     tree = {"a": jax.ShapeDtypeStruct((3, 4), jnp.float32), "b": jnp.zeros((5,), jnp.int8)}
     assert tree_leaf_bytes(tree) == 3 * 4 * 4 + 5
+
+
+def test_the_compiled_chunks_temporaries_enter_the_estimate():
+    """A team learner's update over every agent of its joint steps needs temporaries that
+    grow with the batch: the run's check counts them after compiling, before the state
+    exists, and refuses in one line."""
+    def temps(batch_size: int) -> int:
+        config = TrainConfig(
+            env="simple_spread", env_kwargs=(("num_agents", 24), ("k_nearest", 3)),
+            num_envs=2, update_every=10, buffer_capacity=300, batch_size=batch_size,
+            total_env_steps=40, eval_every=20, eval_episodes=1,
+            algo_config=AlgoConfig(sharing="team", critic="knearest", critic_k=3))
+        trainer = make_trainer(config)
+        abstract = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
+        compiled = jax.jit(trainer.run_chunk).lower(abstract, jnp.int32(0)).compile()
+        return memory.compiled_temp_bytes(compiled)
+
+    small, large = temps(8), temps(256)
+    assert large > 8 * small > 0
+    assert memory.estimate_peak(10, True, large) == memory.estimate_peak(10) + large
+    free, _ = memory.available_bytes()
+    state = {"a": jax.ShapeDtypeStruct((4,), jnp.float32)}
+    with pytest.raises(ValueError, match=r"GiB of the compiled chunk's temporaries, as measured"
+                                         r".* \(or --batch-size, which the temporaries grow "
+                                         r"with\)$"):
+        memory.check_state_fits(state, seeds=1, temp_bytes=2 * free)
+    assert memory.compiled_temp_bytes(object()) == 0
