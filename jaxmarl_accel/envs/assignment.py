@@ -6,12 +6,15 @@ subsets of columns (``O(2^B * B * A)``). Above that it is the greedy matching (t
 cheapest remaining row-column pair, again and again; not always optimal), which
 :func:`assign_greedy` computes in parallel rounds of locally dominant pairs (Preis 1999):
 a pair that is the cheapest remaining one of both its row and its column belongs to the
-greedy matching, so all such pairs are accepted at once. Rows and columns look up their
-cheapest free partners in candidate lists of length ``K``, so a round costs ``O((A + B) *
-K)``; the lists are recomputed (``O(A * B * log K)``, ``lax.top_k``) only when a round
-accepts nothing. At most ``2A`` rounds and ``A`` refreshes run; on distances between ``A =
-B = 1000`` uniform random points, about 45 rounds and 5 refreshes (about 20 ms on a 2-core
-CPU, against seconds for the sequential ``O(A * A * B)`` loop).
+greedy matching, so all such pairs are accepted at once.
+
+Each row keeps a list of its ``K`` cheapest free columns, so a round costs ``O(A * K)``;
+the lists are made once (``O(A * B * log K)``) and a round that accepts nothing remakes
+``R`` of the lists that ran out (``O(R * B * log K)``). The rounds are as many as the
+greedy matching is deep: on distances between ``A = B = 1000`` agents and landmarks,
+about 100 rounds for uniform random points and 500 for the spread-out agents of a late
+simple_spread step, 5 to 20 ms on a 2-core CPU, against seconds for the sequential
+``O(A * A * B)`` loop.
 
 References:
   R. Preis, "Linear time 1/2-approximation algorithm for maximum weighted matching in
@@ -61,56 +64,68 @@ class Greedy(NamedTuple):
 
     Attributes:
       col_of_row: ``[A]`` int32 column of each row.
-      rounds: ``[]`` int32 rounds of proposals run (each ``O((A + B) * K)``).
-      refreshes: ``[]`` int32 candidate lists computed (each ``O(A * B * log K)``).
+      rounds: ``[]`` int32 rounds of proposals run (each ``O(A * K)``).
+      refills: ``[]`` int32 times the lists that ran out were remade (each ``O(R * B)``).
     """
 
     col_of_row: jax.Array
     rounds: jax.Array
-    refreshes: jax.Array
+    refills: jax.Array
 
 
 class _Matching(NamedTuple):
+    cand_col: jax.Array  # [A, K] int32 listed columns of each row, cheapest first
+    cand_cost: jax.Array  # [A, K] their costs (inf for columns taken when listed)
     col_of_row: jax.Array  # [A] int32 column of each matched row (0 while free)
     free_row: jax.Array  # [A] bool, True while the row is unmatched
     free_col: jax.Array  # [B] bool, True while the column is unmatched
     rounds: jax.Array  # [] int32 rounds run
-    refreshes: jax.Array  # [] int32 candidate lists computed
+    refills: jax.Array  # [] int32 refills run
     progressed: jax.Array  # [] bool, the last round matched a row
 
 
-def _first_free(candidates: jax.Array, free: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """First still-free entry of each candidate list ``[M, K]``: ``([M] index, [M] found)``."""
-    num_candidates = candidates.shape[1]
-    slot = jnp.min(jnp.where(free[candidates], jnp.arange(num_candidates), num_candidates), axis=1)
-    first = jnp.take_along_axis(candidates, jnp.minimum(slot, num_candidates - 1)[:, None], 1)
-    return first[:, 0], slot < num_candidates
+def _cheapest(cost: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+    """Columns ``[M, k]`` int32 and costs ``[M, k]`` of the ``k`` cheapest entries of each
+    row of ``cost [M, N]``, cheapest first, ties to the lower column."""
+    neg_cost, col = jax.lax.top_k(-cost, k)
+    return col.astype(jnp.int32), -neg_cost
 
 
-def _cheapest(cost: jax.Array, k: int) -> jax.Array:
-    """``[M, k]`` int32 columns of the ``k`` cheapest entries of each row of ``cost [M, N]``,
-    cheapest first, ties to the lower column."""
-    return jax.lax.top_k(-cost, k)[1].astype(jnp.int32)
+def _lowest_two(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(value, index)`` of the entry of ``key [M]`` lowest in (value, index) order, for each
+    entry the lowest one among the others: ``([M], [M])``."""
+    size = key.shape[0]
+    index = jnp.arange(size)
+    first = jnp.min(key)
+    first_at = jnp.min(jnp.where(key == first, index, size))
+    rest = jnp.where(index == first_at, jnp.inf, key)
+    second = jnp.min(rest)
+    second_at = jnp.min(jnp.where(rest == second, index, size))
+    is_first = index == first_at
+    return jnp.where(is_first, second, first), jnp.where(is_first, second_at, first_at)
 
 
-def assign_greedy(cost: jax.Array, num_candidates: int = 16) -> Greedy:
+def assign_greedy(cost: jax.Array, num_candidates: int = 6, refill_rows: int = 16) -> Greedy:
     """Greedy matching of ``A <= B`` rows to distinct columns, by locally dominant pairs.
 
     Equals taking the cheapest remaining pair one at a time, with pairs ordered by ``(cost,
     row, col)`` (ties to the lower row, then the lower column, as ``argmin`` over the
-    flattened matrix). Each row keeps a list of its ``num_candidates`` cheapest free
-    columns and each column of its cheapest free rows; in a round every free row proposes
-    the first still-free column of its list, and the pair is accepted when that column's
-    first still-free row is the proposer: the pair is then the cheapest remaining one of
-    both its row and its column (locally dominant), and so part of the greedy matching. When
-    a round accepts nothing (a list ran out) the lists are computed again over the free rows
-    and columns, after which the cheapest remaining pair is always accepted; so at most
-    ``A`` refreshes and ``2A`` rounds run, in two ``lax.while_loop`` (bounded, and fine
-    under ``vmap``).
+    flattened matrix). Each row lists its ``K`` cheapest columns among those free when the
+    list is made; every free column it has not listed costs at least the last listed cost
+    ``l_row``. In a round every free row proposes the first still-free column of its list;
+    the proposal ``(r, c)`` is accepted when ``r`` is the cheapest free row listing ``c``
+    and ``(cost[r, c], r)`` comes before ``(l_r', r')`` of every other free row ``r'``, so
+    that no unlisted pair can be cheaper in column ``c``: the pair is then locally dominant,
+    hence greedy. A row whose listed columns are all taken is exhausted; when a round
+    accepts nothing, only exhausted rows can be in the way, and the ``R`` of them with the
+    lowest ``l_row`` list their cheapest free columns again. So every ``ceil(A / R) + 1``
+    refills accept at least one pair, and the two nested ``lax.while_loop`` (fine under
+    ``vmap``) are bounded by ``A`` accepting rounds and ``A * (ceil(A / R) + 1)`` refills.
 
     Args:
       cost: ``[A, B]`` finite costs, ``A <= B``.
-      num_candidates: length ``K`` of the candidate lists (static; capped at ``A`` and ``B``).
+      num_candidates: length ``K`` of the lists (static; capped at ``B``).
+      refill_rows: ``R``, exhausted lists remade at once (static; capped at ``A``).
 
     Returns:
       :class:`Greedy`.
@@ -118,37 +133,53 @@ def assign_greedy(cost: jax.Array, num_candidates: int = 16) -> Greedy:
     num_rows, num_cols = cost.shape
     if num_rows > num_cols:
         raise ValueError(f"assign_greedy needs rows <= columns, got cost of shape {cost.shape}")
+    k, r = min(num_candidates, num_cols), min(refill_rows, num_rows)
     rows, cols = jnp.arange(num_rows), jnp.arange(num_cols)
+    max_refills = num_rows * (-(-num_rows // r) + 1)
 
-    def refresh(carry: _Matching) -> _Matching:
-        masked = jnp.where(carry.free_row[:, None] & carry.free_col[None, :], cost, jnp.inf)
-        row_cands = _cheapest(masked, min(num_candidates, num_cols))  # [A, K] columns
-        col_cands = _cheapest(masked.T, min(num_candidates, num_rows))  # [B, K] rows
+    def one_round(m: _Matching) -> _Matching:
+        live = m.free_col[m.cand_col] & m.free_row[:, None]  # [A, K]
+        slot = jnp.min(jnp.where(live, jnp.arange(k), k), axis=1)  # [A] first free column
+        proposed = slot < k
+        slot = jnp.minimum(slot, k - 1)[:, None]
+        proposal = jnp.take_along_axis(m.cand_col, slot, 1)[:, 0]  # [A]
+        proposal_cost = jnp.take_along_axis(m.cand_cost, slot, 1)[:, 0]  # [A]
+        listed = jnp.where(live, m.cand_cost, jnp.inf)  # [A, K]
+        col_min = jnp.full((num_cols,), jnp.inf, cost.dtype).at[m.cand_col].min(listed)
+        at_min = live & (listed == col_min[m.cand_col])
+        col_best = jnp.full((num_cols,), num_rows).at[m.cand_col].min(
+            jnp.where(at_min, rows[:, None], num_rows))  # [B] cheapest free listing row
+        bound, bound_row = _lowest_two(jnp.where(m.free_row, m.cand_cost[:, -1], jnp.inf))
+        unbeaten = (proposal_cost < bound) | ((proposal_cost == bound) & (rows < bound_row))
+        row_done = m.free_row & proposed & (col_best[proposal] == rows) & unbeaten
+        best = jnp.minimum(col_best, num_rows - 1)
+        col_done = m.free_col & (col_best < num_rows) & row_done[best] & (proposal[best] == cols)
+        return m._replace(col_of_row=jnp.where(row_done, proposal, m.col_of_row),
+                          free_row=m.free_row & ~row_done, free_col=m.free_col & ~col_done,
+                          rounds=m.rounds + 1, progressed=jnp.any(row_done))
 
-        def one_round(carry: _Matching) -> _Matching:
-            proposal, proposed = _first_free(row_cands, carry.free_col)  # [A] columns
-            best, known = _first_free(col_cands, carry.free_row)  # [B] rows
-            row_done = carry.free_row & proposed & known[proposal] & (best[proposal] == rows)
-            col_done = (carry.free_col & known & carry.free_row[best] & proposed[best]
-                        & (proposal[best] == cols))
-            return _Matching(jnp.where(row_done, proposal, carry.col_of_row),
-                             carry.free_row & ~row_done, carry.free_col & ~col_done,
-                             carry.rounds + 1, carry.refreshes, jnp.any(row_done))
+    def matching(m: _Matching) -> jax.Array:
+        return m.progressed & jnp.any(m.free_row)
 
-        def matching(carry: _Matching) -> jax.Array:
-            return carry.progressed & jnp.any(carry.free_row)
+    def refill(m: _Matching) -> _Matching:
+        exhausted = m.free_row & ~jnp.any(m.free_col[m.cand_col], axis=1)
+        picked = jax.lax.top_k(-jnp.where(exhausted, m.cand_cost[:, -1], jnp.inf), r)[1]
+        new_col, new_cost = _cheapest(jnp.where(m.free_col[None, :], cost[picked], jnp.inf), k)
+        m = m._replace(cand_col=m.cand_col.at[picked].set(new_col),
+                       cand_cost=m.cand_cost.at[picked].set(new_cost),
+                       refills=m.refills + 1, progressed=jnp.ones((), bool))
+        return jax.lax.while_loop(matching, one_round, m)
 
-        start = carry._replace(refreshes=carry.refreshes + 1, progressed=jnp.ones((), bool))
-        return jax.lax.while_loop(matching, one_round, start)
+    def unfinished(m: _Matching) -> jax.Array:
+        return jnp.any(m.free_row) & (m.refills < max_refills)
 
-    def unfinished(carry: _Matching) -> jax.Array:
-        return jnp.any(carry.free_row) & (carry.refreshes < num_rows)
-
-    start = _Matching(jnp.zeros((num_rows,), jnp.int32), jnp.ones((num_rows,), bool),
-                      jnp.ones((num_cols,), bool), jnp.zeros((), jnp.int32),
-                      jnp.zeros((), jnp.int32), jnp.ones((), bool))
-    done = jax.lax.while_loop(unfinished, refresh, start)
-    return Greedy(done.col_of_row, done.rounds, done.refreshes)
+    cand_col, cand_cost = _cheapest(cost, k)
+    start = _Matching(cand_col, cand_cost, jnp.zeros((num_rows,), jnp.int32),
+                      jnp.ones((num_rows,), bool), jnp.ones((num_cols,), bool),
+                      jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), jnp.ones((), bool))
+    first = jax.lax.while_loop(matching, one_round, start)
+    done = jax.lax.while_loop(unfinished, refill, first)
+    return Greedy(done.col_of_row, done.rounds, done.refills)
 
 
 def assign(cost: jax.Array) -> jax.Array:

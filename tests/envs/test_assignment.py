@@ -46,23 +46,31 @@ def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.integers(1, 40), st.integers(0, 12), st.integers(1, 20), st.integers(0, 2**31 - 1))
-def test_greedy_equals_sequential_on_distinct_costs(rows, extra_cols, num_candidates, seed):
+@given(st.integers(1, 40), st.integers(0, 12), st.integers(1, 12), st.integers(1, 8),
+       st.integers(0, 2**31 - 1))
+def test_greedy_equals_sequential_on_distinct_costs(rows, extra_cols, num_candidates,
+                                                    refill_rows, seed):
     cost = _distinct_costs(np.random.default_rng(seed), rows, rows + extra_cols)
-    result = jax.jit(assign_greedy, static_argnums=1)(jnp.asarray(cost), num_candidates)
+    result = jax.jit(assign_greedy, static_argnums=(1, 2))(
+        jnp.asarray(cost), num_candidates, refill_rows)
     picked = np.asarray(result.col_of_row)
     np.testing.assert_array_equal(picked, _sequential_greedy(cost))
     assert len(set(picked.tolist())) == rows
-    assert 1 <= int(result.refreshes) <= rows and int(result.rounds) <= 2 * rows
+    refill_bound = rows * (-(-rows // min(refill_rows, rows)) + 1)
+    assert int(result.refills) <= refill_bound
+    # every round matches a row, except the last one before each refill
+    assert int(result.rounds) <= rows + 1 + int(result.refills)
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.integers(9, 30), st.integers(0, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
-def test_greedy_breaks_ties_as_the_flat_argmin(rows, extra_cols, num_candidates, seed):
+@given(st.integers(9, 30), st.integers(0, 5), st.integers(1, 4), st.integers(1, 4),
+       st.integers(0, 2**31 - 1))
+def test_greedy_breaks_ties_as_the_flat_argmin(rows, extra_cols, num_candidates, refill_rows,
+                                               seed):
     cost = np.random.default_rng(seed).integers(0, 3, (rows, rows + extra_cols)).astype(
         np.float32)
-    picked = np.asarray(assign_greedy(jnp.asarray(cost), num_candidates).col_of_row)
-    np.testing.assert_array_equal(picked, _sequential_greedy(cost))
+    picked = assign_greedy(jnp.asarray(cost), num_candidates, refill_rows).col_of_row
+    np.testing.assert_array_equal(np.asarray(picked), _sequential_greedy(cost))
 
 
 def test_assign_is_greedy_above_eight_columns_and_transposes_tall_costs():
@@ -79,6 +87,18 @@ def test_assign_is_greedy_above_eight_columns_and_transposes_tall_costs():
     np.testing.assert_array_equal(picked[row_of_col], np.arange(25))
     unpicked = np.setdiff1d(np.arange(40), row_of_col)
     np.testing.assert_array_equal(picked[unpicked], wide_tall[unpicked].argmin(axis=1))
+
+
+def test_greedy_on_agents_far_outside_the_landmarks():
+    """Agents spread far around landmarks in [-1, 1]^2: long chains of proposals and
+    many lists that run out."""
+    rng = np.random.default_rng(1)
+    agents = rng.normal(0, 8, (150, 2))
+    landmarks = rng.uniform(-1, 1, (150, 2))
+    cost = np.linalg.norm(agents[:, None] - landmarks[None], axis=-1).astype(np.float32)
+    result = jax.jit(assign_greedy)(jnp.asarray(cost))
+    np.testing.assert_array_equal(np.asarray(result.col_of_row), _sequential_greedy(cost))
+    assert int(result.refills) > 0
 
 
 def test_greedy_under_vmap_matches_each_matrix():
