@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.evaluate import evaluate_policy
+from jaxmarl_accel.envs.evaluate import episodes_per_batch, evaluate_policy
 from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
 
 
@@ -94,3 +94,21 @@ def test_returns_stop_after_the_first_episode_and_stats_are_summed():
         assert int(result.stats["captures"][episode]) == captures
     env, params = make("simple_spread", num_agents=2, episode_length=4)
     assert evaluate_policy(env, params, random_policy(env), jax.random.PRNGKey(0), 2).stats == {}
+
+
+def test_batches_run_the_same_episodes():
+    env, params = make("stag_hunt", num_agents=2, num_stags=1, grid_size=4, episode_length=6)
+    policy, key = random_policy(env), jax.random.PRNGKey(3)
+    whole = evaluate_policy(env, params, policy, key, 5)
+    batched = evaluate_policy(env, params, policy, key, 5, batch_size=2)  # 3 batches, 1 padded
+    np.testing.assert_allclose(batched.episode_returns, whole.episode_returns, rtol=1e-6)
+    np.testing.assert_array_equal(batched.stats["captures"], whole.stats["captures"])
+    with pytest.raises(ValueError, match="batch_size"):
+        evaluate_policy(env, params, policy, key, 5, batch_size=0)
+
+
+def test_episodes_per_batch_bounds_agent_pairs():
+    assert episodes_per_batch(3, 1000) == 1000
+    assert episodes_per_batch(1000, 1000) == 67  # 15 batches, 5 padded episodes
+    assert episodes_per_batch(1000, 100) == 50
+    assert episodes_per_batch(20000, 4) == 1
