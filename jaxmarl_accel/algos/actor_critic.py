@@ -372,19 +372,33 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
     agents, (c_info, a_info) = sk.map_agents(
         agent_update, agents_of(sk, state),
         (jax.random.split(agents_key, sk.spec.num_agents),), data, per_agent)
-    new_state = target_update(sk, _with_agents(state, agents))
-    if delay > 1:
+    new_state = finish_update(sk, state, _with_agents(state, agents), do_actor)
+    metrics = update_metrics(sk, new_state, c_info, a_info, do_actor)
+    return new_state, metrics, c_info.td if per_agent else c_info.td.T
+
+
+def finish_update(sk: Any, state: AlgoState, new_state: AlgoState,
+                  do_actor: jax.Array) -> AlgoState:
+    """Step 3 after every agent's (or group's) steps 1-2 gave ``new_state``: soft target
+    updates, kept back on MATD3's delayed steps (``do_actor`` False), and ``step + 1``.
+    ``sk`` needs ``config.tau`` and ``variant.policy_delay``."""
+    new_state = target_update(sk, new_state)
+    if sk.variant.policy_delay > 1:
         keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(do_actor, a, b), new, old)
         new_state = new_state.replace(
             target_actor=keep(new_state.target_actor, state.target_actor),
             target_critic=keep(new_state.target_critic, state.target_critic))
-    new_state = new_state.replace(step=state.step + 1)
-    metrics = {"critic_loss": jnp.mean(c_info.loss), "actor_loss": jnp.mean(a_info.loss),
-               "q_mean": jnp.mean(c_info.q_mean), "entropy": jnp.mean(a_info.entropy),
-               "alpha": jnp.mean(sk.variant.alpha(new_state.log_alpha)),
-               "td_error": jnp.mean(c_info.td),
-               "actor_updated": do_actor.astype(jnp.float32)}
-    return new_state, metrics, c_info.td if per_agent else c_info.td.T
+    return new_state.replace(step=state.step + 1)
+
+
+def update_metrics(sk: Any, new_state: AlgoState, c_info: CriticInfo, a_info: ActorInfo,
+                   do_actor: jax.Array) -> dict[str, jax.Array]:
+    """The update's metrics: the means of the critic and actor steps' reports (any shapes)
+    and of the entropy coefficients, and whether the actors were updated."""
+    return {"critic_loss": jnp.mean(c_info.loss), "actor_loss": jnp.mean(a_info.loss),
+            "q_mean": jnp.mean(c_info.q_mean), "entropy": jnp.mean(a_info.entropy),
+            "alpha": jnp.mean(sk.variant.alpha(new_state.log_alpha)),
+            "td_error": jnp.mean(c_info.td), "actor_updated": do_actor.astype(jnp.float32)}
 
 
 def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:

@@ -51,7 +51,9 @@ from jaxmarl_accel.algos.actor_critic import (
     ActorInfo,
     AlgoState,
     CriticInfo,
+    finish_update,
     target_entropy_of,
+    update_metrics,
 )
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.config import AlgoConfig
@@ -441,14 +443,6 @@ def _check_batch(sk: Skeleton, batch: Transition, weights: jax.Array | None) -> 
         chex.assert_shape(weights, (bsz,))
 
 
-def target_update(sk: Skeleton, state: AlgoState) -> AlgoState:
-    """Soft target updates of every group by ``tau`` (Alg. 1 line 14)."""
-    tau = sk.config.tau
-    return state.replace(
-        target_actor=optax.incremental_update(state.actor, state.target_actor, tau),
-        target_critic=optax.incremental_update(state.critic, state.target_critic, tau))
-
-
 def _priorities(sk: Skeleton, blocks: list[Samples], td: list[jax.Array], bsz: int
                 ) -> jax.Array:
     """TD errors ``[B, N]`` for the replay: each sample's at its (row, agent); with pairs,
@@ -494,20 +488,11 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
         new = _put(new, block, group)
         c_infos.append(c_info)
         a_infos.append(a_info)
-    new = target_update(sk, new)
-    if delay > 1:
-        keep = lambda a, b: jax.tree.map(lambda x, y: jnp.where(do_actor, x, y), a, b)
-        new = new.replace(target_actor=keep(new.target_actor, state.target_actor),
-                          target_critic=keep(new.target_critic, state.target_critic))
-    new = new.replace(step=state.step + 1)
+    new = finish_update(sk, state, new, do_actor)
     cat = lambda xs: jnp.concatenate([jnp.ravel(x) for x in xs])
-    metrics = {"critic_loss": jnp.mean(cat([c.loss for c in c_infos])),
-               "actor_loss": jnp.mean(cat([a.loss for a in a_infos])),
-               "q_mean": jnp.mean(cat([c.q_mean for c in c_infos])),
-               "entropy": jnp.mean(cat([a.entropy for a in a_infos])),
-               "alpha": jnp.mean(sk.variant.alpha(new.log_alpha)),
-               "td_error": jnp.mean(cat([c.td for c in c_infos])),
-               "actor_updated": do_actor.astype(jnp.float32)}
+    c_info = CriticInfo(*(cat(parts) for parts in zip(*c_infos, strict=True)))
+    a_info = ActorInfo(*(cat(parts) for parts in zip(*a_infos, strict=True)))
+    metrics = update_metrics(sk, new, c_info, a_info, do_actor)
     td = _priorities(sk, blocks, [c.td for c in c_infos], batch.reward.shape[0])
     return new, metrics, td
 
