@@ -29,7 +29,7 @@ from experiments import memory, outputs
 from experiments.checkpoint import Checkpoints
 from jaxmarl_accel.buffers import NEXT_OBS
 
-STATE = re.compile(r"training state ([0-9.]+) MiB; estimated peak ([0-9.]+) GiB")
+STATE = re.compile(r"training state ([0-9.]+) MiB;.* estimated peak ([0-9.]+) GiB")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -106,3 +106,11 @@ def test_the_compiled_chunks_temporaries_enter_the_estimate():
                                          r"with\)$"):
         memory.check_state_fits(state, seeds=1, temp_bytes=2 * free)
     assert memory.compiled_temp_bytes(object()) == 0
+
+
+def test_bench_memory_reads_the_state_and_estimate_from_the_runs_log():
+    from experiments.bench.memory import STATE
+
+    line = ("compiled in 10.5s; training state 3942.1 MiB; chunk temporaries 78.3 MiB; "
+            "estimated peak 4.68 GiB")
+    assert STATE.search(line).groups() == ("3942.1", "4.68")
