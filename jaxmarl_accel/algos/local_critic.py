@@ -374,9 +374,7 @@ def _groups_of(sk: Skeleton, state: AlgoState, block: Block) -> Group:
 
 def _critic_loss(critic: PyTree, sk: Skeleton, s: Samples, y: jax.Array):
     x = critic_features(sk.config.critic, s.obs, s.action, s.neighbour_action)
-    q = networks.apply_critics(sk.critic_mlp, critic, x)  # [C, P]
-    loss = jnp.mean(s.weight * jnp.sum((q - y) ** 2, axis=0))
-    return loss, (jnp.mean(jnp.abs(q - y), axis=0), jnp.mean(q))
+    return losses.critic_regression(critic, sk.critic_mlp, x, s.weight, y)
 
 
 def _actor_loss(actor: PyTree, sk: Skeleton, critics: PyTree, s: Samples, key: jax.Array,
@@ -394,9 +392,9 @@ def group_target(sk: Skeleton, group: Group, s: Samples) -> jax.Array:
     """One group's critic targets ``y [P]`` (paper 001 eq. 2 with the variant's entropy
     term; ``s`` leaves ``[P, ...]``)."""
     x = critic_features(sk.config.critic, s.next_obs, s.next_action, s.next_neighbour_action)
-    q_next = jnp.min(networks.apply_critics(sk.critic_mlp, group.target_critic, x), axis=0)
-    soft = q_next + sk.variant.alpha(group.log_alpha) * s.next_bonus
-    return s.reward + sk.config.gamma * (1.0 - s.done) * soft
+    return losses.bootstrap_target(sk.critic_mlp, group.target_critic, x, s.reward, s.done,
+                                   s.next_bonus, sk.variant.alpha(group.log_alpha),
+                                   sk.config.gamma)
 
 
 def group_critic_step(sk: Skeleton, group: Group, s: Samples, y: jax.Array

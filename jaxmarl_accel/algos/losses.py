@@ -66,7 +66,16 @@ def critic_target(
       alpha: ``[]`` its entropy coefficient (0 without the entropy term).
       gamma: discount.
     """
-    x_next = networks.critic_input(next_obs, next_action)
+    return bootstrap_target(critic_mlp, target_critic, networks.critic_input(next_obs, next_action),
+                            reward, done, bonus, alpha, gamma)
+
+
+def bootstrap_target(
+    critic_mlp: networks.MLP, target_critic: PyTree, x_next: jax.Array, reward: jax.Array,
+    done: jax.Array, bonus: jax.Array, alpha: jax.Array, gamma: float,
+) -> jax.Array:
+    """:func:`critic_target` from the critics' next input ``x_next [B, in]``, whatever it is
+    made of (the joint input, or a neighbourhood's, :mod:`~.local_critic`): ``[B]``."""
     q_next = jnp.min(networks.apply_critics(critic_mlp, target_critic, x_next), axis=0)
     soft_next = q_next + alpha * bonus
     return reward + gamma * (1.0 - done) * soft_next
@@ -88,7 +97,15 @@ def critic_loss(
     Returns:
       ``(loss [], (td [B] = mean_c |Q_c - y|, mean Q []))``.
     """
-    q = networks.apply_critics(critic_mlp, critic, networks.critic_input(obs, action))
+    return critic_regression(critic, critic_mlp, networks.critic_input(obs, action), weights, y)
+
+
+def critic_regression(
+    critic: PyTree, critic_mlp: networks.MLP, x: jax.Array, weights: jax.Array, y: jax.Array,
+) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    """:func:`critic_loss` on the critics' input ``x [B, in]``, whatever it is made of (the
+    joint input, or a neighbourhood's, :mod:`~.local_critic`); same returns."""
+    q = networks.apply_critics(critic_mlp, critic, x)
     loss = jnp.mean(weights * jnp.sum((q - y) ** 2, axis=0))
     return loss, (jnp.mean(jnp.abs(q - y), axis=0), jnp.mean(q))
 
