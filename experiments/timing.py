@@ -148,3 +148,19 @@ def time_calls(
         if spent > budget_s and len(samples) >= 3:
             break
     return Timing(compile_s, tuple(samples), calls, tuple(singles))
+
+
+def time_chunks(fn: Any, state: PyTree, chunks: int) -> tuple[PyTree, Any, float, float]:
+    """Compile a jitted ``fn(state, chunk_index) -> (state, out)`` (e.g. a trainer's
+    ``run_chunk``, state donated), run chunk 0 as a warm-up, then time chunks ``1 ..
+    chunks`` back to back: ``(state, last out, compile seconds, seconds per chunk)``."""
+    t0 = time.perf_counter()
+    compiled = fn.lower(state, jnp.int32(0)).compile()
+    compile_s = time.perf_counter() - t0
+    state, out = compiled(state, jnp.int32(0))
+    jax.block_until_ready((state, out))
+    t0 = time.perf_counter()
+    for chunk in range(1, chunks + 1):
+        state, out = compiled(state, jnp.int32(chunk))
+    jax.block_until_ready((state, out))
+    return state, out, compile_s, (time.perf_counter() - t0) / chunks

@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import json
 import os
-import time
 from typing import Any
 
 import jax
@@ -25,6 +24,7 @@ import jax.numpy as jnp
 
 from experiments import cli_config
 from experiments.memory import check_state_fits
+from experiments.timing import time_chunks
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
@@ -63,21 +63,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         defaults={"critic": "knearest"})
 
 
-def _timed(fn: Any, state: Any, chunks: int) -> tuple[Any, float, float]:
-    """Compile ``fn(state, chunk)``, run one warm-up chunk, then time ``chunks`` chunks:
-    ``(state, compile seconds, seconds per chunk)``."""
-    t0 = time.perf_counter()
-    compiled = fn.lower(state, jnp.int32(0)).compile()
-    compile_s = time.perf_counter() - t0
-    state, out = compiled(state, jnp.int32(0))
-    jax.block_until_ready((state, out))
-    t0 = time.perf_counter()
-    for chunk in range(1, chunks + 1):
-        state, out = compiled(state, jnp.int32(chunk))
-    jax.block_until_ready((state, out))
-    return state, compile_s, (time.perf_counter() - t0) / chunks
-
-
 def rollout_chunk(trainer: Any, steps: int) -> Any:
     """``(state, chunk) -> (state, mean reward)``: ``steps`` vectorized steps of the trainer's
     envs under its exploring policy, with no replay and no update."""
@@ -114,10 +99,10 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, shared_batch: str
     check_state_fits(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)), 1)
     state = jax.jit(trainer.init)(jax.random.PRNGKey(0))
     train_fn = jax.jit(trainer.run_chunk, donate_argnums=0)
-    state, compile_s, chunk_s = _timed(train_fn, state, args.chunks)
+    state, _, compile_s, chunk_s = time_chunks(train_fn, state, args.chunks)
     roll_iters = chunk_steps // args.num_envs
     roll_fn = jax.jit(rollout_chunk(trainer, roll_iters), donate_argnums=0)
-    state, roll_compile_s, roll_s = _timed(roll_fn, state, args.chunks)
+    state, _, roll_compile_s, roll_s = time_chunks(roll_fn, state, args.chunks)
     train_rate = chunk_steps / chunk_s
     roll_rate = roll_iters * args.num_envs / roll_s
     return {"env": env, "num_agents": n, "k_nearest": args.k_nearest, "algo": config.algo,

@@ -22,12 +22,12 @@ import time
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from experiments import cli_config
 from experiments.bench import peers
 from experiments.memory import check_state_fits
+from experiments.timing import time_chunks
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
@@ -119,16 +119,8 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
     check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds)
     state = jax.jit(jax.vmap(trainer.init))(keys)
     chunk_fn = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)), donate_argnums=0)
-    t0 = time.perf_counter()
-    compiled = chunk_fn.lower(state, jnp.int32(0)).compile()
-    compile_s = time.perf_counter() - t0
-    state, _ = compiled(state, jnp.int32(0))
-    jax.block_until_ready(state)
-    t0 = time.perf_counter()
-    for chunk in range(1, args.chunks + 1):
-        state, metrics = compiled(state, jnp.int32(chunk))
-    jax.block_until_ready((state, metrics))
-    elapsed = time.perf_counter() - t0
+    state, metrics, compile_s, chunk_s = time_chunks(chunk_fn, state, args.chunks)
+    elapsed = chunk_s * args.chunks
     record = {"env": env, "num_agents": agents, "seeds": seeds, "learners": learners,
               "env_steps_per_s": seeds * chunk_steps * args.chunks / elapsed,
               "env_steps_per_s_per_seed": chunk_steps * args.chunks / elapsed,
