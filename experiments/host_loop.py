@@ -222,14 +222,10 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
-    state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.seeds,
-                                               layout.seed_shards)
+    check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
     warn = _logger(not writer)
-    prepare_folder(config, options, writer)
-    if config.total_env_steps < cfg.first_update_step(config):
-        warn(f"warning: {untrained_note(config)}")
     log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
@@ -241,6 +237,9 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
+    prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
+    if config.total_env_steps < cfg.first_update_step(config):
+        warn(f"warning: {untrained_note(config)}")
     manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
     started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
