@@ -110,6 +110,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     per_seed = returns.mean(axis=(1, 2))  # [S]: mean over episodes and agents
     result = outputs.summarize(
         per_seed, float(base["random"].mean()), float(base["heuristic"].mean()),
+        baseline_se=(base["random_se"], base["heuristic_se"], stored["baseline_episodes"]),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "run_dir": run_dir, "checkpoint": step, "env_steps_per_seed": env_steps,
                "episodes": episodes, "seeds": seeds,
@@ -122,6 +123,8 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                "run_eval_return_per_seed": [own[s]["eval_return"] if s in own else None
                                             for s in range(seeds)],
                "run_eval_episodes": config.eval_episodes})
+    if "baseline_warning" in result:
+        _log(f"warning: {result['baseline_warning']}")
     result["mean_normalized_score"] = outputs.normalized_score(
         result["mean_return"], result["random_return"], result["heuristic_return"])
     for name in spec.episode_stats:

@@ -10,6 +10,7 @@ writes files, and every process writes its own shards of the checkpoints
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -122,7 +123,9 @@ def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
 
 
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
-    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies.
+    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies
+    (``"random"``, ``"heuristic"``), and the standard error of each one's mean return
+    over agents and episodes (``"random_se"``, ``"heuristic_se"``; episodes are independent).
 
     With scripted prey (``--prey heuristic``) the prey are scripted in both baselines too,
     so the trained predators are compared with random and scripted predators against the
@@ -138,6 +141,10 @@ def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[st
         "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
                                      episodes)}
     out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
+    for name, result in results.items():
+        per_episode = np.asarray(result.episode_returns).mean(axis=1)  # [episodes]
+        spread = per_episode.std(ddof=1) if episodes > 1 else math.inf
+        out[f"{name}_se"] = float(spread / math.sqrt(episodes))
     for name, result in results.items():  # per-episode counters of the env, e.g. captures
         out.update({f"{name}_{stat}": float(np.mean(v)) for stat, v in result.stats.items()})
     return out
@@ -451,6 +458,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     untrained = {"warning": untrained_note(config)} if not any(updates) else {}
     summary = outputs.summarize(
         final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
+        baseline_se=(base["random_se"], base["heuristic_se"], options.baseline_episodes),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
                "devices": layout.num_devices,
@@ -461,6 +469,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                "heuristic_return_per_team": team_means(base["heuristic"], spec.teams),
                "updates_per_seed": updates, **untrained,
                **episode_stats_summary(rows, trainer, base)})
+    if "baseline_warning" in summary:
+        _logger(not writer)(f"warning: {summary['baseline_warning']}")
     first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
     if not writer:
         return

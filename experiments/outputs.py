@@ -143,9 +143,28 @@ def normalized_score(value: float, random_return: float, heuristic_return: float
     return (value - random_return) / span if abs(span) > 1e-9 else math.nan
 
 
+def baselines_apart(random_return: float, heuristic_return: float, random_se: float,
+                    heuristic_se: float, episodes: int) -> str | None:
+    """``None`` when the scripted policy's mean return differs from the random policy's by
+    more than two standard errors of the difference, else a one-line note saying that the
+    normalized score (whose unit is that difference) is not meaningful."""
+    se = math.hypot(random_se, heuristic_se)
+    if abs(heuristic_return - random_return) > 2.0 * se:
+        return None
+    return (f"the scripted policy's return {heuristic_return:.3f} (+- {heuristic_se:.3f}) is "
+            f"within two standard errors of the random policy's {random_return:.3f} (+- "
+            f"{random_se:.3f}) over {episodes} episode(s) each: normalized scores are not "
+            "meaningful here; compare returns, or use more --baseline-episodes")
+
+
 def summarize(final_returns: Sequence[float], random_return: float, heuristic_return: float,
-              extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS."""
+              extra: dict[str, Any] | None = None,
+              baseline_se: tuple[float, float, int] | None = None) -> dict[str, Any]:
+    """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS.
+
+    ``baseline_se``: the standard errors of the random and scripted returns and the episodes
+    behind each; with it the summary holds them, and a ``baseline_warning`` when the two
+    baselines are not told apart (:func:`baselines_apart`)."""
     values = np.asarray(final_returns, dtype=np.float64)
     scores = [normalized_score(v, random_return, heuristic_return) for v in values]
     q25, q50, q75 = np.percentile(values, [25, 50, 75])
@@ -157,6 +176,14 @@ def summarize(final_returns: Sequence[float], random_return: float, heuristic_re
         "normalized_score_per_seed": scores,
         "median_normalized_score": float(s50), "iqr_normalized_score": [float(s25), float(s75)],
     }
+    if baseline_se is not None:
+        random_se, heuristic_se, episodes = baseline_se
+        summary.update(random_return_se=random_se, heuristic_return_se=heuristic_se,
+                       baseline_episodes=episodes)
+        note = baselines_apart(random_return, heuristic_return, random_se, heuristic_se,
+                               episodes)
+        if note is not None:
+            summary["baseline_warning"] = note
     summary.update(extra or {})
     return summary
 

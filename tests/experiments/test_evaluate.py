@@ -101,7 +101,7 @@ def test_evaluation_fields_agree_with_the_run(name, trained, evaluated):
     assert result["mean_return"] == pytest.approx(episodes.mean(), rel=1e-5, abs=1e-6)
     # the baselines are the summary's: the same episodes and key
     for key in ("random_return", "heuristic_return", "random_return_per_team",
-                "heuristic_return_per_team"):
+                "heuristic_return_per_team", "random_return_se", "heuristic_return_se"):
         assert result[key] == pytest.approx(summary[key], rel=1e-6, abs=1e-9), key
     span = result["heuristic_return"] - result["random_return"]
     if abs(span) > 1e-9:

@@ -50,3 +50,18 @@ def test_an_output_folder_must_be_a_writable_folder(tmp_path):
         outputs.ensure_writable_folder(str(tmp_path / "file"))
     with pytest.raises(ValueError, match="cannot be created"):
         outputs.ensure_writable_folder(str(tmp_path / "file" / "run"))
+
+
+def test_baselines_that_are_not_told_apart_are_flagged():
+    # 10 +- 1 against 13 +- 1: the difference (3) exceeds 2 * hypot(1, 1) = 2.83.
+    assert outputs.baselines_apart(10.0, 13.0, 1.0, 1.0, 64) is None
+    # 10 +- 1 against 12.5 +- 1: within two standard errors, in either order.
+    note = outputs.baselines_apart(10.0, 12.5, 1.0, 1.0, 64)
+    assert note is not None and "64 episode(s)" in note and "not meaningful" in note
+    assert outputs.baselines_apart(12.5, 10.0, 1.0, 1.0, 64) is not None
+    apart = outputs.summarize([11.0, 12.0], 10.0, 13.0, baseline_se=(1.0, 1.0, 64))
+    assert "baseline_warning" not in apart and apart["random_return_se"] == 1.0
+    assert apart["baseline_episodes"] == 64
+    close = outputs.summarize([11.0, 12.0], 10.0, 12.5, baseline_se=(1.0, 1.0, 64))
+    assert close["baseline_warning"] == note
+    assert "baseline_warning" not in outputs.summarize([11.0], 10.0, 12.5)
