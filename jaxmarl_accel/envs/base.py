@@ -60,6 +60,8 @@ class EnvSpec:
         hold its absolute position, or ``None``. With them a learner can rank the agents by
         distance from a joint observation as the env does (neighbourhood critics,
         :mod:`jaxmarl_accel.algos.local_critic`).
+      physical_state_dim: width F of each agent's row of the packed physical state
+        (``Env.physical_state``), or 0 when the env has none.
     """
 
     name: str
@@ -78,6 +80,7 @@ class EnvSpec:
     binary_observations: bool = False
     episode_stats: tuple[str, ...] = ()
     position_columns: tuple[int, int] | None = None
+    physical_state_dim: int = 0
 
     @property
     def action_mask(self) -> jax.Array:
@@ -111,6 +114,15 @@ class Env(NamedTuple):
       state_of: ``(state, params) -> [state_dim]`` float32 global state (a mixer's input),
         or ``None``. Envs that have it also report ``info["state"]`` and
         ``info["final_state"]`` (pre-reset).
+      physical_state: ``(state) -> [N, F]`` float32, what the observations are computed
+        from (e.g. positions and velocities), packed one row per agent
+        (``F = spec.physical_state_dim``), or ``None``. Envs that have it also report
+        ``info["final_physical_state"]`` (pre-reset) and have ``observe_physical``.
+      observe_physical: ``(physical [N, F], params) -> obs [N, obs_dim]``: the env's own
+        observation function applied to the unpacked state, or ``None``. It gives the
+        observations ``step`` and ``reset`` give, bit for bit, except where XLA fused part
+        of the state's computation into the env's own observation (tag's freshly reset
+        obstacles: the last bit of a few numbers).
     """
 
     spec: EnvSpec
@@ -120,3 +132,5 @@ class Env(NamedTuple):
     random_action: Callable[[jax.Array], jax.Array]
     avail_actions: Callable[..., jax.Array] | None = None
     state_of: Callable[..., jax.Array] | None = None
+    physical_state: Callable[[PyTree], jax.Array] | None = None
+    observe_physical: Callable[[jax.Array, PyTree], jax.Array] | None = None

@@ -14,11 +14,17 @@ Functions a scenario supplies (``N`` agents, ``E`` entities):
 * ``observe(state, params) -> obs [N, spec.obs_dim]`` float32, zero padded;
 * ``reward(state, params) -> [N]`` float32, of the state reached by the step;
 * ``heuristic(key, state, params) -> actions`` of ``spec.action_shape``.
+
+and, optionally, a :class:`Physical` (e.g. :func:`agents_and_still_landmarks`): how to pack
+the part of the state ``observe`` reads into ``[N, F]`` and back, so that a replay can store
+it instead of the observation and recompute the observation when it samples.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +52,50 @@ def moves_decoder(continuous: bool, dim_c: int = 0) -> Callable:
     return decode
 
 
+class Physical(NamedTuple):
+    """The packed physical state of a scenario (see :attr:`~.base.Env.physical_state`).
+
+    Attributes:
+      width: F, the packed row width per agent.
+      pack: ``(state) -> [N, F]`` float32, everything ``observe`` reads.
+      unpack: ``([N, F]) -> MPEState`` with every field ``observe`` reads as in the state
+        it was packed from (the others may differ).
+    """
+
+    width: int
+    pack: Callable[[core.MPEState], jax.Array]
+    unpack: Callable[[jax.Array], core.MPEState]
+
+
+def agents_and_still_landmarks(num_agents: int, num_landmarks: int, dim_c: int) -> Physical:
+    """:class:`Physical` of scenarios whose observations read only the agents' positions and
+    velocities and the landmarks' positions: landmarks never move (velocity zero), agents
+    are silent (``comm`` always zero) and ``step`` and ``goal`` are not observed (spread,
+    tag).
+
+    Row i of the ``[N, F]`` packing is ``[vel_i (2), pos_i (2), landmark chunk (W)]`` with
+    ``W = ceil(2L / N)``: the L landmark positions, flattened, zero padded to ``N * W``
+    numbers and cut into N chunks. ``F = 4 + W``.
+    """
+    n, num_l = num_agents, num_landmarks
+    chunk = -(-2 * num_l // n)
+
+    def pack(state: core.MPEState) -> jax.Array:
+        landmarks = state.pos[n:].reshape(-1)
+        landmarks = jnp.pad(landmarks, (0, n * chunk - 2 * num_l)).reshape(n, chunk)
+        return jnp.concatenate([state.vel[:n], state.pos[:n], landmarks], axis=1)
+
+    def unpack(packed: jax.Array) -> core.MPEState:
+        landmarks = packed[:, 4:].reshape(-1)[:2 * num_l].reshape(num_l, 2)
+        return core.MPEState(
+            pos=jnp.concatenate([packed[:, 2:4], landmarks]),
+            vel=jnp.concatenate([packed[:, :2], jnp.zeros((num_l, 2), packed.dtype)]),
+            comm=jnp.zeros((n, dim_c), jnp.float32), step=jnp.zeros((), jnp.int32),
+            goal=jnp.zeros((0,), jnp.int32))
+
+    return Physical(width=4 + chunk, pack=pack, unpack=unpack)
+
+
 def build_env(
     spec: EnvSpec,
     init: Callable[[jax.Array, PyTree], core.MPEState],
@@ -54,6 +104,7 @@ def build_env(
     reward: Callable[[core.MPEState, PyTree], jax.Array],
     heuristic: Callable[[jax.Array, core.MPEState, PyTree], jax.Array],
     colliders: slice | None = None,
+    physical: Physical | None = None,
 ) -> Env:
     """Builds the :class:`Env` of one scenario (see the module docstring).
 
@@ -64,7 +115,13 @@ def build_env(
     ``colliders`` (static slice of entities) restricts contact forces to the entities that can
     collide at all (see :func:`~.core.world_step`); ``params.world.collide`` still switches
     collisions within it, but cannot switch them on outside it.
+
+    With ``physical`` the env has ``physical_state`` and ``observe_physical`` (``observe``
+    of the unpacked state), its spec ``physical_state_dim``, and ``step`` also reports
+    ``info["final_physical_state"]``, the pre-reset state packed.
     """
+    if physical is not None:
+        spec = dataclasses.replace(spec, physical_state_dim=physical.width)
 
     def reset(key: jax.Array, params: PyTree) -> tuple[jax.Array, core.MPEState]:
         state = init(key, params)
@@ -84,7 +141,10 @@ def build_env(
         new_state = jax.tree.map(lambda r, s: jnp.where(truncated, r, s), reset_state, next_state)
         obs = observe(new_state, params)
         terminated = jnp.zeros((), bool)
-        return obs, new_state, rew, terminated, truncated, {"final_obs": final_obs}
+        info = {"final_obs": final_obs}
+        if physical is not None:
+            info["final_physical_state"] = physical.pack(next_state)
+        return obs, new_state, rew, terminated, truncated, info
 
     def random_action(key: jax.Array) -> jax.Array:
         if spec.continuous:
@@ -95,5 +155,13 @@ def build_env(
     def heuristic_action(key: jax.Array, state: core.MPEState, params: PyTree) -> jax.Array:
         return heuristic(key, state, params)
 
+    if physical is None:
+        return Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+                   random_action=random_action)
+
+    def observe_physical(packed: jax.Array, params: PyTree) -> jax.Array:
+        return observe(physical.unpack(packed), params)
+
     return Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
-               random_action=random_action)
+               random_action=random_action, physical_state=physical.pack,
+               observe_physical=observe_physical)

@@ -42,7 +42,7 @@ from flax import struct
 from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
-from jaxmarl_accel.envs.scenario import build_env, moves_decoder
+from jaxmarl_accel.envs.scenario import agents_and_still_landmarks, build_env, moves_decoder
 
 AGENT_COLOR = (0.35, 0.35, 0.85)
 LANDMARK_COLOR = (0.25, 0.25, 0.25)
@@ -179,5 +179,6 @@ def make(
         return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic, colliders=slice(0, n))
+                    heuristic, colliders=slice(0, n),
+                    physical=agents_and_still_landmarks(n, num_l, DIM_C))
     return env, params

@@ -42,7 +42,7 @@ from flax import struct
 
 from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
-from jaxmarl_accel.envs.scenario import build_env, moves_decoder
+from jaxmarl_accel.envs.scenario import agents_and_still_landmarks, build_env, moves_decoder
 
 PREDATOR_COLOR = (0.85, 0.35, 0.35)
 PREY_COLOR = (0.35, 0.85, 0.35)
@@ -211,5 +211,5 @@ def make(
         return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic)
+                    heuristic, physical=agents_and_still_landmarks(n, n_obs, DIM_C))
     return env, params
