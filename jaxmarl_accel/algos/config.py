@@ -16,7 +16,7 @@ CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 ACTOR_STEPS = ("linear", "full")
 ACTOR_STEP_CHOICES = ("auto", *ACTOR_STEPS)
 SHARING = ("agent", "team")
-CRITICS = ("joint", "knearest", "meanfield")
+CRITICS = ("joint", "knearest", "meanfield", "pic")
 SHARED_BATCHES = ("joint_steps", "pairs")
 LINEAR_ACTOR_STEP_FROM = 8
 """``actor_step="auto"`` uses the linear form from this many agents on: measured side by side
@@ -79,13 +79,16 @@ class AlgoConfig:
       sharing: ``"agent"`` (default): every agent has its own actor and critics, stacked on
         an agent axis; ``"team"``: one actor and one set of critics per team, shared by its
         agents and trained on their pooled samples (needs a critic whose input does not
-        grow with N: ``critic`` knearest or meanfield).
+        grow with N: ``critic`` knearest, meanfield or pic).
       critic: what agent i's critic reads: ``"joint"`` (default): every agent's observation
         and action (MADDPG's centralized critic, ``N (obs_dim + A)`` inputs);
         ``"knearest"``: its observation and action and the actions of its ``critic_k``
         nearest agents; ``"meanfield"``: its observation and action and the mean action of
-        those neighbours (Yang et al. 2018). See :mod:`~jaxmarl_accel.algos.local_critic`.
-      critic_k: neighbours a knearest or meanfield critic sees (at most N - 1).
+        those neighbours (Yang et al. 2018); ``"pic"``: a graph network over it and those
+        neighbours, node features each one's observation and action, invariant to the
+        neighbours' order (PIC, Liu et al. 2019). See
+        :mod:`~jaxmarl_accel.algos.local_critic`.
+      critic_k: neighbours a knearest, meanfield or pic critic sees (at most N - 1).
       shared_batch: what a team-shared learner trains on: ``"joint_steps"`` (default): every
         agent of each of the batch's joint steps (``batch_size x`` team size samples);
         ``"pairs"``: ``batch_size`` (joint step, agent) pairs, one agent of each team drawn
@@ -165,7 +168,7 @@ class AlgoConfig:
             raise ValueError(f"critic_k must be an int >= 1, got {self.critic_k!r}")
         if self.sharing == "team" and self.critic == "joint":
             raise ValueError("sharing 'team' needs a critic whose input does not grow with the "
-                             "agents: use --critic knearest or --critic meanfield")
+                             "agents: use --critic knearest, meanfield or pic")
         if self.shared_batch == "pairs" and self.sharing != "team":
             raise ValueError("shared_batch 'pairs' draws agents of a team-shared learner; it "
                              "needs --sharing team")

@@ -3,14 +3,19 @@
 The joint critic of MADDPG (:mod:`~jaxmarl_accel.algos.actor_critic`) reads every agent's
 observation and action, ``N (obs_dim + A)`` inputs per agent: at N = 1,000 and k = 8 that is
 57,000 inputs and about 58 GB of critics. Here agent i's critic reads its own observation
-and action and a neighbourhood of the other agents' actions:
+and action and a neighbourhood of the other agents' actions (and, for PIC, observations):
 
 * ``critic="knearest"``: the actions of its k nearest agents, nearest first,
   ``[o_i, a_i, a_{j_1}, .., a_{j_k}]`` (the neighbourhood the k-nearest observation of the
   MPE scenarios already describes);
 * ``critic="meanfield"``: the mean action of those k nearest agents,
   ``[o_i, a_i, mean_j a_j]`` (mean-field actor-critic, Yang et al. 2018, eq. 9, with the
-  neighbourhood of k nearest agents).
+  neighbourhood of k nearest agents);
+* ``critic="pic"``: a graph network over the nodes ``{i} ∪ {k nearest agents}`` with node
+  features ``[o_j, a_j]``, invariant to the neighbours' order (the permutation-invariant
+  critic of PIC, Liu et al. 2019, on agent i's neighbourhood;
+  :mod:`~jaxmarl_accel.algos.pic`). Its samples also carry the neighbours' observations at
+  ``obs`` and ``next_obs``; the other kinds' samples do not.
 
 The neighbours are found from the joint observation: the scenarios whose spec has
 ``position_columns`` hold each agent's absolute position in its observation, so the learner
@@ -30,8 +35,8 @@ Everything else is the skeleton of :mod:`~jaxmarl_accel.algos.actor_critic` and 
 algorithm's :class:`~jaxmarl_accel.algos.variant.Variant` (MADDPG, MATD3, MASAC): critic
 regression to ``y_i = r_i + gamma (1 - d_i) (min_c Q'_c(o'_i, a'_i, a'_N'(i)) + alpha H)``
 (paper 001 eq. 2) with next actions from the variant's next actors, the actor ascending
-its critic through its own action with the neighbours' actions from the replay (paper 001
-eq. 1), soft target updates after both (Alg. 1 line 14), MATD3's delay and MASAC's
+its critic through its own action with the neighbours' actions (and observations) from the
+replay (paper 001 eq. 1), soft target updates after both (Alg. 1 line 14), MATD3's delay and MASAC's
 temperature. Shapes: B sampled joint steps, N agents, G groups, P samples of one group, k
 neighbours, A action width, C critics.
 """
@@ -41,12 +46,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import chex
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxmarl_accel.algos import losses, networks
+from jaxmarl_accel.algos import losses, networks, pic
 from jaxmarl_accel.algos.actor_critic import (
     ActorInfo,
     AlgoState,
@@ -98,11 +104,19 @@ def positions(spec: EnvSpec, obs: jax.Array) -> jax.Array:
 
 
 def critic_features(kind: str, obs: jax.Array, action: jax.Array,
-                    neighbour_actions: jax.Array) -> jax.Array:
+                    neighbour_actions: jax.Array,
+                    neighbour_obs: jax.Array | None = None) -> jax.Array:
     """Agent i's critic input: ``[..., obs_dim + A + k A]`` (``"knearest"``: its observation,
-    its action and its k neighbours' actions, nearest first) or ``[..., obs_dim + 2 A]``
-    (``"meanfield"``: the neighbours' mean action), from ``obs [..., obs_dim]``, ``action
-    [..., A]`` and ``neighbour_actions [..., k, A]``."""
+    its action and its k neighbours' actions, nearest first), ``[..., obs_dim + 2 A]``
+    (``"meanfield"``: the neighbours' mean action) or ``[..., (1 + k) (obs_dim + A)]``
+    (``"pic"``: the node features ``[o_j, a_j]`` of i and its neighbours, i first), from
+    ``obs [..., obs_dim]``, ``action [..., A]``, ``neighbour_actions [..., k, A]`` and, for
+    ``"pic"`` only, ``neighbour_obs [..., k, obs_dim]``."""
+    if kind == "pic":
+        nodes = jnp.concatenate([
+            jnp.concatenate([obs[..., None, :], neighbour_obs], axis=-2),
+            jnp.concatenate([action[..., None, :], neighbour_actions], axis=-2)], axis=-1)
+        return nodes.reshape((*nodes.shape[:-2], -1))
     if kind == "meanfield":
         others = jnp.mean(neighbour_actions, axis=-2)
     else:
@@ -112,7 +126,18 @@ def critic_features(kind: str, obs: jax.Array, action: jax.Array,
 
 def critic_width(kind: str, obs_dim: int, action_dim: int, k: int) -> int:
     """Width of :func:`critic_features`' output: independent of the number of agents."""
+    if kind == "pic":
+        return (1 + k) * (obs_dim + action_dim)
     return obs_dim + action_dim + (action_dim if kind == "meanfield" else k * action_dim)
+
+
+def make_critic(config: AlgoConfig) -> nn.Module:
+    """One critic of ``config.critic``: ``[..., critic_width] -> [..., 1]``, an MLP of
+    ``hidden_sizes`` (knearest, meanfield) or PIC's graph network with one graph-convolution
+    layer per width of ``hidden_sizes`` over ``1 + critic_k`` nodes (pic)."""
+    if config.critic == "pic":
+        return pic.PermutationInvariantCritic(config.hidden_sizes, 1 + config.critic_k)
+    return networks.MLP(config.hidden_sizes, 1)
 
 
 class Block(NamedTuple):
@@ -163,7 +188,7 @@ class Skeleton(NamedTuple):
     dist: ActionDistribution
     groups: Groups
     actor_mlp: networks.MLP
-    critic_mlp: networks.MLP
+    critic_mlp: nn.Module  # an MLP or PIC's graph network (make_critic)
     actor_tx: optax.GradientTransformation
     critic_tx: optax.GradientTransformation
     alpha_tx: optax.GradientTransformation
@@ -191,7 +216,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
     return Skeleton(
         spec=spec, config=config, variant=variant, dist=dist, groups=groups,
         actor_mlp=networks.MLP(config.hidden_sizes, dist.out_size),
-        critic_mlp=networks.MLP(config.hidden_sizes, 1),
+        critic_mlp=make_critic(config),
         actor_tx=losses.make_optimizer(config.actor_lr, config.grad_clip),
         critic_tx=losses.make_optimizer(config.critic_lr, config.grad_clip),
         alpha_tx=optax.adam(config.alpha_lr),
@@ -266,6 +291,8 @@ class Samples(NamedTuple):
       next_action, next_bonus: its next action ``[.., A]`` and entropy bonus ``[..]``.
       next_obs: ``[.., obs_dim]``; next_neighbour_action: its k nearest agents' next actions
         (at ``next_obs``) ``[.., k, A]``; weight: the row's importance weight ``[..]``.
+      neighbour_obs, next_neighbour_obs: the k nearest agents' observations ``[.., k,
+        obs_dim]`` at ``obs`` and at ``next_obs`` (``critic="pic"``; ``None`` otherwise).
     """
 
     rows: jax.Array
@@ -280,6 +307,8 @@ class Samples(NamedTuple):
     next_bonus: jax.Array
     next_neighbour_action: jax.Array
     weight: jax.Array
+    neighbour_obs: jax.Array | None = None
+    next_neighbour_obs: jax.Array | None = None
 
 
 def _pairs(sk: Skeleton, block: Block, batch_size: int, key: jax.Array
@@ -311,7 +340,7 @@ def _neighbours(sk: Skeleton, obs: jax.Array, rows: jax.Array, agents: jax.Array
 def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
             key: jax.Array) -> list[Samples]:
     """The :class:`Samples` of every block, with next actions from the variant's next actors
-    (one key for the whole batch)."""
+    (one key for the whole batch) and, for ``critic="pic"``, the neighbours' observations."""
     bsz, n = batch.reward.shape
     pair_key, next_key = jax.random.split(key)
     pairs = [_pairs(sk, block, bsz, k) for block, k in
@@ -320,6 +349,7 @@ def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Arra
     total = sum(rows.size for rows, _ in pairs)
     every_agent = total >= bsz * n  # cheaper to find all agents' neighbours at once
     params, k = sk.variant.next_actors(state), sk.config.critic_k
+    with_obs = sk.config.critic == "pic"
     if every_agent:
         near = jax.vmap(lambda o: nearest_agents(positions(sk.spec, o), None, k))
         now, nxt = near(batch.obs), near(batch.next_obs)
@@ -335,6 +365,7 @@ def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Arra
         if every_agent:
             next_action, next_bonus = next_all[rows, agents], bonus_all[rows, agents]
             next_nb_action = next_all[rows[..., None], nb_next]
+            next_nb_obs = batch.next_obs[rows[..., None], nb_next] if with_obs else None
         else:  # only the samples' agents and their neighbours act
             who = jnp.concatenate([agents[..., None], nb_next], axis=-1)  # [Gb, P, 1 + k]
             obs = batch.next_obs[rows[..., None], who]
@@ -342,13 +373,16 @@ def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Arra
                 sk.dist, apply_at(sk, params, obs, who), sk.mask[who], block_key)
             next_action, next_bonus = acts[..., 0, :], bonus[..., 0]
             next_nb_action = acts[..., 1:, :]
+            next_nb_obs = obs[..., 1:, :] if with_obs else None
         out.append(Samples(
             rows=rows, agents=agents, obs=batch.obs[rows, agents],
             action=batch.action[rows, agents], reward=batch.reward[rows, agents],
             done=batch.done[rows, agents], neighbour_action=batch.action[rows[..., None], nb],
             next_obs=batch.next_obs[rows, agents], next_action=next_action,
             next_bonus=next_bonus, next_neighbour_action=next_nb_action,
-            weight=weights[rows]))
+            weight=weights[rows],
+            neighbour_obs=batch.obs[rows[..., None], nb] if with_obs else None,
+            next_neighbour_obs=next_nb_obs))
     return out
 
 
@@ -373,7 +407,7 @@ def _groups_of(sk: Skeleton, state: AlgoState, block: Block) -> Group:
 
 
 def _critic_loss(critic: PyTree, sk: Skeleton, s: Samples, y: jax.Array):
-    x = critic_features(sk.config.critic, s.obs, s.action, s.neighbour_action)
+    x = critic_features(sk.config.critic, s.obs, s.action, s.neighbour_action, s.neighbour_obs)
     return losses.critic_regression(critic, sk.critic_mlp, x, s.weight, y)
 
 
@@ -382,7 +416,7 @@ def _actor_loss(actor: PyTree, sk: Skeleton, critics: PyTree, s: Samples, key: j
     out = sk.actor_mlp.apply(actor, s.obs)
     mask = sk.mask[s.agents]
     own, bonus = sk.dist.sample(out, mask, key)
-    x = critic_features(sk.config.critic, s.obs, own, s.neighbour_action)
+    x = critic_features(sk.config.critic, s.obs, own, s.neighbour_action, s.neighbour_obs)
     q = jnp.min(networks.apply_critics(sk.critic_mlp, critics, x), axis=0)
     loss = -jnp.mean(q) - alpha * jnp.mean(bonus) + sk.config.actor_reg * sk.dist.reg(out, mask)
     return loss, jnp.mean(bonus)
@@ -391,7 +425,8 @@ def _actor_loss(actor: PyTree, sk: Skeleton, critics: PyTree, s: Samples, key: j
 def group_target(sk: Skeleton, group: Group, s: Samples) -> jax.Array:
     """One group's critic targets ``y [P]`` (paper 001 eq. 2 with the variant's entropy
     term; ``s`` leaves ``[P, ...]``)."""
-    x = critic_features(sk.config.critic, s.next_obs, s.next_action, s.next_neighbour_action)
+    x = critic_features(sk.config.critic, s.next_obs, s.next_action, s.next_neighbour_action,
+                        s.next_neighbour_obs)
     return losses.bootstrap_target(sk.critic_mlp, group.target_critic, x, s.reward, s.done,
                                    s.next_bonus, sk.variant.alpha(group.log_alpha),
                                    sk.config.gamma)

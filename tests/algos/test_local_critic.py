@@ -82,14 +82,17 @@ def _np_neighbours(pos, i, k):
     return np.argsort(d, kind="stable")[:k]
 
 
-@pytest.mark.parametrize("sharing, critic", [("agent", "knearest"), ("team", "meanfield"),
-                                             ("team", "knearest")])
-def test_critic_targets_match_a_loop_over_agents(sharing, critic):
-    """y_i = r_i + gamma (1 - d_i) Q'_g(i)(o'_i, a'_i, a'_nb), computed agent by agent with
-    numpy neighbours (MADDPG, deterministic continuous actors: no sampling noise)."""
+@pytest.mark.parametrize("sharing, critic, batch", [
+    ("agent", "knearest", "joint_steps"), ("team", "meanfield", "joint_steps"),
+    ("team", "knearest", "joint_steps"), ("agent", "pic", "joint_steps"),
+    ("team", "pic", "pairs")])
+def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
+    """y_i = r_i + gamma (1 - d_i) Q'_g(i)(o'_i, a'_i, a'_nb (, o'_nb)), computed agent by
+    agent with numpy neighbours (MADDPG, deterministic continuous actors: no sampling
+    noise)."""
     env, params = make("simple_tag", num_predators=5, num_prey=2, k_nearest=3,
                        continuous_actions=True)
-    config = AlgoConfig(sharing=sharing, critic=critic, critic_k=3)
+    config = AlgoConfig(sharing=sharing, critic=critic, critic_k=3, shared_batch=batch)
     variant = variant_of("maddpg", env.spec, config)
     sk = lc.make_skeleton(env.spec, config, variant)
     state = lc.init(sk, jax.random.PRNGKey(0))
@@ -105,20 +108,24 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic):
                 row, i = int(s.rows[gi, p]), int(s.agents[gi, p])
                 nxt = np.asarray(batch.next_obs[row])
                 nb = _np_neighbours(nxt[:, 2:4], i, k)
-                act = lambda j: jax.nn.sigmoid(sk.actor_mlp.apply(
-                    jax.tree.map(lambda x: x[sk.groups.of_agent[j]], state.target_actor),
-                    nxt[j]))
+
+                def act(j, nxt=nxt):
+                    actor = jax.tree.map(lambda leaf, j=j: leaf[sk.groups.of_agent[j]],
+                                         state.target_actor)
+                    return jax.nn.sigmoid(sk.actor_mlp.apply(actor, nxt[j]))
+
                 others = jnp.stack([act(j) for j in nb])
-                x = lc.critic_features(critic, nxt[i], act(i), others)
-                q = sk.critic_mlp.apply(jax.tree.map(lambda c: c[g, 0], state.target_critic),
-                                        x)[0]
+                x = lc.critic_features(critic, nxt[i], act(i), others, nxt[nb])
+                q = sk.critic_mlp.apply(jax.tree.map(lambda c, g=g: c[g, 0],
+                                                     state.target_critic), x)[0]
                 want = batch.reward[row, i] + gamma * (1 - batch.done[row, i]) * q
                 np.testing.assert_allclose(y[gi, p], want, rtol=1e-5, atol=1e-5)
 
 
-def test_pairs_draw_one_agent_of_each_team_per_joint_step():
+@pytest.mark.parametrize("critic", ["knearest", "pic"])
+def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
     env, params = make("simple_tag", num_predators=6, num_prey=2, k_nearest=3)
-    config = AlgoConfig(sharing="team", critic="knearest", critic_k=3, shared_batch="pairs")
+    config = AlgoConfig(sharing="team", critic=critic, critic_k=3, shared_batch="pairs")
     sk = lc.make_skeleton(env.spec, config, variant_of("matd3", env.spec, config))
     state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 5)
@@ -133,6 +140,13 @@ def test_pairs_draw_one_agent_of_each_team_per_joint_step():
             nb = _np_neighbours(np.asarray(batch.obs[p, :, 2:4]), i, 3)
             np.testing.assert_array_equal(s.neighbour_action[0, p], batch.action[p, nb])
             np.testing.assert_array_equal(s.obs[0, p], batch.obs[p, i])
+            if critic == "pic":
+                np.testing.assert_array_equal(s.neighbour_obs[0, p], batch.obs[p, nb])
+                nb_next = _np_neighbours(np.asarray(batch.next_obs[p, :, 2:4]), i, 3)
+                np.testing.assert_array_equal(s.next_neighbour_obs[0, p],
+                                              batch.next_obs[p, nb_next])
+            else:
+                assert s.neighbour_obs is None and s.next_neighbour_obs is None
 
 
 def test_team_loss_is_the_mean_of_its_agents_losses():
@@ -159,6 +173,7 @@ def test_team_loss_is_the_mean_of_its_agents_losses():
     ("maddpg", "agent", "knearest", "joint_steps"),
     ("matd3", "team", "meanfield", "pairs"),
     ("masac", "team", "knearest", "joint_steps"),
+    ("matd3", "team", "pic", "pairs"),
 ])
 def test_trains_under_jit(algo, sharing, critic, batch):
     config = TrainConfig(
@@ -199,6 +214,9 @@ def test_actor_gradient_flows_through_its_own_action_only():
     ({"sharing": "team"}, "sharing 'team' needs a critic"),
     ({"sharing": "team", "critic": "knearest", "learners": "sequential"}, "learners"),
     ({"critic": "meanfield", "actor_step": "linear"}, "actor_step 'linear'"),
+    ({"critic": "pic", "actor_step": "full"}, "actor_step 'full'"),
+    ({"critic": "pic", "learners": "sequential"}, "learners 'sequential'"),
+    ({"shared_batch": "pairs", "critic": "pic"}, "needs --sharing team"),
     ({"shared_batch": "pairs", "critic": "knearest"}, "needs --sharing team"),
     ({"critic": "nearest"}, "critic must be one of"),
     ({"critic_k": 0}, "critic_k must be an int >= 1"),
@@ -209,19 +227,23 @@ def test_bad_combinations_are_one_line_errors(kwargs, message):
     assert "\n" not in str(err.value)
 
 
-def test_neighbourhood_larger_than_the_agents_is_refused():
+@pytest.mark.parametrize("critic", ["knearest", "pic"])
+def test_neighbourhood_larger_than_the_agents_is_refused(critic):
     env, _ = make("simple_spread", num_agents=4)
-    with pytest.raises(ValueError, match="can see 1 to 3 other agents"):
-        make_algo("maddpg", env.spec, AlgoConfig(critic="knearest", critic_k=4))
+    with pytest.raises(ValueError, match="can see 1 to 3 other agents") as err:
+        make_algo("maddpg", env.spec, AlgoConfig(critic=critic, critic_k=4))
+    assert "\n" not in str(err.value)
     env, _ = make("simple_speaker_listener")
-    with pytest.raises(ValueError, match="observations hold no positions"):
-        make_algo("maddpg", env.spec, AlgoConfig(critic="knearest", critic_k=1))
+    with pytest.raises(ValueError, match="observations hold no positions") as err:
+        make_algo("maddpg", env.spec, AlgoConfig(critic=critic, critic_k=1))
+    assert "\n" not in str(err.value)
 
 
-def test_team_sharing_keeps_parameters_independent_of_the_agents():
+@pytest.mark.parametrize("critic", ["knearest", "pic"])
+def test_team_sharing_keeps_parameters_independent_of_the_agents(critic):
     small, _ = make("simple_spread", num_agents=4, k_nearest=3)
     large, _ = make("simple_spread", num_agents=40, k_nearest=3)
-    config = AlgoConfig(sharing="team", critic="knearest", critic_k=3)
+    config = AlgoConfig(sharing="team", critic=critic, critic_k=3)
     sizes = [sum(x.size for x in jax.tree.leaves(make_algo("maddpg", env.spec, config).init(
         jax.random.PRNGKey(0)))) for env in (small, large)]
     assert sizes[0] == sizes[1]
