@@ -36,9 +36,9 @@ algorithm's :class:`~jaxmarl_accel.algos.variant.Variant` (MADDPG, MATD3, MASAC)
 regression to ``y_i = r_i + gamma (1 - d_i) (min_c Q'_c(o'_i, a'_i, a'_N'(i)) + alpha H)``
 (paper 001 eq. 2) with next actions from the variant's next actors, the actor ascending
 its critic through its own action with the neighbours' actions (and observations) from the
-replay (paper 001 eq. 1), soft target updates after both (Alg. 1 line 14), MATD3's delay and MASAC's
-temperature. Shapes: B sampled joint steps, N agents, G groups, P samples of one group, k
-neighbours, A action width, C critics.
+replay (paper 001 eq. 1), soft target updates after both (Alg. 1 line 14), MATD3's delay
+and MASAC's temperature. Shapes: B sampled joint steps, N agents, G groups, P samples of
+one group, k neighbours, A action width, C critics.
 """
 
 from __future__ import annotations
