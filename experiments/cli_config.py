@@ -201,6 +201,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         NEXT_OBS,
         PREY_MODES,
         REPLAY_MODES,
+        REPLAY_OBS,
         SAMPLERS,
     )
     from jaxmarl_accel.envs import SCENARIOS
@@ -208,7 +209,8 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
-            "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS, "agent": AGENTS,
+            "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS,
+            "replay_obs": REPLAY_OBS, "agent": AGENTS,
             "macpo_normalization": NORMALIZATIONS, "actor_step": ACTOR_STEP_CHOICES,
             "sharing": SHARING, "critic": CRITICS, "shared_batch": SHARED_BATCHES}
 

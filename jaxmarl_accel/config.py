@@ -22,6 +22,7 @@ from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
 
 PREY_MODES = ("trained", "heuristic")
 REPLAY_MODES = ("auto", "transition", "episode")
+REPLAY_OBS = ("observation", "physical_state")
 
 
 def _positive(name: str, value: int) -> None:
@@ -53,6 +54,15 @@ class TrainConfig:
         ``"next_slot"``: each observation is stored once and ``next_obs`` read from the same
         env's next slot, with pre-reset observations kept aside; same samples bit for bit,
         a smaller replay. Transition replay of envs whose episodes have a fixed length.
+      replay_obs: ``"observation"`` (the replay keeps each joint step's observations) or
+        ``"physical_state"``: it keeps the env's physical state instead (agents' positions
+        and velocities, landmark positions: ``Env.physical_state``, spread and tag) and
+        recomputes the observations with the env's own observation function when it
+        samples: 6 numbers per agent instead of 52 in k = 8 spread, paid for by observing
+        every sampled joint step. The observations are the env's, bit for bit in spread (in
+        tag the first of an episode to the last bit); runs agree to float rounding.
+        Combines with replay_next_obs (next_slot: the next state is read from the next
+        slot). Transition replay.
       buffer_capacity: transitions held by the replay buffer.
       batch_size: transitions per update.
       num_envs: environments stepped in parallel per seed (E).
@@ -79,6 +89,7 @@ class TrainConfig:
     layout: str = "transition_major"
     index_sharing: str = "shared"
     replay_next_obs: str = "stored"
+    replay_obs: str = "observation"
     buffer_capacity: int = 1_000_000
     batch_size: int = 1024
     num_envs: int = 10
@@ -101,7 +112,8 @@ class TrainConfig:
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES),
                                    ("replay", self.replay, REPLAY_MODES),
-                                   ("replay_next_obs", self.replay_next_obs, NEXT_OBS)):
+                                   ("replay_next_obs", self.replay_next_obs, NEXT_OBS),
+                                   ("replay_obs", self.replay_obs, REPLAY_OBS)):
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
@@ -139,6 +151,9 @@ class TrainConfig:
         if self.replay_next_obs != "stored":
             raise ValueError(f"replay_next_obs {self.replay_next_obs!r}: episode replay stores "
                              "whole episodes; use stored")
+        if self.replay_obs != "observation":
+            raise ValueError(f"replay_obs {self.replay_obs!r}: episode replay stores whole "
+                             "episodes; use observation")
         if self.index_sharing != "shared":
             raise ValueError(f"index_sharing {self.index_sharing!r}: episode replay draws one "
                              "batch of episodes for all agents; use shared")

@@ -60,6 +60,7 @@ class LearnStep(NamedTuple):
 def transition_step(
     env: Env, env_params: PyTree, policy: LearnerPolicyFn, algo_state: PyTree,
     env_state: PyTree, obs: jax.Array, act_key: jax.Array, step_key: jax.Array,
+    physical_state: bool = False,
 ) -> EnvStep:
     """Step E envs once under ``policy`` and package the step as transitions.
 
@@ -74,19 +75,25 @@ def transition_step(
       obs: current observations ``[E, N, obs_dim]``.
       act_key: split into one key per env for the policy.
       step_key: split into one key per env for ``env.step``.
+      physical_state: the transitions' ``obs`` and ``next_obs`` hold the envs' packed
+        physical states ``[E, N, F]`` (``env.physical_state`` of the states before the step,
+        ``info["final_physical_state"]``) instead of the observations, for a replay that
+        recomputes the observations when it samples.
 
     Returns:
       :class:`EnvStep`.
     """
     num_envs = obs.shape[0]
+    stored_obs = jax.vmap(env.physical_state)(env_state) if physical_state else obs
     env_action, action_vec = jax.vmap(policy, in_axes=(None, 0, 0, 0, None))(
         algo_state, jax.random.split(act_key, num_envs), obs, env_state, env_params)
     next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
         env.step, in_axes=(0, 0, 0, None))(
         jax.random.split(step_key, num_envs), env_state, env_action, env_params)
     done = jnp.broadcast_to(terminated[:, None], reward.shape).astype(jnp.float32)
-    transition = Transition(obs=obs, action=action_vec, reward=reward,
-                            next_obs=info["final_obs"], done=done)
+    final = info["final_physical_state"] if physical_state else info["final_obs"]
+    transition = Transition(obs=stored_obs, action=action_vec, reward=reward, next_obs=final,
+                            done=done)
     return EnvStep(transition, env_state, next_obs, terminated | truncated)
 
 
@@ -115,9 +122,12 @@ def learn_step(
     return LearnStep(algo_state, buffer_state, metrics)
 
 
-def example_transition(spec: Any, action_dim: int) -> Transition:
-    """A zero transition of one joint step (leaves ``[N, ...]``), the shape a buffer stores."""
-    obs = jnp.zeros((spec.num_agents, spec.obs_dim), jnp.float32)
+def example_transition(spec: Any, action_dim: int, physical_state: bool = False) -> Transition:
+    """A zero transition of one joint step (leaves ``[N, ...]``), the shape a buffer stores;
+    with ``physical_state`` its ``obs`` and ``next_obs`` are packed physical states
+    ``[N, spec.physical_state_dim]`` (see :func:`transition_step`)."""
+    width = spec.physical_state_dim if physical_state else spec.obs_dim
+    obs = jnp.zeros((spec.num_agents, width), jnp.float32)
     return Transition(obs=obs, action=jnp.zeros((spec.num_agents, action_dim), jnp.float32),
                       reward=jnp.zeros(spec.num_agents, jnp.float32), next_obs=obs,
                       done=jnp.zeros(spec.num_agents, jnp.float32))

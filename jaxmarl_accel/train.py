@@ -164,7 +164,8 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
                          index_sharing=config.index_sharing, **cfg.buffer_kwargs(config),
-                         **next_obs_kwargs(config, spec))
+                         **next_obs_kwargs(config, spec),
+                         **replay_obs_kwargs(config, env, env_params))
     scripted_prey = config.prey == "heuristic"
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
@@ -173,6 +174,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
                                           learner_policy(env, algo, scripted_prey, explore=True))
     greedy = learner_policy(env, algo, scripted_prey, explore=False)
     num_envs, rounds = config.num_envs, cfg.rounds_per_chunk(config)
+    physical = config.replay_obs == "physical_state"
 
     def init(key: jax.Array) -> TrainState:
         algo_key, reset_key, run_key = jax.random.split(key, 3)
@@ -180,7 +182,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
             jax.random.split(reset_key, num_envs), env_params)
         return TrainState(
             algo=algo.init(algo_key),
-            buffer=buffer.init(example_transition(spec, algo.action_dim)),
+            buffer=buffer.init(example_transition(spec, algo.action_dim, physical)),
             env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
             key=run_key, env_steps=jnp.zeros((), jnp.int32))
@@ -231,6 +233,28 @@ def next_obs_kwargs(config: cfg.TrainConfig, spec: Any) -> dict[str, Any]:
                 episode_length=spec.episode_length)
 
 
+OBSERVE_ENTRIES = 2**24
+"""Agent pairs (joint steps x N^2) a physical-state replay observes at once when it samples:
+the k-nearest observations build ``[N, N]`` distance arrays, so at N = 1,000 it observes 16
+joint steps at a time (0.2 GB of temporaries) instead of a batch of 256 at once (5 GB); up
+to 128 agents a batch of 1,024 is observed at once."""
+
+
+def replay_obs_kwargs(config: cfg.TrainConfig, env: Env, env_params: PyTree
+                      ) -> dict[str, Any]:
+    """``make_buffer``'s ``observe`` options for ``config.replay_obs``: with
+    ``"physical_state"``, the env's own observation function of a packed physical state
+    (``env.observe_physical`` at ``env_params``), :data:`OBSERVE_ENTRIES` agent pairs at a
+    time; a one-line ValueError for an env without one."""
+    if config.replay_obs == "observation":
+        return {}
+    if env.observe_physical is None:
+        raise ValueError(f"replay_obs {config.replay_obs!r}: {env.spec.name} has no physical "
+                         "state to recompute its observations from; use observation")
+    return dict(observe=lambda physical: env.observe_physical(physical, env_params),
+                observe_chunk=max(1, OBSERVE_ENTRIES // env.spec.num_agents**2))
+
+
 def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:
     """``run_round`` for rounds before ``total_rounds``; later rounds (the rest of a shorter
     last chunk, which runs in the same compiled scan) leave the state as it is and report
@@ -258,6 +282,7 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
     num_envs, iters = config.num_envs, cfg.iters_per_round(config)
     updates, steps_per_round = cfg.updates_per_round(config), cfg.steps_per_round(config)
     start_updates_after = max(config.learning_starts, config.batch_size)
+    physical = config.replay_obs == "physical_state"
 
     episode_length = env.spec.episode_length
 
@@ -267,7 +292,7 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
             state = state.replace(algo=algo.observe(state.algo, state.env_steps,
                                                     state.env_steps // episode_length))
         step = transition_step(env, env_params, behaviour, state.algo, state.env_state,
-                               state.obs, act_key, step_key)
+                               state.obs, act_key, step_key, physical_state=physical)
         ended = step.ended[:, None]
         episode_return = state.episode_return + step.transition.reward
         finished = EpisodeEnds(jnp.sum(jnp.where(ended, episode_return, 0.0), axis=0),

@@ -17,6 +17,7 @@ from jaxmarl_accel.buffers.locality import make_prioritized_locality
 from jaxmarl_accel.buffers.neighbor import WINDOWS, make_neighbor
 from jaxmarl_accel.buffers.next_slot import check_next_obs, derive_next_obs
 from jaxmarl_accel.buffers.prioritized import PerSettings, make_per
+from jaxmarl_accel.buffers.recompute import Observe, check_observe, recompute_obs
 from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
@@ -86,6 +87,9 @@ def estimate_bytes(
 
     ``example_transition`` has leaves ``[N, ...]`` (arrays or ``jax.ShapeDtypeStruct``).
     Under ``vmap`` over S seeds the need is S times this. Pure: no memory is queried.
+    ``sampler_kwargs`` also takes :func:`make_buffer`'s ``next_obs``, ``num_envs``,
+    ``episode_length``, ``observe`` and ``observe_chunk`` (a compact replay's example holds
+    its compact rows).
     """
     buffer = make_buffer(sampler, capacity=capacity, batch_size=batch_size, layout=layout,
                          **sampler_kwargs)
@@ -356,7 +360,8 @@ SAMPLERS: tuple[str, ...] = tuple(FACTORIES)
 def make_buffer(
     sampler: str, *, capacity: int, batch_size: int, layout: str = "transition_major",
     index_sharing: str = "shared", next_obs: str = "stored", num_envs: int | None = None,
-    episode_length: int | None = None, **sampler_kwargs: Any,
+    episode_length: int | None = None, observe: Observe | None = None,
+    observe_chunk: int | None = None, **sampler_kwargs: Any,
 ) -> Buffer:
     """Build the buffer of one sampler kind; ``sampler_kwargs`` go to its factory.
 
@@ -365,6 +370,12 @@ def make_buffer(
     small head and side ring for the newest slots and episode ends; samples equal the
     stored mode's bit for bit (:mod:`~jaxmarl_accel.buffers.next_slot`). ``episode_length``
     (the fewest adds any episode lasts, if known) sizes the side ring.
+
+    ``observe`` (``compact [N, F] -> observations [N, D]``): the transitions added hold
+    compact rows in ``obs`` and ``next_obs`` (e.g. an env's packed physical state), stored
+    (or read from the next slot) in their place; samples hold ``observe`` of them,
+    computed ``observe_chunk`` joint steps at a time (None: all at once)
+    (:mod:`~jaxmarl_accel.buffers.recompute`).
 
     Unknown keyword arguments raise ``ValueError`` naming the argument and the valid ones.
     """
@@ -376,10 +387,11 @@ def make_buffer(
                 f"{name}: not an option of sampler {sampler!r}; valid: {sorted(valid)}"
             )
     check_next_obs(next_obs, num_envs, episode_length, capacity, layout)
+    check_observe(observe, observe_chunk, layout)
     buffer = factory(capacity=capacity, batch_size=batch_size, layout=layout,
                      index_sharing=index_sharing, **sampler_kwargs)
-    if next_obs == "stored":
-        return buffer
-    return derive_next_obs(buffer, capacity=capacity, num_envs=num_envs,
-                           episode_length=episode_length, layout=LAYOUTS[layout])
+    if next_obs == "next_slot":
+        buffer = derive_next_obs(buffer, capacity=capacity, num_envs=num_envs,
+                                 episode_length=episode_length, layout=LAYOUTS[layout])
+    return buffer if observe is None else recompute_obs(buffer, observe, observe_chunk)
 
