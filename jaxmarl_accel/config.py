@@ -58,8 +58,8 @@ class TrainConfig:
         ``"physical_state"``: it keeps the env's physical state instead (agents' positions
         and velocities, landmark positions: ``Env.physical_state``, spread and tag) and
         recomputes the observations with the env's own observation function when it
-        samples: 6 numbers per agent instead of 52 in k = 8 spread, paid for by observing
-        every sampled joint step. The observations are the env's, bit for bit in spread (in
+        samples (6 numbers per agent instead of 52 in k = 8 spread, paid for by observing
+        every sampled joint step). The observations are the env's, bit for bit in spread (in
         tag the first of an episode to the last bit); runs agree to float rounding.
         Combines with replay_next_obs (next_slot: the next state is read from the next
         slot). Transition replay.
