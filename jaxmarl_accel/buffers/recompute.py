@@ -9,9 +9,10 @@ array to the observations, e.g. the env's own observation function
 (:attr:`~jaxmarl_accel.envs.Env.observe_physical`). The buffer stores the compact arrays
 as it would store observations (``next_obs`` stored, or read from the next slot with
 :mod:`~jaxmarl_accel.buffers.next_slot`, which then keeps the pre-reset states aside);
-``sample`` applies ``observe`` to the sampled ``obs`` and ``next_obs``. When ``observe``
-gives the observation the env gave for the state, bit for bit (tested for spread and tag),
-batches equal those of a buffer that stores the observations, bit for bit.
+``sample`` applies ``observe`` to the sampled ``obs`` and ``next_obs``: batches equal
+those of a buffer of the observations ``observe`` gives, bit for bit (tested). They equal
+those of a buffer of the env's observations where ``observe`` gives the env's own bit for
+bit: always in spread; in tag but for the first observation of an episode (the last bit).
 
 The saving is paid for at every sample: ``observe`` runs on the ``2B`` sampled joint steps
 (``2NB`` with per-agent index sharing); a k-nearest observation searches ``[N, N]``
