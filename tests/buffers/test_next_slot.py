@@ -130,14 +130,24 @@ SAMPLERS = [
        min_length=st.sampled_from([None, 3]))
 def test_samples_equal_the_stored_modes_bit_for_bit(
         sampler, kwargs, config, capacity, num_envs, seed, rounds, min_length):
-    (buf_a, add_a, sample_a, update_a), (buf_b, add_b, sample_b, update_b) = pair(
-        sampler, kwargs, capacity, num_envs, min_length, **config)
-    state_a, state_b = buf_a.init(example()), buf_b.init(example())
-    rng = np.random.default_rng(seed)
+    buffers = pair(sampler, kwargs, capacity, num_envs, min_length, **config)
     num_adds = max(1, math.ceil(rounds * capacity / num_envs))
+    batches = ((batch, batch) for batch in chain(seed, num_envs, num_adds, min_length, 0.6))
+    samples = sample_in_lockstep(buffers, (example(), example()), batches, seed)
+    assert samples or num_adds * num_envs < BATCH
+
+
+def sample_in_lockstep(buffers, examples, batches, seed: int) -> int:
+    """Adds each ``(batch_a, batch_b)`` of ``batches`` to buffers a and b (each ``(buffer,
+    add, sample, update_priorities)``), samples both with the same key once they can, checks
+    the samples and then the sampler states after the same priority updates are equal bit
+    for bit; returns the number of samples compared."""
+    (buf_a, add_a, sample_a, update_a), (buf_b, add_b, sample_b, update_b) = buffers
+    state_a, state_b = buf_a.init(examples[0]), buf_b.init(examples[1])
+    rng = np.random.default_rng(seed)
     samples = 0
-    for step, batch in enumerate(chain(seed, num_envs, num_adds, min_length, 0.6)):
-        state_a, state_b = add_a(state_a, batch), add_b(state_b, batch)
+    for step, (batch_a, batch_b) in enumerate(batches):
+        state_a, state_b = add_a(state_a, batch_a), add_b(state_b, batch_b)
         if not buf_a.can_sample(state_a):
             continue
         key = jax.random.PRNGKey(step)
@@ -148,7 +158,7 @@ def test_samples_equal_the_stored_modes_bit_for_bit(
         state_b = update_b(state_b, got.indices, errors)
         assert_same_bits(state_b.sampler, state_a.sampler)
         samples += 1
-    assert samples or num_adds * num_envs < BATCH
+    return samples
 
 
 def test_an_overwritten_side_entry_is_never_returned():

@@ -22,7 +22,7 @@ from jaxmarl_accel.envs import make
 from jaxmarl_accel.steps import example_transition, transition_step
 from jaxmarl_accel.types import Transition
 from tests.buffers.helpers import NO_SHRINK
-from tests.buffers.test_next_slot import SAMPLERS, assert_same_bits
+from tests.buffers.test_next_slot import SAMPLERS, assert_same_bits, sample_in_lockstep
 
 ENV, PARAMS = make("simple_spread", num_agents=3, k_nearest=2)
 AGENTS, WIDTH, BATCH = ENV.spec.num_agents, ENV.spec.physical_state_dim, 8
@@ -95,25 +95,11 @@ def pair(sampler: str, kwargs: tuple, capacity: int, num_envs: int, next_obs: st
 def test_samples_equal_the_observation_replays_bit_for_bit(
         sampler, kwargs, config, next_obs, chunk, seed, rounds, min_length):
     capacity, num_envs = 20, 3  # chunk 3: the 8 (24 per-agent) joint steps in a scan
-    (buf_a, add_a, sample_a, update_a), (buf_b, add_b, sample_b, update_b) = pair(
-        sampler, kwargs, capacity, num_envs, next_obs, chunk, **config)
-    state_a, state_b = buf_a.init(example(False)), buf_b.init(example(True))
-    rng = np.random.default_rng(seed)
+    buffers = pair(sampler, kwargs, capacity, num_envs, next_obs, chunk, **config)
     num_adds = max(1, math.ceil(rounds * capacity / num_envs))
-    samples = 0
-    for step, (compact, obs) in enumerate(chain(seed, num_envs, num_adds, min_length, 0.6)):
-        state_a, state_b = add_a(state_a, obs), add_b(state_b, compact)
-        if not buf_a.can_sample(state_a):
-            continue
-        key = jax.random.PRNGKey(step)
-        got, want = sample_b(state_b, key), sample_a(state_a, key)
-        assert_same_bits(got, want)
-        errors = jnp.asarray(rng.exponential(size=(*want.indices.shape, AGENTS)), jnp.float32)
-        state_a = update_a(state_a, want.indices, errors)
-        state_b = update_b(state_b, got.indices, errors)
-        assert_same_bits(state_b.sampler, state_a.sampler)
-        samples += 1
-    assert samples
+    batches = ((obs, compact) for compact, obs in
+               chain(seed, num_envs, num_adds, min_length, 0.6))
+    assert sample_in_lockstep(buffers, (example(False), example(True)), batches, seed)
 
 
 def random_policy(env):
