@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed chunks after the warm-up chunk (default: 2)")
     cli_config.add_dataclass_flags(
         parser.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"),
-        TrainConfig, only=("algo", "replay_next_obs", "buffer_capacity", "batch_size",
+        TrainConfig, only=("algo", "replay_next_obs", "replay_obs", "buffer_capacity", "batch_size",
                            "num_envs", "update_every"),
         choices=cli_config.train_choices(),
         defaults={"buffer_capacity": 2_000, "batch_size": 32, "num_envs": 10,
@@ -109,7 +109,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, shared_batch: str
             "critic": config.algo_config.critic, "shared_batch": shared_batch,
             "num_envs": args.num_envs, "batch": args.batch_size,
             "update_every": args.update_every, "capacity": args.buffer_capacity,
-            "replay_next_obs": config.replay_next_obs,
+            "replay_next_obs": config.replay_next_obs, "replay_obs": config.replay_obs,
             "env_steps_per_s": train_rate, "agent_steps_per_s": train_rate * n,
             "rollout_env_steps_per_s": roll_rate, "rollout_agent_steps_per_s": roll_rate * n,
             "compile_s": compile_s, "rollout_compile_s": roll_compile_s,
