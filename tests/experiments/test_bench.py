@@ -57,11 +57,13 @@ def test_scale_bench_times_team_learners_and_the_rollout_alone(tmp_path, capsys)
     path = tmp_path / "scale" / "scale.json"
     main(["scale", "--json", str(path), "--envs", "simple_tag", "--agents", "6",
           "--k-nearest", "3", "--critic-k", "3", "--num-envs", "2", "--update-every", "10",
-          "--batch-size", "8", "--capacity", "200", "--chunk-steps", "40", "--chunks", "1"])
+          "--batch-size", "8", "--capacity", "200", "--chunk-steps", "40", "--chunks", "1",
+          "--replay-obs", "physical_state"])
     records = json.loads(path.read_text())
     assert [r["shared_batch"] for r in records] == ["pairs", "joint_steps"]
     for r in records:
         assert r["num_agents"] == 7 and r["critic"] == "knearest"
+        assert r["replay_obs"] == "physical_state"
         assert r["agent_steps_per_s"] == pytest.approx(7 * r["env_steps_per_s"])
         assert r["rollout_env_steps_per_s"] > 0 and r["compile_s"] > 0
     assert "rollout" in capsys.readouterr().out
