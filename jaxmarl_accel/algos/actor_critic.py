@@ -407,15 +407,6 @@ def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
     source); ``update`` is composed of the per-agent functions behind ``phases``."""
     sk = make_skeleton(spec, config, variant)
 
-    def init_fn(key: jax.Array) -> AlgoState:
-        return init(sk, key)
-
-    def act_fn(state: AlgoState, obs: jax.Array, key: jax.Array, explore: bool):
-        return act(sk, state, obs, key, explore)
-
-    def update_fn(state: AlgoState, batch: Transition, weights: jax.Array, key: jax.Array):
-        return update(sk, state, batch, weights, key)
-
     def target_q_fn(state: AlgoState, batch: Transition, key: jax.Array) -> jax.Array:
         return target_q(sk, state, batch, key)
 
@@ -430,5 +421,24 @@ def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
 
     phases = Phases(target_q=target_q_fn, critic_step=critic_step_fn,
                     actor_step=actor_step_fn, target_update=target_update_fn)
+    return bind_learner(sk, init, act, update, phases)
+
+
+def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callable,
+                 phases: Phases | None) -> Algo:
+    """The :class:`Algo` of a transition-replay learner whose ``init_of(sk, key)``,
+    ``act_of(sk, state, obs, key, explore)`` and ``update_of(sk, state, batch, weights,
+    key)`` take its static skeleton ``sk`` first (which has the action distribution
+    ``sk.dist``): the three with ``sk`` bound, as plain functions."""
+
+    def init_fn(key: jax.Array) -> AlgoState:
+        return init_of(sk, key)
+
+    def act_fn(state: AlgoState, obs: jax.Array, key: jax.Array, explore: bool):
+        return act_of(sk, state, obs, key, explore)
+
+    def update_fn(state: AlgoState, batch: Transition, weights: jax.Array, key: jax.Array):
+        return update_of(sk, state, batch, weights, key)
+
     return Algo(init=init_fn, act=act_fn, update=update_fn, action_dim=sk.dist.action_dim,
                 phases=phases, needs=Needs(replay="transition"))

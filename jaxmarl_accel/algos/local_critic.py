@@ -57,11 +57,12 @@ from jaxmarl_accel.algos.actor_critic import (
     ActorInfo,
     AlgoState,
     CriticInfo,
+    bind_learner,
     finish_update,
     target_entropy_of,
     update_metrics,
 )
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.variant import Variant
@@ -534,17 +535,5 @@ def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
     """The learner of ``variant`` with critics of ``config.critic`` and parameters shared as
     ``config.sharing`` says. ``phases`` is ``None``: the phases of a joint learner's update
     (``experiments.characterize``) are not split out here."""
-    sk = make_skeleton(spec, config, variant)
-
-    def init_fn(key: jax.Array) -> AlgoState:
-        return init(sk, key)
-
-    def act_fn(state: AlgoState, obs: jax.Array, key: jax.Array, explore: bool):
-        return act(sk, state, obs, key, explore)
-
-    def update_fn(state: AlgoState, batch: Transition, weights: jax.Array, key: jax.Array):
-        return update(sk, state, batch, weights, key)
-
-    return Algo(init=init_fn, act=act_fn, update=update_fn, action_dim=sk.dist.action_dim,
-                phases=None, needs=Needs(replay="transition"))
+    return bind_learner(make_skeleton(spec, config, variant), init, act, update, None)
 
