@@ -33,6 +33,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.config import TrainConfig
+
 MADDPG_TORCH_URL = "https://github.com/Git-123-Hub/maddpg-pettingzoo-pytorch"
 PEERS_EXTRA = "pip install -e '.[peers]'"
 
@@ -56,16 +59,16 @@ class PeerSettings:
       seed: seed of the peers' torch, NumPy and env generators.
     """
 
-    batch_size: int = 1024
-    update_every: int = 100
-    num_envs: int = 10
-    buffer_capacity: int = 100_000
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    actor_lr: float = 0.01
-    critic_lr: float = 0.01
-    gamma: float = 0.95
-    tau: float = 0.01
-    grad_clip: float | None = 0.5
+    batch_size: int = TrainConfig.batch_size
+    update_every: int = TrainConfig.update_every
+    num_envs: int = TrainConfig.num_envs
+    buffer_capacity: int = 100_000  # bench train's default replay
+    hidden_sizes: tuple[int, ...] = AlgoConfig.hidden_sizes
+    actor_lr: float = AlgoConfig.actor_lr
+    critic_lr: float = AlgoConfig.critic_lr
+    gamma: float = AlgoConfig.gamma
+    tau: float = AlgoConfig.tau
+    grad_clip: float | None = AlgoConfig.grad_clip
     episode_length: int = 25
     warmup_steps: int = 1000
     timed_steps: int = 10_000
