@@ -107,15 +107,16 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                       stored["baseline_episodes"])
     rows = outputs.read_rows(run_dir)
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
-    per_seed = returns.mean(axis=(1, 2))  # [S]: mean over episodes and agents
+    scored = host_loop.scored_agents(config, spec)  # the learners (predators if prey scripted)
+    per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
     result = outputs.summarize(
-        per_seed, float(base["random"].mean()), float(base["heuristic"].mean()),
+        per_seed, float(base["random"][scored].mean()), float(base["heuristic"][scored].mean()),
         baseline_se=(base["random_se"], base["heuristic_se"], stored["baseline_episodes"]),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "run_dir": run_dir, "checkpoint": step, "env_steps_per_seed": env_steps,
                "episodes": episodes, "seeds": seeds,
                "mean_return": float(per_seed.mean()),
-               "episode_return_per_seed": returns.mean(axis=2).tolist(),  # [S][E]
+               "episode_return_per_seed": returns[..., scored].mean(axis=2).tolist(),  # [S][E]
                "return_per_team_per_seed": [host_loop.team_means(v, spec.teams)
                                             for v in returns.mean(axis=1)],
                "random_return_per_team": host_loop.team_means(base["random"], spec.teams),

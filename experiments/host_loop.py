@@ -122,10 +122,19 @@ def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
+def scored_agents(config: Any, spec: Any) -> np.ndarray:
+    """Bool ``[N]``: the agents a run is scored on, its learners. With scripted prey
+    (``config.prey == "heuristic"``) the predators; every agent otherwise."""
+    if getattr(config, "prey", "trained") == "heuristic":
+        return np.asarray([team == "predator" for team in spec.teams])
+    return np.ones(spec.num_agents, bool)
+
+
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
     """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies
     (``"random"``, ``"heuristic"``), and the standard error of each one's mean return
-    over agents and episodes (``"random_se"``, ``"heuristic_se"``; episodes are independent).
+    over the scored agents (:func:`scored_agents`) and episodes (``"random_se"``,
+    ``"heuristic_se"``; episodes are independent).
 
     With scripted prey (``--prey heuristic``) the prey are scripted in both baselines too,
     so the trained predators are compared with random and scripted predators against the
@@ -141,8 +150,9 @@ def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[st
         "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
                                      episodes)}
     out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
+    scored = scored_agents(trainer.config, env.spec)
     for name, result in results.items():
-        per_episode = np.asarray(result.episode_returns).mean(axis=1)  # [episodes]
+        per_episode = np.asarray(result.episode_returns)[:, scored].mean(axis=1)  # [episodes]
         spread = per_episode.std(ddof=1) if episodes > 1 else math.inf
         out[f"{name}_se"] = float(spread / math.sqrt(episodes))
     for name, result in results.items():  # per-episode counters of the env, e.g. captures
@@ -403,6 +413,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     after it (:func:`experiments.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = config.eval_every, config.total_env_steps
+    scored = scored_agents(config, trainer.env.spec)
     # a chunk learns in all its rounds once it starts at most one round before the first update
     learning_from = cfg.first_update_step(config) - cfg.steps_per_round(config)
     streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
@@ -423,7 +434,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
                       file=sys.stderr)
                 return None
-            chunk_rows = outputs.metric_rows(chunk, metrics)
+            chunk_rows = outputs.metric_rows(chunk, metrics, scored)
             rows.extend(chunk_rows)
             if writer:
                 outputs.write_rows(options.out_dir, rows)
@@ -431,7 +442,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 save_checkpoint(manager, chunk, state, options.checkpoint_replay)
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
-                       float(np.mean(metrics.eval_return)),
+                       float(np.mean(np.asarray(metrics.eval_return)[:, scored])),
                        learning=chunk * steps_per_chunk >= learning_from)
     finally:
         bar.close()
@@ -449,6 +460,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     config, spec = trainer.config, trainer.env.spec
     final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
+    scored = scored_agents(config, spec)
     updates = [int(sum(r["updates"] for r in rows if r["seed"] == seed))
                for seed in range(options.seeds)]
     log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
@@ -457,7 +469,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                             options.baseline_episodes)
     untrained = {"warning": untrained_note(config)} if not any(updates) else {}
     summary = outputs.summarize(
-        final.mean(axis=1), float(base["random"].mean()), float(base["heuristic"].mean()),
+        final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
+        float(base["heuristic"][scored].mean()),
         baseline_se=(base["random_se"], base["heuristic_se"], options.baseline_episodes),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,

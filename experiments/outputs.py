@@ -33,16 +33,22 @@ RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME
 ``--overwrite`` removes)."""
 
 
-def metric_rows(chunk: int, metrics: Any) -> list[dict[str, float]]:
-    """One CSV row per seed from host-side ``ChunkMetrics`` with a leading seed axis."""
+def metric_rows(chunk: int, metrics: Any,
+                scored: np.ndarray | None = None) -> list[dict[str, float]]:
+    """One CSV row per seed from host-side ``ChunkMetrics`` with a leading seed axis.
+
+    ``eval_return`` and ``train_return`` are the means over the ``scored`` agents (bool
+    ``[N]``, default all; with scripted prey the predators); ``eval_return_agent{i}`` are
+    every agent's own."""
     eval_return = np.asarray(metrics.eval_return)  # [S, N]
+    scored = np.ones(eval_return.shape[1], bool) if scored is None else np.asarray(scored)
     rows = []
     for seed in range(eval_return.shape[0]):
         row: dict[str, float] = {
             "seed": seed, "chunk": chunk,
             "env_steps": int(np.asarray(metrics.env_steps)[seed]),
-            "eval_return": float(eval_return[seed].mean()),
-            "train_return": float(np.asarray(metrics.train_return)[seed].mean()),
+            "eval_return": float(eval_return[seed][scored].mean()),
+            "train_return": float(np.asarray(metrics.train_return)[seed][scored].mean()),
             "updates": int(np.asarray(metrics.updates)[seed]),
         }
         for agent, value in enumerate(eval_return[seed]):

@@ -75,7 +75,8 @@ class TrainConfig:
       eval_every: environment steps between two deterministic evaluations; a multiple of
         max(num_envs, update_every).
       eval_episodes: episodes per evaluation (run in parallel).
-      prey: for predator-prey, ``"trained"`` or driven by the ``"heuristic"`` policy.
+      prey: for predator-prey, ``"trained"`` or driven by the ``"heuristic"`` policy
+        (then a run's returns and scores average over the predators, its learners).
     """
 
     env: str = "simple_spread"

@@ -4,7 +4,11 @@ Semantics of PettingZoo's ``simple_tag_v3`` (mpe2) for any N, M, K. Agents are o
 predators first, then prey (``spec.teams``); entities are the agents, then the obstacles.
 Predators: radius 0.075, accel 3, max speed 1.0. Prey: radius 0.05, accel 4, max speed 1.3.
 Obstacles: radius 0.2, fixed. Everything collides. Agents start uniform in ``[-1, 1]^2``,
-obstacles in ``[-0.9, 0.9]^2``, at rest. Prey are ordinary (trainable) agents.
+obstacles in ``[-0.9, 0.9]^2``, at rest. Prey are ordinary (trainable) agents. ``arena=s``
+(not in mpe2; default 1) scales the box by s: agents start in ``[-s, s]^2``, obstacles in
+``[-0.9 s, 0.9 s]^2``, and the prey's boundary penalty and the scripted prey's walls use
+``pos / s``; sizes, speeds and observations are unchanged, so at N = 1,000 predators a box
+of half-width s holds them at ``1 / s^2`` of the default density.
 
 Observation of agent i (true sizes in ``spec.obs_sizes``; prey rows are zero padded)::
 
@@ -17,8 +21,10 @@ so predators see ``4 + 2K + 2(N+M-1) + 2M`` numbers (the velocity of *every* pre
 ``min(k, K)``) nearest obstacles and its ``k`` nearest other agents with their velocities,
 zero where that agent is a predator (mpe2's partial observability): ``4 + 2k_l + 4k``.
 
-Rewards: every predator gets ``+10`` per colliding (prey, predator) pair (shared); prey p gets
-``-10`` per predator touching it minus mpe2's boundary penalty ``sum_d bound(|pos_p[d]|)``,
+Rewards: every predator gets ``+10`` per colliding (prey, predator) pair (shared; with
+``predator_reward="own"``, not in mpe2, +10 per prey it touches itself, as paper 003's
+taggers are rewarded for their own tags); prey p gets
+``-10`` per predator touching it minus mpe2's boundary penalty ``sum_d bound(|pos_p[d]| / s)``,
 ``bound(x) = 0 if x < 0.9 else 10 (x - 0.9) if x < 1 else min(exp(2x - 2), 10)``.
 
 Intended differences from the references: jaxmarl 0.2.0 hard-codes 16/14-dim observations,
@@ -48,6 +54,7 @@ PREDATOR_COLOR = (0.85, 0.35, 0.35)
 PREY_COLOR = (0.35, 0.85, 0.35)
 OBSTACLE_COLOR = (0.25, 0.25, 0.25)
 DIM_C = 2
+PREDATOR_REWARDS = ("shared", "own")
 FLEE_GAIN, CENTRE_GAIN, BRAKE_GAIN, WALL_GAIN = 2.0, 1.0, 1.0, 10.0
 
 
@@ -59,13 +66,15 @@ class TagParams:
       world: physical settings (:class:`~.core.WorldParams`).
       episode_length: int32 steps per episode.
       capture_reward: float32 reward per (prey, predator) contact (10).
-      obstacle_bound: float32 obstacles start uniform in ``[-b, b]^2`` (0.9).
+      obstacle_bound: float32 obstacles start uniform in ``[-b s, b s]^2`` (0.9).
+      arena: float32 half-width s of the box the agents start in (1, as mpe2).
     """
 
     world: core.WorldParams
     episode_length: jax.Array
     capture_reward: jax.Array
     obstacle_bound: jax.Array
+    arena: jax.Array
 
 
 def boundary_penalty(pos: jax.Array) -> jax.Array:
@@ -76,7 +85,8 @@ def boundary_penalty(pos: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(x < 0.9, 0.0, jnp.where(x < 1.0, ramp, wall)), axis=-1)
 
 
-def _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, length):
+def _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, length, arena,
+           predator_reward):
     for name, value, low in (("num_predators", num_predators, 1), ("num_prey", num_prey, 1),
                              ("num_obstacles", num_obstacles, 0)):
         if not isinstance(value, int) or value < low:
@@ -91,6 +101,11 @@ def _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, length):
             f"k_nearest_landmarks must be in [0, num_obstacles = {num_obstacles}], got {k_land}")
     if not isinstance(length, int) or length < 1:
         raise ValueError(f"episode_length must be an int >= 1, got {length!r}")
+    if isinstance(arena, bool) or not isinstance(arena, (int, float)) or not arena > 0:
+        raise ValueError(f"arena must be a number > 0 (the box's half-width), got {arena!r}")
+    if predator_reward not in PREDATOR_REWARDS:
+        raise ValueError(f"predator_reward must be one of {PREDATOR_REWARDS}, got "
+                         f"{predator_reward!r}")
 
 
 def make(
@@ -101,6 +116,8 @@ def make(
     continuous_actions: bool = False,
     k_nearest: int | None = None,
     k_nearest_landmarks: int | None = None,
+    arena: float = 1.0,
+    predator_reward: str = "shared",
 ) -> tuple[Env, TagParams]:
     """Builds simple_tag.
 
@@ -112,6 +129,10 @@ def make(
       continuous_actions: ``[N+M, 5]`` move vectors instead of ``[N+M]`` discrete moves.
       k_nearest: observe only the k nearest other agents (and obstacles), large-N mode.
       k_nearest_landmarks: obstacles observed in large-N mode (default ``min(k_nearest, K)``).
+      arena: half-width s > 0 of the box (default 1, mpe2's): start positions, the prey's
+        boundary penalty and the scripted prey's walls scale with it.
+      predator_reward: ``"shared"`` (mpe2: every predator gets +10 per contact of any
+        predator) or ``"own"`` (+10 per prey the predator itself touches).
 
     Returns:
       ``(env, params)``.
@@ -119,7 +140,8 @@ def make(
     k_land = k_nearest_landmarks
     if k_nearest is not None and k_land is None and isinstance(num_obstacles, int):
         k_land = max(min(k_nearest, num_obstacles), 0)
-    _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, episode_length)
+    _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, episode_length, arena,
+           predator_reward)
     n_pred, n_prey, n_obs = num_predators, num_prey, num_obstacles
     n = n_pred + n_prey
     if k_nearest is None:
@@ -144,12 +166,13 @@ def make(
         max_speed=np.r_[np.where(is_pred, 1.0, 1.3), np.full(n_obs, np.inf)])
     params = TagParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
                        capture_reward=jnp.asarray(10.0, jnp.float32),
-                       obstacle_bound=jnp.asarray(0.9, jnp.float32))
+                       obstacle_bound=jnp.asarray(0.9, jnp.float32),
+                       arena=jnp.asarray(arena, jnp.float32))
     is_pred_j = jnp.asarray(is_pred)
 
     def init(key: jax.Array, params: TagParams) -> core.MPEState:
         bound = jnp.concatenate([jnp.ones(n), jnp.full(n_obs, params.obstacle_bound)])
-        pos = core.uniform_positions(key, n + n_obs, 1.0) * bound[:, None]
+        pos = core.uniform_positions(key, n + n_obs, 1.0) * (bound[:, None] * params.arena)
         return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
@@ -182,8 +205,12 @@ def make(
                                 size[:n_pred])  # [M, N]
         hit = hit & collide[n_pred:n, None] & collide[None, :n_pred]
         bonus = params.capture_reward
-        pred_rew = jnp.full((n_pred,), bonus * jnp.sum(hit))
-        prey_rew = -bonus * jnp.sum(hit, axis=1) - boundary_penalty(state.pos[n_pred:n])
+        if predator_reward == "own":
+            pred_rew = bonus * jnp.sum(hit, axis=0).astype(jnp.float32)
+        else:
+            pred_rew = jnp.full((n_pred,), bonus * jnp.sum(hit))
+        prey_rew = (-bonus * jnp.sum(hit, axis=1)
+                    - boundary_penalty(state.pos[n_pred:n] / params.arena))
         return jnp.concatenate([pred_rew, prey_rew])
 
     def heuristic(key: jax.Array, state: core.MPEState, params: TagParams) -> jax.Array:
@@ -198,8 +225,9 @@ def make(
         prey_pos, prey_vel = pos[n_pred:], vel[n_pred:]
         urgency = jnp.clip(1.5 - near, 0.0, 1.0)
         flee = FLEE_GAIN * urgency * away / (near + 1e-6)
-        flee = flee - CENTRE_GAIN * prey_pos - BRAKE_GAIN * prey_vel
-        flee = flee - WALL_GAIN * jnp.sign(prey_pos) * jnp.maximum(jnp.abs(prey_pos) - 0.75, 0.0)
+        scaled = prey_pos / params.arena
+        flee = flee - CENTRE_GAIN * scaled - BRAKE_GAIN * prey_vel
+        flee = flee - WALL_GAIN * jnp.sign(scaled) * jnp.maximum(jnp.abs(scaled) - 0.75, 0.0)
         if n_obs:
             push, obs_dist = core.pairwise_delta(prey_pos, state.pos[n:])
             gap = jnp.maximum(0.25 - (obs_dist - params.world.size[n:]), 0.0)

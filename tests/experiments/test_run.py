@@ -394,3 +394,25 @@ def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finishe
 
     assert all(0 < got < want for got, want in zip(updates(out), updates(finished_run),
                                                    strict=True))
+
+
+def test_with_scripted_prey_the_predators_are_scored(tmp_path):
+    """``--prey heuristic``: returns, baselines and scores average over the predators (the
+    learners) only; with their own-contact reward the prey's penalties would cancel them."""
+    out = str(tmp_path / "tag")
+    argv = [*TINY, "--env", "simple_tag", "--prey", "heuristic", "--env-kwargs",
+            "num_prey=2,predator_reward=own", "--baseline-episodes", "32", "--out", out]
+    assert run.main(argv) == 0
+    rows = outputs.read_rows(out)
+    for row in rows:
+        np.testing.assert_allclose(row["eval_return"],
+                                   np.mean([row[f"eval_return_agent{a}"] for a in range(3)]),
+                                   rtol=1e-6)
+    summary = json.loads(Path(out, "summary.json").read_text())
+    final = [np.mean([r[f"eval_return_agent{a}"] for a in range(3)]) for r in rows
+             if r["chunk"] == max(row["chunk"] for row in rows)]
+    np.testing.assert_allclose(summary["median_return"], np.median(final), rtol=1e-6)
+    for name in ("random", "heuristic"):
+        np.testing.assert_allclose(summary[f"{name}_return"],
+                                   summary[f"{name}_return_per_team"]["predator"], rtol=1e-6)
+    assert summary["heuristic_return"] > summary["random_return"] > 0  # predators touch prey
