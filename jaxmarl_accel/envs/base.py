@@ -123,6 +123,10 @@ class Env(NamedTuple):
         observations ``step`` and ``reset`` give, bit for bit, except where XLA fused part
         of the state's computation into the env's own observation (tag's freshly reset
         obstacles: the last bit of a few numbers).
+      observe_physical_at: ``(physical [N, F], params, agents [M] int) -> obs [M, obs_dim]``:
+        rows ``agents`` of ``observe_physical``, bit for bit; k-nearest scenarios compute
+        only those rows (``[M, N]`` distances instead of ``[N, N]``). ``None`` with
+        ``observe_physical``.
     """
 
     spec: EnvSpec
@@ -134,3 +138,4 @@ class Env(NamedTuple):
     state_of: Callable[..., jax.Array] | None = None
     physical_state: Callable[[PyTree], jax.Array] | None = None
     observe_physical: Callable[[jax.Array, PyTree], jax.Array] | None = None
+    observe_physical_at: Callable[[jax.Array, PyTree, jax.Array], jax.Array] | None = None

@@ -105,6 +105,7 @@ def build_env(
     heuristic: Callable[[jax.Array, core.MPEState, PyTree], jax.Array],
     colliders: slice | None = None,
     physical: Physical | None = None,
+    observe_at: Callable[[core.MPEState, PyTree, jax.Array], jax.Array] | None = None,
 ) -> Env:
     """Builds the :class:`Env` of one scenario (see the module docstring).
 
@@ -118,7 +119,10 @@ def build_env(
 
     With ``physical`` the env has ``physical_state`` and ``observe_physical`` (``observe``
     of the unpacked state), its spec ``physical_state_dim``, and ``step`` also reports
-    ``info["final_physical_state"]``, the pre-reset state packed.
+    ``info["final_physical_state"]``, the pre-reset state packed, and
+    ``observe_physical_at``: ``observe_at(state, params, agents)`` (some agents' rows of
+    ``observe``, e.g. k-nearest rows from ``[M, N]`` distances) of the unpacked state, or
+    those rows of ``observe`` where the scenario gives no ``observe_at``.
     """
     if physical is not None:
         spec = dataclasses.replace(spec, physical_state_dim=physical.width)
@@ -162,6 +166,11 @@ def build_env(
     def observe_physical(packed: jax.Array, params: PyTree) -> jax.Array:
         return observe(physical.unpack(packed), params)
 
+    def observe_physical_at(packed: jax.Array, params: PyTree, agents: jax.Array) -> jax.Array:
+        if observe_at is None:
+            return observe(physical.unpack(packed), params)[agents]
+        return observe_at(physical.unpack(packed), params, agents)
+
     return Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
                random_action=random_action, physical_state=physical.pack,
-               observe_physical=observe_physical)
+               observe_physical=observe_physical, observe_physical_at=observe_physical_at)

@@ -138,6 +138,17 @@ def make(
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
 
+    def nearest_parts(state: core.MPEState, me: jax.Array, is_me: jax.Array) -> list:
+        # k-nearest observation rows of the agents at positions me [M, 2] (is_me [M, N]:
+        # which agent each row is), from [M, N] distances
+        agent_pos, landmark_pos = state.pos[:n], state.pos[n:]
+        _, land_dist = core.pairwise_delta(me, landmark_pos)
+        land_idx = core.nearest_index(land_dist, seen_landmarks)
+        _, agent_dist = core.pairwise_delta(me, agent_pos)
+        other_idx = core.nearest_index(jnp.where(is_me, jnp.inf, agent_dist), seen_agents)
+        return [landmark_pos[land_idx] - me[:, None], agent_pos[other_idx] - me[:, None],
+                state.comm[other_idx]]
+
     def observe(state: core.MPEState, params: SpreadParams) -> jax.Array:
         pos, agent_pos = state.pos, state.pos[:n]
         landmark_pos = pos[n:]
@@ -146,17 +157,19 @@ def make(
             other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
             other_comm = core.exclude_self(jnp.broadcast_to(state.comm, (n,) + state.comm.shape))
         else:
-            _, land_dist = core.pairwise_delta(agent_pos, landmark_pos)
-            land_idx = core.nearest_index(land_dist, seen_landmarks)
-            _, agent_dist = core.pairwise_delta(agent_pos, agent_pos)
-            agent_dist = jnp.where(jnp.eye(n, dtype=bool), jnp.inf, agent_dist)
-            other_idx = core.nearest_index(agent_dist, seen_agents)
-            land_rel = landmark_pos[land_idx] - agent_pos[:, None]
-            other_rel = agent_pos[other_idx] - agent_pos[:, None]
-            other_comm = state.comm[other_idx]
-        parts = [state.vel[:n], agent_pos, land_rel.reshape(n, -1), other_rel.reshape(n, -1),
-                 other_comm.reshape(n, -1)]
-        return jnp.concatenate(parts, axis=1).astype(jnp.float32)
+            land_rel, other_rel, other_comm = nearest_parts(state, agent_pos,
+                                                            jnp.eye(n, dtype=bool))
+        parts = [state.vel[:n], agent_pos, land_rel, other_rel, other_comm]
+        return jnp.concatenate([p.reshape(n, -1) for p in parts], axis=1).astype(jnp.float32)
+
+    def observe_at(state: core.MPEState, params: SpreadParams, agents: jax.Array) -> jax.Array:
+        if k_nearest is None:
+            return observe(state, params)[agents]
+        me = state.pos[agents]
+        parts = [state.vel[agents], me,
+                 *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])]
+        rows = agents.shape[0]
+        return jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
 
     def reward(state: core.MPEState, params: SpreadParams) -> jax.Array:
         agent_pos, size, collide = state.pos[:n], params.world.size, params.world.collide
@@ -180,5 +193,5 @@ def make(
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
                     heuristic, colliders=slice(0, n),
-                    physical=agents_and_still_landmarks(n, num_l, DIM_C))
+                    physical=agents_and_still_landmarks(n, num_l, DIM_C), observe_at=observe_at)
     return env, params

@@ -177,6 +177,29 @@ def make(
                              comm=jnp.zeros((n, DIM_C), jnp.float32),
                              step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
 
+    def nearest_parts(state: core.MPEState, me: jax.Array, is_me: jax.Array) -> list:
+        # k-nearest observation rows of the agents at positions me [M, 2] (is_me [M, N]:
+        # which agent each row is), from [M, N] distances
+        agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
+        _, obs_dist = core.pairwise_delta(me, obstacle_pos)
+        obstacle_rel = obstacle_pos[core.nearest_index(obs_dist, k_land)] - me[:, None]
+        _, dist = core.pairwise_delta(me, agent_pos)
+        near = core.nearest_index(jnp.where(is_me, jnp.inf, dist), k_nearest)
+        seen_vel = jnp.where(is_pred_j[near][..., None], 0.0, agent_vel[near])
+        return [obstacle_rel, agent_pos[near] - me[:, None], seen_vel]
+
+    def assemble(parts: list) -> jax.Array:
+        rows = parts[0].shape[0]
+        obs = jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
+        return jnp.pad(obs, ((0, 0), (0, spec.obs_dim - obs.shape[1])))
+
+    def observe_at(state: core.MPEState, params: TagParams, agents: jax.Array) -> jax.Array:
+        if k_nearest is None:
+            return observe(state, params)[agents]
+        me = state.pos[agents]
+        return assemble([state.vel[agents], me,
+                         *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])])
+
     def observe(state: core.MPEState, params: TagParams) -> jax.Array:
         agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
         if k_nearest is None:
@@ -188,16 +211,9 @@ def make(
                 jnp.broadcast_to(prey_vel, (n_pred, n_prey, 2)),
                 jnp.pad(other_prey_vel, ((0, 0), (0, 1), (0, 0)))])
         else:
-            _, obs_dist = core.pairwise_delta(agent_pos, obstacle_pos)
-            obstacle_rel = obstacle_pos[core.nearest_index(obs_dist, k_land)] - agent_pos[:, None]
-            _, dist = core.pairwise_delta(agent_pos, agent_pos)
-            near = core.nearest_index(jnp.where(jnp.eye(n, dtype=bool), jnp.inf, dist), k_nearest)
-            other_rel = agent_pos[near] - agent_pos[:, None]
-            seen_vel = jnp.where(is_pred_j[near][..., None], 0.0, agent_vel[near])
-        parts = [agent_vel, agent_pos, obstacle_rel.reshape(n, -1), other_rel.reshape(n, -1),
-                 seen_vel.reshape(n, -1)]
-        obs = jnp.concatenate(parts, axis=1).astype(jnp.float32)
-        return jnp.pad(obs, ((0, 0), (0, spec.obs_dim - obs.shape[1])))
+            obstacle_rel, other_rel, seen_vel = nearest_parts(state, agent_pos,
+                                                              jnp.eye(n, dtype=bool))
+        return assemble([agent_vel, agent_pos, obstacle_rel, other_rel, seen_vel])
 
     def reward(state: core.MPEState, params: TagParams) -> jax.Array:
         size, collide = params.world.size, params.world.collide
@@ -239,5 +255,6 @@ def make(
         return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic, physical=agents_and_still_landmarks(n, n_obs, DIM_C))
+                    heuristic, physical=agents_and_still_landmarks(n, n_obs, DIM_C),
+                    observe_at=observe_at)
     return env, params
