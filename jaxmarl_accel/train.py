@@ -156,7 +156,12 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     if config.prey == "heuristic" and "prey" not in spec.teams:
         raise ValueError(f"prey='heuristic' needs a scenario with prey; {config.env} has teams "
                          f"{sorted(set(spec.teams))}")
-    algo = make_algo(config.algo, spec, cfg.algo_config_of(config))
+    replay_obs = replay_obs_kwargs(config, env, env_params)
+    observe_at = None
+    if replay_obs and learner_observes(config):  # the learner observes only what it reads
+        observe_at = lambda physical, agents: env.observe_physical_at(physical, env_params, agents)
+        replay_obs = {}
+    algo = make_algo(config.algo, spec, cfg.algo_config_of(config), observe_at)
     if algo.needs.replay == "episode":
         from jaxmarl_accel.episode_trainer import make_episode_trainer  # imports this module
 
@@ -164,8 +169,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout=config.layout,
                          index_sharing=config.index_sharing, **cfg.buffer_kwargs(config),
-                         **next_obs_kwargs(config, spec),
-                         **replay_obs_kwargs(config, env, env_params))
+                         **next_obs_kwargs(config, spec), **replay_obs)
     scripted_prey = config.prey == "heuristic"
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
@@ -253,6 +257,15 @@ def replay_obs_kwargs(config: cfg.TrainConfig, env: Env, env_params: PyTree
                          "state to recompute its observations from; use observation")
     return dict(observe=lambda physical: env.observe_physical(physical, env_params),
                 observe_chunk=max(1, OBSERVE_ENTRIES // env.spec.num_agents**2))
+
+
+def learner_observes(config: cfg.TrainConfig) -> bool:
+    """Whether a physical-state replay hands the learner packed physical states, which it
+    observes itself (the neighbourhood critics: only the rows their samples read), instead
+    of recomputing every agent's observations when it samples (the joint critics)."""
+    algo_config = cfg.algo_config_of(config)
+    return (config.replay_obs == "physical_state"
+            and getattr(algo_config, "critic", "joint") != "joint")
 
 
 def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:

@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from experiments import memory, run
+from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.buffers import LAYOUTS, storage
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.config import TrainConfig, defaults_for
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.envs import make
+from jaxmarl_accel.train import learner_observes, make_trainer
 from tests.test_replay_next_obs import bits, tiny_config
 
 SPREAD_6 = (("k_nearest", 3), ("num_agents", 6))
@@ -65,6 +67,43 @@ def test_a_run_learns_the_same_to_float_rounding():
     assert int(np.sum(got.updates)) > 0
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("algo", "critic", "sharing", "batch"), [
+    ("matd3", "knearest", "team", "pairs"), ("masac", "pic", "team", "pairs"),
+    ("maddpg", "meanfield", "team", "joint_steps"), ("maddpg", "knearest", "agent", "joint_steps")])
+def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, critic, sharing,
+                                                                       batch):
+    """The replay hands a neighbourhood learner the packed physical states, and it observes
+    the rows it reads (pairs: [1 + k, N] distances per sample; otherwise all rows): the run
+    learns what it learns from the observations, to float rounding."""
+    key = jax.random.PRNGKey(5)
+    algo_config = AlgoConfig(hidden_sizes=(16, 16), critic=critic, critic_k=2, sharing=sharing,
+                             shared_batch=batch)
+    config = spread_config(algo=algo, algo_config=algo_config, replay_next_obs="next_slot")
+    _, want = jax.jit(make_trainer(config).train)(key)
+    physical = dataclasses.replace(config, replay_obs="physical_state")
+    assert learner_observes(physical) and not learner_observes(config)
+    trainer = make_trainer(physical)
+    state = jax.eval_shape(trainer.init, key)
+    sample = jax.eval_shape(trainer.buffer.sample, state.buffer, key).experience  # learner's
+    assert sample.obs.shape[-1] == trainer.env.spec.physical_state_dim
+    _, got = jax.jit(trainer.train)(key)
+    assert int(np.sum(got.updates)) > 0
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5)
+
+
+def test_a_learner_told_to_observe_needs_a_neighbourhood_critic_and_a_physical_state():
+    env, _ = make("simple_spread", num_agents=4, k_nearest=2)
+    observe_at = lambda physical, agents: physical[agents]
+    with pytest.raises(ValueError, match="only the neighbourhood critics observe"):
+        make_algo("maddpg", env.spec, AlgoConfig(), observe_at)
+    positions_only = dataclasses.replace(env.spec, physical_state_dim=0,
+                                         physical_position_columns=None)
+    with pytest.raises(ValueError, match="has no physical state"):
+        make_algo("maddpg", positions_only, AlgoConfig(critic="knearest", critic_k=1),
+                  observe_at)
 
 
 def test_the_memory_check_counts_the_smaller_state():

@@ -22,6 +22,14 @@ The neighbours are found from the joint observation: the scenarios whose spec ha
 ranks the other agents by the same distances the env ranks them by
 (:func:`nearest_agents`), at ``obs`` for the critic and at ``next_obs`` for its target.
 
+Built with ``observe_at`` (the env's ``observe_physical_at`` at its params), the learner
+takes batches of packed physical states (``obs`` and ``next_obs`` ``[B, N, F]``, a
+physical-state replay) and observes only the rows its samples read: with
+``shared_batch="pairs"`` each sampled agent at ``obs``, and it and its k nearest agents at
+``next_obs`` (PIC: the neighbours at ``obs`` too), ``[1 + k, N]`` distances per sample
+instead of ``[N, N]`` per joint step; with every agent of a row sampled, all rows. Its
+updates equal those of the same learner on the observations (tested).
+
 Parameters are stacked on a leading *group* axis G: ``sharing="agent"`` gives every agent its
 own actor and critics (G = N, as the joint learners); ``sharing="team"`` gives each team one
 actor and one set of critics (G = teams), trained on the pooled samples of its agents
@@ -66,11 +74,16 @@ from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.variant import Variant
+from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
+ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
+OBSERVE_ENTRIES = 2**24
+"""Agent pairs (joint steps x N^2) observed at once when every agent of the sampled joint
+steps is observed from physical states (as :data:`jaxmarl_accel.train.OBSERVE_ENTRIES`)."""
 
 
 def nearest_agents(pos: jax.Array, agents: jax.Array | None, k: int) -> jax.Array:
@@ -195,6 +208,7 @@ class Skeleton(NamedTuple):
     alpha_tx: optax.GradientTransformation
     mask: jax.Array  # [N, A] bool valid actions
     target_entropy: jax.Array  # [G]
+    observe_at: ObserveAt | None = None  # batches hold physical states (see the module doc)
 
 
 def check_spec(spec: EnvSpec, config: AlgoConfig) -> None:
@@ -207,9 +221,12 @@ def check_spec(spec: EnvSpec, config: AlgoConfig) -> None:
                          f"so a critic can see 1 to {spec.num_agents - 1} other agents")
 
 
-def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skeleton:
+def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant,
+                  observe_at: ObserveAt | None = None) -> Skeleton:
     """All static set-up: groups, networks, distribution, optimizers, masks."""
     check_spec(spec, config)
+    if observe_at is not None and spec.physical_position_columns is None:
+        raise ValueError(f"observe_at: {spec.name} has no physical state to observe from")
     dist = make_distribution(spec, config, variant.continuous_default)
     groups = make_groups(spec, config.sharing)
     n = spec.num_agents
@@ -222,7 +239,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
         critic_tx=losses.make_optimizer(config.critic_lr, config.grad_clip),
         alpha_tx=optax.adam(config.alpha_lr),
         mask=spec.action_mask if not spec.continuous else jnp.ones((n, dist.action_dim), bool),
-        target_entropy=target_entropy_of(spec, config)[first_agent])
+        target_entropy=target_entropy_of(spec, config)[first_agent], observe_at=observe_at)
 
 
 def init(sk: Skeleton, key: jax.Array) -> AlgoState:
@@ -326,16 +343,45 @@ def _pairs(sk: Skeleton, block: Block, batch_size: int, key: jax.Array
     return jnp.asarray(np.broadcast_to(rows, agents.shape)), jnp.asarray(agents)
 
 
-def _neighbours(sk: Skeleton, obs: jax.Array, rows: jax.Array, agents: jax.Array,
+def _neighbours(sk: Skeleton, pos: jax.Array, rows: jax.Array, agents: jax.Array,
                 every: jax.Array | None) -> jax.Array:
-    """The k nearest agents ``[Gb, P, k]`` of each sample, from the joint observations
-    ``obs [B, N, obs_dim]`` (``every``: all agents' neighbours ``[B, N, k]`` when already
+    """The k nearest agents ``[Gb, P, k]`` of each sample, from every agent's position
+    ``pos [B, N, 2]`` (``every``: all agents' neighbours ``[B, N, k]`` when already
     computed)."""
     if every is not None:
         return every[rows, agents]
-    pos = positions(sk.spec, obs)
     one = lambda row, agent: nearest_agents(pos[row], agent[None], sk.config.critic_k)[0]
     return jax.vmap(jax.vmap(one))(rows, agents)
+
+
+def _joint_positions(sk: Skeleton, joint: jax.Array) -> jax.Array:
+    """Every agent's position ``[B, N, 2]`` from a batch's ``obs`` or ``next_obs``:
+    observations, or packed physical states when the learner observes them itself."""
+    if sk.observe_at is None:
+        return positions(sk.spec, joint)
+    start, stop = sk.spec.physical_position_columns
+    return joint[..., start:stop]
+
+
+def _look(sk: Skeleton, joint: jax.Array, rows: jax.Array, who: jax.Array) -> jax.Array:
+    """Observations ``[Gb, P, m, obs_dim]`` of agents ``who [Gb, P, m]`` in joint steps
+    ``rows [Gb, P]`` of ``joint`` ``[B, N, ...]``: read from observations, or observed from
+    packed physical states (``sk.observe_at``, only those rows)."""
+    if sk.observe_at is None:
+        return joint[rows[..., None], who]
+    flat_rows, flat_who = rows.reshape(-1), who.reshape(-1, who.shape[-1])
+    out = jax.vmap(lambda r, w: sk.observe_at(joint[r], w))(flat_rows, flat_who)
+    return out.reshape(*who.shape, out.shape[-1])
+
+
+def _observe_all(sk: Skeleton, batch: Transition) -> Transition:
+    """``batch`` with every agent's observations in place of packed physical states
+    (:data:`OBSERVE_ENTRIES` agent pairs at a time)."""
+    n = sk.spec.num_agents
+    every = lambda physical: sk.observe_at(physical, jnp.arange(n))
+    chunk = max(1, OBSERVE_ENTRIES // n**2)
+    return batch.replace(obs=observe_rows(every, batch.obs, chunk),
+                         next_obs=observe_rows(every, batch.next_obs, chunk))
 
 
 def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
@@ -349,11 +395,15 @@ def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Arra
                  strict=True)]
     total = sum(rows.size for rows, _ in pairs)
     every_agent = total >= bsz * n  # cheaper to find all agents' neighbours at once
+    if every_agent and sk.observe_at is not None:  # every row is read: observe them all
+        return samples(sk._replace(observe_at=None), state, _observe_all(sk, batch), weights,
+                       key)
     params, k = sk.variant.next_actors(state), sk.config.critic_k
     with_obs = sk.config.critic == "pic"
+    pos_now, pos_next = _joint_positions(sk, batch.obs), _joint_positions(sk, batch.next_obs)
     if every_agent:
-        near = jax.vmap(lambda o: nearest_agents(positions(sk.spec, o), None, k))
-        now, nxt = near(batch.obs), near(batch.next_obs)
+        near = jax.vmap(lambda pos: nearest_agents(pos, None, k))
+        now, nxt = near(pos_now), near(pos_next)
         next_all, bonus_all = sk.variant.next_action(
             sk.dist, apply_all(sk, params, batch.next_obs), sk.mask, next_key)
     else:
@@ -361,28 +411,32 @@ def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Arra
     out = []
     for (rows, agents), block_key in zip(pairs, jax.random.split(next_key, len(pairs)),
                                          strict=True):
-        nb = _neighbours(sk, batch.obs, rows, agents, now)
-        nb_next = _neighbours(sk, batch.next_obs, rows, agents, nxt)
+        nb = _neighbours(sk, pos_now, rows, agents, now)
+        nb_next = _neighbours(sk, pos_next, rows, agents, nxt)
         if every_agent:
             next_action, next_bonus = next_all[rows, agents], bonus_all[rows, agents]
             next_nb_action = next_all[rows[..., None], nb_next]
             next_nb_obs = batch.next_obs[rows[..., None], nb_next] if with_obs else None
+            own_next_obs = batch.next_obs[rows, agents]
         else:  # only the samples' agents and their neighbours act
             who = jnp.concatenate([agents[..., None], nb_next], axis=-1)  # [Gb, P, 1 + k]
-            obs = batch.next_obs[rows[..., None], who]
+            obs = _look(sk, batch.next_obs, rows, who)
             acts, bonus = sk.variant.next_action(
                 sk.dist, apply_at(sk, params, obs, who), sk.mask[who], block_key)
             next_action, next_bonus = acts[..., 0, :], bonus[..., 0]
             next_nb_action = acts[..., 1:, :]
             next_nb_obs = obs[..., 1:, :] if with_obs else None
+            own_next_obs = obs[..., 0, :]
+        seen = jnp.concatenate([agents[..., None], nb], axis=-1) if with_obs else agents[..., None]
+        now_obs = _look(sk, batch.obs, rows, seen)  # [Gb, P, 1 (+ k), obs_dim]
         out.append(Samples(
-            rows=rows, agents=agents, obs=batch.obs[rows, agents],
+            rows=rows, agents=agents, obs=now_obs[..., 0, :],
             action=batch.action[rows, agents], reward=batch.reward[rows, agents],
             done=batch.done[rows, agents], neighbour_action=batch.action[rows[..., None], nb],
-            next_obs=batch.next_obs[rows, agents], next_action=next_action,
+            next_obs=own_next_obs, next_action=next_action,
             next_bonus=next_bonus, next_neighbour_action=next_nb_action,
             weight=weights[rows],
-            neighbour_obs=batch.obs[rows[..., None], nb] if with_obs else None,
+            neighbour_obs=now_obs[..., 1:, :] if with_obs else None,
             next_neighbour_obs=next_nb_obs))
     return out
 
@@ -471,7 +525,8 @@ def _check_batch(sk: Skeleton, batch: Transition, weights: jax.Array | None) -> 
         raise ValueError(f"critic {sk.config.critic!r} learns from one batch for all agents "
                          "(leaves [B, N, ...]); per-agent batches need --critic joint")
     bsz, n = batch.reward.shape
-    chex.assert_shape([batch.obs, batch.next_obs], (bsz, n, sk.spec.obs_dim))
+    width = sk.spec.obs_dim if sk.observe_at is None else sk.spec.physical_state_dim
+    chex.assert_shape([batch.obs, batch.next_obs], (bsz, n, width))
     chex.assert_shape(batch.action, (bsz, n, sk.dist.action_dim))
     if weights is not None:
         chex.assert_shape(weights, (bsz,))
@@ -531,9 +586,13 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
     return new, metrics, td
 
 
-def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
+def build(spec: EnvSpec, config: AlgoConfig, variant: Variant,
+          observe_at: ObserveAt | None = None) -> Algo:
     """The learner of ``variant`` with critics of ``config.critic`` and parameters shared as
-    ``config.sharing`` says. ``phases`` is ``None``: the phases of a joint learner's update
-    (``experiments.characterize``) are not split out here."""
-    return bind_learner(make_skeleton(spec, config, variant), init, act, update, None)
+    ``config.sharing`` says; with ``observe_at`` its ``update`` takes batches of packed
+    physical states and observes the rows it reads (see the module docstring). ``phases``
+    is ``None``: the phases of a joint learner's update (``experiments.characterize``) are
+    not split out here."""
+    return bind_learner(make_skeleton(spec, config, variant, observe_at), init, act, update,
+                        None)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import jax
+
 from jaxmarl_accel.algos import local_critic, maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
@@ -89,7 +91,8 @@ def check_replay(name: str, config: AlgoConfig | ValueConfig, replay: str) -> No
         raise ValueError(f"replay must be {wanted!r} for algo {name!r}, got {replay!r}: {why}")
 
 
-def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Algo:
+def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig,
+              observe_at: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> Algo:
     """The learner ``name`` for environment ``spec`` as a bundle of pure functions.
 
     Args:
@@ -97,6 +100,10 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Alg
         ``"vdn"``, ``"iql"``).
       spec: static environment spec (agents, observation and action spaces).
       config: learner hyperparameters of the algorithm's family (:func:`config_type`).
+      observe_at: neighbourhood critics only (``config.critic != "joint"``): the env's
+        ``(physical [N, F], agents [M]) -> [M, obs_dim]`` (``Env.observe_physical_at`` at
+        its params); ``update`` then takes batches of packed physical states and observes
+        only the rows it reads (:mod:`~jaxmarl_accel.algos.local_critic`).
 
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` with ``init``, ``act``, ``update``, its
@@ -109,9 +116,13 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig) -> Alg
     if not isinstance(config, wanted):
         raise ValueError(f"config must be of type {wanted.__name__} for algo {name!r}, got "
                          f"{type(config).__name__}")
+    if observe_at is not None and (name not in VARIANTS or config.critic == "joint"):
+        raise ValueError(f"observe_at: algo {name!r} with critic "
+                         f"{getattr(config, 'critic', None)!r} learns from observations; only "
+                         "the neighbourhood critics observe physical states themselves")
     if name in VARIANTS:
         if config.critic != "joint":
-            return local_critic.build(spec, config, variant_of(name, spec, config))
+            return local_critic.build(spec, config, variant_of(name, spec, config), observe_at)
         return build(spec, config, variant_of(name, spec, config))
     if spec.continuous:
         raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "

@@ -62,6 +62,8 @@ class EnvSpec:
         :mod:`jaxmarl_accel.algos.local_critic`).
       physical_state_dim: width F of each agent's row of the packed physical state
         (``Env.physical_state``), or 0 when the env has none.
+      physical_position_columns: ``(start, stop)``: the columns of that row holding the
+        agent's absolute position, or ``None``.
     """
 
     name: str
@@ -81,6 +83,7 @@ class EnvSpec:
     episode_stats: tuple[str, ...] = ()
     position_columns: tuple[int, int] | None = None
     physical_state_dim: int = 0
+    physical_position_columns: tuple[int, int] | None = None
 
     @property
     def action_mask(self) -> jax.Array:

@@ -57,6 +57,7 @@ class Physical(NamedTuple):
 
     Attributes:
       width: F, the packed row width per agent.
+      position_columns: ``(start, stop)`` of the agent's absolute position in its row.
       pack: ``(state) -> [N, F]`` float32, everything ``observe`` reads.
       unpack: ``([N, F]) -> MPEState`` with every field ``observe`` reads as in the state
         it was packed from (the others may differ).
@@ -65,6 +66,7 @@ class Physical(NamedTuple):
     width: int
     pack: Callable[[core.MPEState], jax.Array]
     unpack: Callable[[jax.Array], core.MPEState]
+    position_columns: tuple[int, int] | None = None
 
 
 def agents_and_still_landmarks(num_agents: int, num_landmarks: int, dim_c: int) -> Physical:
@@ -93,7 +95,7 @@ def agents_and_still_landmarks(num_agents: int, num_landmarks: int, dim_c: int) 
             comm=jnp.zeros((n, dim_c), jnp.float32), step=jnp.zeros((), jnp.int32),
             goal=jnp.zeros((0,), jnp.int32))
 
-    return Physical(width=4 + chunk, pack=pack, unpack=unpack)
+    return Physical(width=4 + chunk, pack=pack, unpack=unpack, position_columns=(2, 4))
 
 
 def build_env(
@@ -125,7 +127,8 @@ def build_env(
     those rows of ``observe`` where the scenario gives no ``observe_at``.
     """
     if physical is not None:
-        spec = dataclasses.replace(spec, physical_state_dim=physical.width)
+        spec = dataclasses.replace(spec, physical_state_dim=physical.width,
+                                   physical_position_columns=physical.position_columns)
 
     def reset(key: jax.Array, params: PyTree) -> tuple[jax.Array, core.MPEState]:
         state = init(key, params)
