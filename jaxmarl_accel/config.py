@@ -57,9 +57,10 @@ class TrainConfig:
       replay_obs: ``"observation"`` (the replay keeps each joint step's observations) or
         ``"physical_state"``: it keeps the env's physical state instead (agents' positions
         and velocities, landmark positions: ``Env.physical_state``, spread and tag) and
-        recomputes the observations with the env's own observation function when it
-        samples (6 numbers per agent instead of 52 in k = 8 spread, paid for by observing
-        every sampled joint step). The observations are the env's, bit for bit in spread (in
+        recomputes the observations with the env's own observation function (6 numbers
+        per agent instead of 52 in k = 8 spread): joint critics get every agent of each
+        sampled joint step observed when the replay samples; neighbourhood critics observe
+        only the rows they read themselves (``Env.observe_physical_at``). The observations are the env's, bit for bit in spread (in
         tag the first of an episode to the last bit); runs agree to float rounding.
         Combines with replay_next_obs (next_slot: the next state is read from the next
         slot). Transition replay.

@@ -17,7 +17,10 @@ bit: always in spread; in tag but for the first observation of an episode (the l
 The saving is paid for at every sample: ``observe`` runs on the ``2B`` sampled joint steps
 (``2NB`` with per-agent index sharing); a k-nearest observation searches ``[N, N]``
 distances per joint step, so ``chunk`` bounds the joint steps observed at once (and their
-temporaries: about 10 MB per joint step of 1,000-agent k-nearest spread).
+temporaries: about 10 MB per joint step of 1,000-agent k-nearest spread). Learners that
+read only some agents of each joint step can take the compact rows instead and observe
+what they read (the neighbourhood critics, :mod:`jaxmarl_accel.algos.local_critic`, with
+``Env.observe_physical_at``); the trainer then gives the replay no ``observe``.
 """
 
 from __future__ import annotations
