@@ -153,7 +153,7 @@ def test_the_flag_sets_the_mode_and_refuses_unknown_ones(capsys):
     help_text = " ".join(parser.format_help().split())
     assert "--replay-obs {observation,physical_state}" in help_text
     assert "recomputes the observations with the env's own observation function" in help_text
-    assert "paid for by observing every sampled joint step" in help_text  # the whole entry
+    assert "neighbourhood critics observe only the rows they read" in help_text  # whole entry
 
 
 def test_replays_that_cannot_recompute_observations_refuse_in_one_line():
