@@ -3,7 +3,8 @@
 ``python -m experiments.bench memory --seeds 1 2 4 8 --json PATH``
 
 ``--replay-next-obs stored next_slot`` measures both ways of keeping ``next_obs`` in one
-invocation (before / after storing each observation once). For each of them and each seed
+invocation (before / after storing each observation once), and ``--replay-obs observation
+physical_state`` both ways of keeping the observations. For each combination and each seed
 count, ``python -m experiments.run`` trains a short run (``--chunks``
 evaluation periods of ``--chunk-steps`` env steps, a checkpoint after each, the baselines
 and the summary at the end) in a child process, then resumes it from its first checkpoint.
@@ -28,6 +29,7 @@ from typing import Any
 from experiments import memory, outputs
 from experiments.checkpoint import Checkpoints
 from jaxmarl_accel.buffers import NEXT_OBS
+from jaxmarl_accel.config import REPLAY_OBS
 
 STATE = re.compile(r"training state ([0-9.]+) MiB;.* estimated peak ([0-9.]+) GiB")
 
@@ -46,6 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replay-next-obs", nargs="+", choices=NEXT_OBS, default=["stored"],
                    help="replay next_obs modes to measure, each at every seed count "
                         "(default: stored)")
+    p.add_argument("--replay-obs", nargs="+", choices=REPLAY_OBS, default=["observation"],
+                   help="replay observation modes to measure, each with every next_obs mode "
+                        "and seed count (default: observation; physical_state needs spread "
+                        "or tag)")
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                    help="further experiments.run flags, after everything else")
     p.add_argument("--json", default=None, help="write the record here")
@@ -66,13 +72,19 @@ def run_child(argv: list[str]) -> tuple[int, str]:
     return usage.ru_maxrss * 1024, text
 
 
-def measure(args: argparse.Namespace, seeds: int, next_obs: str, folder: str
-            ) -> dict[str, Any]:
+def runs(args: argparse.Namespace) -> list[tuple[str, str, int]]:
+    """The ``(replay_obs, next_obs, seeds)`` of every run to measure, in order."""
+    return [(obs, next_obs, seeds) for obs in args.replay_obs
+            for next_obs in args.replay_next_obs for seeds in args.seeds]
+
+
+def measure(args: argparse.Namespace, seeds: int, next_obs: str, folder: str,
+            replay_obs: str = "observation") -> dict[str, Any]:
     """One fresh run and its resume from the first checkpoint."""
-    out = os.path.join(folder, f"{next_obs}-seeds{seeds}")
+    out = os.path.join(folder, f"{replay_obs}-{next_obs}-seeds{seeds}")
     flags = ["--env", args.env, "--agents", str(args.agents), "--algo", args.algo,
              "--seeds", str(seeds), "--buffer-capacity", str(args.capacity),
-             "--replay-next-obs", next_obs,
+             "--replay-next-obs", next_obs, "--replay-obs", replay_obs,
              "--eval-every", str(args.chunk_steps),
              "--total-env-steps", str(args.chunk_steps * args.chunks),
              "--learning-starts", str(args.chunk_steps // 2), "--baseline-episodes", "100",
@@ -88,7 +100,8 @@ def measure(args: argparse.Namespace, seeds: int, next_obs: str, folder: str
     for step in checkpoints.steps()[1:]:  # resume after the oldest kept checkpoint
         checkpoints.delete(step)
     resumed_peak, _ = run_child(["--resume", out, "--quiet"])
-    return {"seeds": seeds, "replay_next_obs": next_obs, "state_bytes": state,
+    return {"seeds": seeds, "replay_next_obs": next_obs, "replay_obs": replay_obs,
+            "state_bytes": state,
             "peak_rss_bytes": peak, "resumed_peak_rss_bytes": resumed_peak,
             "estimate_bytes": estimate,
             "peak_over_state": peak / state, "estimate_error": estimate / peak - 1,
@@ -100,13 +113,14 @@ def main(args: argparse.Namespace) -> None:
     record: dict[str, Any] = {"config": vars(args), "available_bytes": free, "where": where,
                               "fixed_bytes": memory.FIXED_BYTES,
                               "state_factor": memory.STATE_FACTOR, "runs": []}
-    print(f"{'next_obs':>9} {'seeds':>5} {'state GiB':>9} {'peak GiB':>8} {'resumed':>8} "
-          f"{'estimate':>8} {'peak/state':>10} {'est. error':>10}")
+    print(f"{'obs':>14} {'next_obs':>9} {'seeds':>5} {'state GiB':>9} {'peak GiB':>8} "
+          f"{'resumed':>8} {'estimate':>8} {'peak/state':>10} {'est. error':>10}")
     with tempfile.TemporaryDirectory() as folder:
-        for next_obs, seeds in ((mode, n) for mode in args.replay_next_obs for n in args.seeds):
-            row = measure(args, seeds, next_obs, folder)
+        for replay_obs, next_obs, seeds in runs(args):
+            row = measure(args, seeds, next_obs, folder, replay_obs)
             record["runs"].append(row)
-            print(f"{next_obs:>9} {seeds:>5} {row['state_bytes'] / 2**30:>9.2f} "
+            print(f"{replay_obs:>14} {next_obs:>9} {seeds:>5} "
+                  f"{row['state_bytes'] / 2**30:>9.2f} "
                   f"{row['peak_rss_bytes'] / 2**30:>8.2f} "
                   f"{row['resumed_peak_rss_bytes'] / 2**30:>8.2f} "
                   f"{row['estimate_bytes'] / 2**30:>8.2f} {row['peak_over_state']:>10.2f} "

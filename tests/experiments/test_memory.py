@@ -114,3 +114,19 @@ def test_bench_memory_reads_the_state_and_estimate_from_the_runs_log():
     line = ("compiled in 10.5s; training state 3942.1 MiB; chunk temporaries 78.3 MiB; "
             "estimated peak 4.68 GiB")
     assert STATE.search(line).groups() == ("3942.1", "4.68")
+
+
+def test_bench_memory_measures_every_replay_mode_at_every_seed_count():
+    import argparse
+
+    from experiments.bench import memory as bench_memory
+
+    parser = argparse.ArgumentParser()
+    bench_memory.add_arguments(parser)
+    args = parser.parse_args(["--seeds", "1", "2", "--replay-next-obs", "stored", "next_slot",
+                              "--replay-obs", "observation", "physical_state"])
+    assert bench_memory.runs(args) == [
+        (obs, nxt, n) for obs in ("observation", "physical_state")
+        for nxt in ("stored", "next_slot") for n in (1, 2)]
+    assert bench_memory.runs(parser.parse_args([])) == [
+        ("observation", "stored", n) for n in (1, 2, 4, 8)]
