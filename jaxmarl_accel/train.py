@@ -34,6 +34,7 @@ from flax import struct
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo, AlgoState, make_algo
 from jaxmarl_accel.buffers import Buffer, BufferState, make_buffer
+from jaxmarl_accel.buffers.recompute import observe_chunk
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import learner_policy
@@ -237,26 +238,19 @@ def next_obs_kwargs(config: cfg.TrainConfig, spec: Any) -> dict[str, Any]:
                 episode_length=spec.episode_length)
 
 
-OBSERVE_ENTRIES = 2**24
-"""Agent pairs (joint steps x N^2) a physical-state replay observes at once when it samples:
-the k-nearest observations build ``[N, N]`` distance arrays, so at N = 1,000 it observes 16
-joint steps at a time (0.2 GB of temporaries) instead of a batch of 256 at once (5 GB); up
-to 128 agents a batch of 1,024 is observed at once."""
-
-
 def replay_obs_kwargs(config: cfg.TrainConfig, env: Env, env_params: PyTree
                       ) -> dict[str, Any]:
     """``make_buffer``'s ``observe`` options for ``config.replay_obs``: with
     ``"physical_state"``, the env's own observation function of a packed physical state
-    (``env.observe_physical`` at ``env_params``), :data:`OBSERVE_ENTRIES` agent pairs at a
-    time; a one-line ValueError for an env without one."""
+    (``env.observe_physical`` at ``env_params``), :func:`~.buffers.recompute.observe_chunk`
+    joint steps at a time; a one-line ValueError for an env without one."""
     if config.replay_obs == "observation":
         return {}
     if env.observe_physical is None:
         raise ValueError(f"replay_obs {config.replay_obs!r}: {env.spec.name} has no physical "
                          "state to recompute its observations from; use observation")
     return dict(observe=lambda physical: env.observe_physical(physical, env_params),
-                observe_chunk=max(1, OBSERVE_ENTRIES // env.spec.num_agents**2))
+                observe_chunk=observe_chunk(env.spec.num_agents))
 
 
 def learner_observes(config: cfg.TrainConfig) -> bool:

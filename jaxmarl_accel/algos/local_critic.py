@@ -74,16 +74,13 @@ from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.variant import Variant
-from jaxmarl_accel.buffers.recompute import observe_rows
+from jaxmarl_accel.buffers.recompute import observe_chunk, observe_rows
 from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
-OBSERVE_ENTRIES = 2**24
-"""Agent pairs (joint steps x N^2) observed at once when every agent of the sampled joint
-steps is observed from physical states (as :data:`jaxmarl_accel.train.OBSERVE_ENTRIES`)."""
 
 
 def nearest_agents(pos: jax.Array, agents: jax.Array | None, k: int) -> jax.Array:
@@ -376,10 +373,10 @@ def _look(sk: Skeleton, joint: jax.Array, rows: jax.Array, who: jax.Array) -> ja
 
 def _observe_all(sk: Skeleton, batch: Transition) -> Transition:
     """``batch`` with every agent's observations in place of packed physical states
-    (:data:`OBSERVE_ENTRIES` agent pairs at a time)."""
+    (:func:`~jaxmarl_accel.buffers.recompute.observe_chunk` joint steps at a time)."""
     n = sk.spec.num_agents
     every = lambda physical: sk.observe_at(physical, jnp.arange(n))
-    chunk = max(1, OBSERVE_ENTRIES // n**2)
+    chunk = observe_chunk(n)
     return batch.replace(obs=observe_rows(every, batch.obs, chunk),
                          next_obs=observe_rows(every, batch.next_obs, chunk))
 

@@ -54,6 +54,18 @@ def check_observe(observe: Any, chunk: Any, layout: str) -> None:
                          "whole episodes")
 
 
+OBSERVE_ENTRIES = 2**24
+"""Agent pairs (joint steps x N^2) observed at once when every agent of many joint steps is
+observed: the k-nearest observations build ``[N, N]`` distance arrays, so at N = 1,000 16
+joint steps are observed at a time (0.2 GB of temporaries) instead of a batch of 256 at once
+(5 GB); up to 128 agents a batch of 1,024 is observed at once."""
+
+
+def observe_chunk(num_agents: int) -> int:
+    """Joint steps of ``num_agents`` agents observed at once (:data:`OBSERVE_ENTRIES`)."""
+    return max(1, OBSERVE_ENTRIES // num_agents**2)
+
+
 def observe_rows(observe: Observe, compact: jax.Array, chunk: int | None = None) -> jax.Array:
     """``observe`` of every joint step of ``compact`` ``[*I, N, F]`` (any leading index axes
     I, e.g. ``[B]`` or ``[N, B]``): ``[*I, N, D]``, ``chunk`` joint steps at a time (all at
