@@ -159,17 +159,17 @@ def make(
         else:
             land_rel, other_rel, other_comm = nearest_parts(state, agent_pos,
                                                             jnp.eye(n, dtype=bool))
-        parts = [state.vel[:n], agent_pos, land_rel, other_rel, other_comm]
-        return jnp.concatenate([p.reshape(n, -1) for p in parts], axis=1).astype(jnp.float32)
+        return assemble([state.vel[:n], agent_pos, land_rel, other_rel, other_comm])
+
+    def assemble(parts: list) -> jax.Array:
+        rows = parts[0].shape[0]
+        return jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
 
     def observe_at(state: core.MPEState, params: SpreadParams, agents: jax.Array) -> jax.Array:
-        if k_nearest is None:
-            return observe(state, params)[agents]
+        # k-nearest rows of some agents (build_env takes the rows of observe otherwise)
         me = state.pos[agents]
-        parts = [state.vel[agents], me,
-                 *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])]
-        rows = agents.shape[0]
-        return jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
+        return assemble([state.vel[agents], me,
+                         *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])])
 
     def reward(state: core.MPEState, params: SpreadParams) -> jax.Array:
         agent_pos, size, collide = state.pos[:n], params.world.size, params.world.collide
@@ -193,5 +193,6 @@ def make(
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
                     heuristic, colliders=slice(0, n),
-                    physical=agents_and_still_landmarks(n, num_l, DIM_C), observe_at=observe_at)
+                    physical=agents_and_still_landmarks(n, num_l, DIM_C),
+                    observe_at=None if k_nearest is None else observe_at)
     return env, params

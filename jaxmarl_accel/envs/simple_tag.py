@@ -194,8 +194,7 @@ def make(
         return jnp.pad(obs, ((0, 0), (0, spec.obs_dim - obs.shape[1])))
 
     def observe_at(state: core.MPEState, params: TagParams, agents: jax.Array) -> jax.Array:
-        if k_nearest is None:
-            return observe(state, params)[agents]
+        # k-nearest rows of some agents (build_env takes the rows of observe otherwise)
         me = state.pos[agents]
         return assemble([state.vel[agents], me,
                          *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])])
@@ -256,5 +255,5 @@ def make(
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
                     heuristic, physical=agents_and_still_landmarks(n, n_obs, DIM_C),
-                    observe_at=observe_at)
+                    observe_at=None if k_nearest is None else observe_at)
     return env, params
