@@ -60,8 +60,9 @@ class TrainConfig:
         recomputes the observations with the env's own observation function (6 numbers
         per agent instead of 52 in k = 8 spread): joint critics get every agent of each
         sampled joint step observed when the replay samples; neighbourhood critics observe
-        only the rows they read themselves (``Env.observe_physical_at``). The observations are the env's, bit for bit in spread (in
-        tag the first of an episode to the last bit); runs agree to float rounding.
+        only the rows they read themselves (``Env.observe_physical_at``). The observations
+        are the env's, bit for bit in spread (in tag the first of an episode to the last
+        bit); runs agree to float rounding.
         Combines with replay_next_obs (next_slot: the next state is read from the next
         slot). Transition replay.
       buffer_capacity: transitions held by the replay buffer.
