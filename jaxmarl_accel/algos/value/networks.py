@@ -18,6 +18,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.algos.networks import MLP
 
 PyTree = Any
@@ -37,7 +38,9 @@ class RNNAgent(nn.Module):
 
     def setup(self) -> None:
         self.encoder = nn.Dense(self.hidden)
-        self.cell = nn.GRUCell(self.hidden)
+        # flax's default recurrent initializer is LAPACK's QR, which deadlocks under the
+        # seed vmap on CPU; ours draws the same distribution in plain jnp
+        self.cell = nn.GRUCell(self.hidden, recurrent_kernel_init=orthogonal())
         self.head = nn.Dense(self.num_actions)
 
     def encode(self, x: jax.Array) -> jax.Array:
