@@ -34,7 +34,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
     heuristic_policy,
-    learner_policy,
+    learner_step_policy,
     random_policy,
     scripted_team,
 )
@@ -255,8 +255,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
-    if config.total_env_steps < cfg.first_update_step(config):
-        warn(f"warning: {untrained_note(config)}")
+    if trainer.total_steps < trainer.first_update_step:
+        warn(f"warning: {untrained_note(trainer)}")
     manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
     started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
@@ -273,10 +273,11 @@ def _logger(quiet: bool) -> Callable[..., None]:
     return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
 
 
-def untrained_note(config: cfg.TrainConfig) -> str:
+def untrained_note(trainer: Trainer) -> str:
     """Why a run that ends before its first update has scores of untrained policies."""
-    return (f"the run ends at {config.total_env_steps:,} env steps per seed, before the first "
-            f"update (after {cfg.first_update_step(config):,}: --learning-starts "
+    config = trainer.config
+    return (f"the run ends at {trainer.total_steps:,} env steps per seed, before the first "
+            f"update (after {trainer.first_update_step:,}: --learning-starts "
             f"{config.learning_starts:,}, --batch-size {config.batch_size:,}); the learners "
             "are never trained and the scores are those of their initial policies")
 
@@ -357,9 +358,9 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
     steps = manager.steps()[::-1]
     skipped: list[str] = []
     for step in steps:
-        if step >= cfg.num_chunks(config):
+        if step >= sharded.trainer.num_chunks:
             raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
-                             f"its config.json has {cfg.num_chunks(config)} chunks")
+                             f"its config.json has {sharded.trainer.num_chunks} chunks")
         # a fresh state to overwrite in place; with several processes only for the parts a
         # checkpoint may omit, built once one is known to be missing
         fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
@@ -385,7 +386,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         if missing:  # a checkpoint without the replay: the fresh state's empty one
             warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "
                  f"false): the resumed run refills it and learns again from "
-                 f"{cfg.first_update_step(config):,} env steps after the restart on, so it "
+                 f"{sharded.trainer.first_update_step:,} env steps after the restart on, so it "
                  "does not repeat the uninterrupted run")
             fresh = fresh or checkpoint_items(fresh_state(sharded, options.seed))
             items = {**{name: fresh[name] for name in missing}, **items}
@@ -412,10 +413,10 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     stderr, the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect
     after it (:func:`experiments.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
-    steps_per_chunk, total = config.eval_every, config.total_env_steps
+    steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)
-    # a chunk learns in all its rounds once it starts at most one round before the first update
-    learning_from = cfg.first_update_step(config) - cfg.steps_per_round(config)
+    # a chunk learns once the first update falls inside it
+    learning_from = trainer.first_update_step - steps_per_chunk
     streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
                                    options.out_dir, options.seeds,
                                    started.rows if options.resume else None)
@@ -467,7 +468,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         "episodes each)...")
     base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
                             options.baseline_episodes)
-    untrained = {"warning": untrained_note(config)} if not any(updates) else {}
+    untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
     summary = outputs.summarize(
         final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
         float(base["heuristic"][scored].mean()),
@@ -509,23 +510,21 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     ``names``."""
     from experiments.render_demo import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
-    from jaxmarl_accel.steps import recurrent_rollout
 
     env, params = trainer.env, trainer.env_params
     steps = int(params.episode_length)
-    if trainer.algo.initial_carry is not None:  # a recurrent learner: its own rollout
-        states, ended = jax.jit(lambda: recurrent_rollout(env, params, trainer.algo, algo_state,
-                                                          key, steps))()
-        shown = int(np.argmax(np.asarray(ended))) if np.any(ended) else steps
-        states = jax.tree.map(lambda leaf: leaf[: max(shown, 1)], states)
-    else:
-        policy = learner_policy(env, trainer.algo, trainer.config.prey == "heuristic",
-                                explore=False)
+    policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "heuristic",
+                                 explore=False)
 
-        def policy_fn(key, obs, env_state, params):
-            return policy(algo_state, key, obs, env_state, params)[0]
+    def policy_fn(key, obs, env_state, params, carry):
+        action, _, carry = policy.step(algo_state, carry, key, obs, env_state, params)
+        return action, carry
 
-        states = jax.jit(lambda: rollout(env, params, policy_fn, key, steps))().states
+    record = jax.jit(lambda: rollout(env, params, policy_fn, key, steps,
+                                     initial_carry=policy.initial_carry))()
+    ended = np.asarray(record.terminated | record.truncated)
+    shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
+    states = jax.tree.map(lambda leaf: leaf[:shown], record.states)
     frames = render_rollout(states, params, env.spec)
     write_gif(os.path.join(out_dir, names[0]), frames)
     write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])

@@ -198,15 +198,13 @@ def example_episode(spec: Any) -> Any:
 
 
 class _Running(NamedTuple):
-    """Carry of :func:`collect_episodes` (leaves ``[E, ...]``; ``t`` is shared)."""
+    """Carry of :func:`collect_episodes` (leaves ``[E, ...]``)."""
 
-    t: jax.Array
     env_state: PyTree
     obs: jax.Array           # the env's current observation (after any auto-reset)
-    rec: tuple               # (obs, state, avail) recorded for the row of step t
+    rec: tuple               # (obs, state, avail) recorded for the row of the next step
     carry: PyTree            # the learner's recurrent carry
-    alive: jax.Array         # bool [E]: the episode has not ended before step t
-    rows: Any                # Episode leaves [T + 1, E, ...] being filled
+    alive: jax.Array         # bool [E]: the episode has not ended before this step
     returns: jax.Array
     stats: dict[str, jax.Array]
     key: jax.Array
@@ -222,9 +220,10 @@ def collect_episodes(
     observation, state and available actions before the step, the action, team reward and
     termination); rows at and after an env's episode end are masked (``filled`` 0) and row
     ``len`` holds the pre-reset observation the episode ended in (for bootstrapping after a
-    time-limit truncation). The loop stops as soon as every env's episode has ended
-    (``lax.while_loop``), at the latest after ``T = spec.episode_length`` steps; rows never
-    reached stay zero.
+    time-limit truncation; the rows after it repeat it). The loop is a ``lax.scan`` of
+    ``T = spec.episode_length`` steps whatever the episodes' lengths: a loop that stopped
+    when every env's episode has ended would stop at a different step in each seed of a
+    ``vmap`` over seeds, which turns it into a select of its whole carry at every step.
 
     Args:
       env: the environment; ``params.episode_length`` must not exceed
@@ -241,34 +240,26 @@ def collect_episodes(
       :class:`EpisodeBatch` with leaves ``[E, ...]``.
     """
     spec = env.spec
-    horizon = spec.episode_length
-    template = example_episode(spec)
     views = jax.vmap(env_views, in_axes=(None, 0, 0, None))
     act = jax.vmap(algo.act, in_axes=(None, 0, 0, 0, 0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    template = example_episode(spec)
 
     key, reset_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
         jax.random.split(reset_key, num_envs), env_params)
     state, avail = views(env, env_state, obs, env_params)
-    rows = jax.tree.map(lambda leaf: jnp.zeros((leaf.shape[0], num_envs, *leaf.shape[1:]),
-                                               leaf.dtype), template)
     carry = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (num_envs, *leaf.shape)),
                          algo.initial_carry())
     start = _Running(
-        t=jnp.zeros((), jnp.int32), env_state=env_state, obs=obs, rec=(obs, state, avail),
-        carry=carry, alive=jnp.ones((num_envs,), bool), rows=rows,
+        env_state=env_state, obs=obs, rec=(obs, state, avail), carry=carry,
+        alive=jnp.ones((num_envs,), bool),
         returns=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
         stats={name: jnp.zeros((num_envs,), jnp.float32) for name in spec.episode_stats},
         key=key)
+    cast = lambda value, like: value.astype(like.dtype)
 
-    def put(rows_leaf: jax.Array, t: jax.Array, value: jax.Array) -> jax.Array:
-        return jax.lax.dynamic_update_index_in_dim(rows_leaf, value.astype(rows_leaf.dtype), t, 0)
-
-    def keep_going(run: _Running) -> jax.Array:
-        return (run.t < horizon) & jnp.any(run.alive)
-
-    def one_step(run: _Running) -> _Running:
+    def one_step(run: _Running, _: None) -> tuple[_Running, Any]:
         key, act_key, step_key = jax.random.split(run.key, 3)
         rec_obs, rec_state, rec_avail = run.rec
         action, carry = act(algo_state, run.carry, run.obs, rec_avail,
@@ -277,13 +268,11 @@ def collect_episodes(
             jax.random.split(step_key, num_envs), run.env_state, action, env_params)
         alive = run.alive
         live = alive.astype(jnp.float32)
-        rows = run.rows.replace(
-            obs=put(run.rows.obs, run.t, rec_obs), state=put(run.rows.state, run.t, rec_state),
-            avail=put(run.rows.avail, run.t, rec_avail),
-            action=put(run.rows.action, run.t, jnp.where(alive[:, None], action, 0)),
-            reward=put(run.rows.reward, run.t, live * team_reward(spec, reward)),
-            terminated=put(run.rows.terminated, run.t, live * terminated),
-            filled=put(run.rows.filled, run.t, live))
+        row = template.replace(
+            obs=cast(rec_obs, template.obs), state=cast(rec_state, template.state),
+            avail=rec_avail, action=jnp.where(alive[:, None], action, 0).astype(jnp.int32),
+            reward=live * team_reward(spec, reward), terminated=live * terminated,
+            filled=live)
         # what the next row records: the new observation while the episode runs, the
         # pre-reset one it ended in, then that one frozen
         ended = terminated | truncated
@@ -296,16 +285,16 @@ def collect_episodes(
         rec = (pick(obs, final_obs, rec_obs), pick(next_state, final_state, rec_state),
                pick(next_avail, final_avail, rec_avail))
         stats = {name: run.stats[name] + live * info[name] for name in spec.episode_stats}
-        return _Running(t=run.t + 1, env_state=env_state, obs=obs, rec=rec, carry=carry,
-                        alive=alive & ~ended, rows=rows,
-                        returns=run.returns + live[:, None] * reward, stats=stats, key=key)
+        return _Running(env_state=env_state, obs=obs, rec=rec, carry=carry,
+                        alive=alive & ~ended, returns=run.returns + live[:, None] * reward,
+                        stats=stats, key=key), row
 
-    end = jax.lax.while_loop(keep_going, one_step, start)
+    end, rows = jax.lax.scan(one_step, start, None, length=spec.episode_length)  # [T, E, ...]
     rec_obs, rec_state, rec_avail = end.rec
-    rows = end.rows.replace(obs=put(end.rows.obs, end.t, rec_obs),
-                            state=put(end.rows.state, end.t, rec_state),
-                            avail=put(end.rows.avail, end.t, rec_avail))
-    episodes = jax.tree.map(lambda leaf: jnp.swapaxes(leaf, 0, 1), rows)
+    last = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[1:], leaf.dtype), rows).replace(
+        obs=cast(rec_obs, template.obs), state=cast(rec_state, template.state), avail=rec_avail)
+    episodes = jax.tree.map(lambda body, tail: jnp.concatenate(
+        [jnp.swapaxes(body, 0, 1), tail[:, None]], axis=1), rows, last)  # [E, T + 1, ...]
     lengths = jnp.sum(episodes.filled, axis=1).astype(jnp.int32)
     return EpisodeBatch(episodes, end.returns, end.stats, lengths)
 
@@ -313,26 +302,3 @@ def collect_episodes(
 def _rows_like(mask: jax.Array, like: jax.Array) -> jax.Array:
     """``mask [E]`` broadcast against ``like [E, ...]``."""
     return mask.reshape(mask.shape + (1,) * (like.ndim - 1))
-
-
-def recurrent_rollout(env: Env, env_params: PyTree, algo: Any, algo_state: PyTree,
-                      key: jax.Array, num_steps: int) -> tuple[PyTree, jax.Array]:
-    """``num_steps`` greedy steps of one env from a reset under a recurrent learner, for
-    rendering: ``(states, ended)`` with the env state before each step (leaves
-    ``[num_steps, ...]``) and bool ``[num_steps]``, True from the step that ended the first
-    episode on (frames after it belong to the next episode)."""
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = env.reset(reset_key, env_params)
-
-    def one(carry, step_key):
-        env_state, obs, memory, ended = carry
-        act_key, env_key = jax.random.split(step_key)
-        _, avail = env_views(env, env_state, obs, env_params)
-        action, memory = algo.act(algo_state, memory, obs, avail, act_key, False)
-        next_obs, next_state, _, terminated, truncated, _ = env.step(env_key, env_state, action,
-                                                                    env_params)
-        return (next_state, next_obs, memory, ended | terminated | truncated), (env_state, ended)
-
-    start = (env_state, obs, algo.initial_carry(), jnp.zeros((), bool))
-    _, (states, ended) = jax.lax.scan(one, start, jax.random.split(run_key, num_steps))
-    return states, ended

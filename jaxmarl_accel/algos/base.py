@@ -3,7 +3,7 @@
 A learner is an :class:`Algo`: a bundle of pure functions ``init / act / update`` plus the
 ``phases`` its update is composed of (to run or time apart), and a :class:`Needs`
 declaration of what it needs from the replay and from the environment. The trainer picks
-its round from ``needs.replay`` (:data:`jaxmarl_accel.train.ROUNDS`). The actor-critic
+its round from ``needs.replay`` (:data:`jaxmarl_accel.rounds.ROUNDS`). The actor-critic
 family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic`) replays single
 transitions and needs nothing else from the env; the value-based family (QMIX, VDN, IQL:
 recurrent agents on whole episodes, paper 004) declares ``replay="episode"``, the env's

@@ -15,6 +15,7 @@ per step).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -57,6 +58,7 @@ class _Carry(NamedTuple):
     state: Any
     key: jax.Array
     ended: jax.Array  # [] bool: the first episode has terminated or been truncated
+    memory: Any = ()  # the policy's carry (a recurrent learner's), () for plain policies
 
 
 class _StepOut(NamedTuple):
@@ -72,6 +74,7 @@ def evaluate_policy(
     num_episodes: int,
     num_steps: int | None = None,
     batch_size: int | None = None,
+    initial_carry: Callable[[], Any] | None = None,
 ) -> EvalResult:
     """Runs ``num_episodes`` episodes (vmapped, in batches) of ``num_steps`` steps (scanned).
 
@@ -86,6 +89,10 @@ def evaluate_policy(
         must then be concrete (``params`` not traced).
       batch_size: episodes vmapped at once (static); batches run one after the other and
         give the same episodes. Default :func:`episodes_per_batch`.
+      initial_carry: for a policy with memory (a recurrent learner's, e.g.
+        :func:`~jaxmarl_accel.envs.policies.learner_step_policy`): ``() -> carry`` at an
+        episode's start; ``policy_fn`` is then ``(key, obs, state, params, carry) ->
+        (actions, carry)``.
 
     Returns:
       :class:`EvalResult`.
@@ -100,20 +107,26 @@ def evaluate_policy(
         except jax.errors.ConcretizationTypeError as err:
             raise ValueError("params.episode_length is traced: pass num_steps") from err
 
+    if initial_carry is None:
+        stateless = policy_fn
+        policy_fn = lambda key, obs, state, params, memory: (stateless(key, obs, state, params),
+                                                             memory)
+        initial_carry = tuple
+
     def one_step(carry: _Carry, _) -> tuple[_Carry, _StepOut]:
         key, key_act, key_step = jax.random.split(carry.key, 3)
-        actions = policy_fn(key_act, carry.obs, carry.state, params)
+        actions, memory = policy_fn(key_act, carry.obs, carry.state, params, carry.memory)
         obs, state, reward, terminated, truncated, info = env.step(
             key_step, carry.state, actions, params)
         live = ~carry.ended
         out = _StepOut(jnp.where(live, reward, 0.0),
                        {name: jnp.where(live, info[name], 0) for name in env.spec.episode_stats})
-        return _Carry(obs, state, key, carry.ended | terminated | truncated), out
+        return _Carry(obs, state, key, carry.ended | terminated | truncated, memory), out
 
     def one_episode(key: jax.Array) -> _StepOut:
         key_reset, key_run = jax.random.split(key)
         obs, state = env.reset(key_reset, params)
-        start = _Carry(obs, state, key_run, jnp.zeros((), bool))
+        start = _Carry(obs, state, key_run, jnp.zeros((), bool), initial_carry())
         _, steps = jax.lax.scan(one_step, start, None, length=num_steps)
         return jax.tree.map(lambda x: jnp.sum(x, axis=0), steps)
 

@@ -13,7 +13,7 @@ action_vec [N, action_dim])``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -104,3 +104,44 @@ def learner_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool) -> L
         return env_action, action_vec
 
     return policy
+
+
+class StepPolicy(NamedTuple):
+    """A learner's joint policy of one environment with its memory: one protocol for
+    stateless and recurrent learners (the carry of a stateless one is ``()``).
+
+    Attributes:
+      initial_carry: ``() -> carry`` of one env at an episode's start.
+      step: ``(algo_state, carry, key, obs [N, obs_dim], env_state, params) -> (env_action,
+        action_vec [N, action_dim], carry)``.
+    """
+
+    initial_carry: Callable[[], Any]
+    step: Callable[..., tuple[jax.Array, jax.Array, Any]]
+
+
+def learner_step_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool
+                        ) -> StepPolicy:
+    """:class:`StepPolicy` of a learner: :func:`learner_policy` with an empty carry for
+    stateless learners; for recurrent ones (``algo.initial_carry`` set) its ``act`` over
+    the env's available actions (``env.avail_actions``, every valid action when the env has
+    none), carrying the learner's memory. ``scripted_prey`` as in :func:`learner_policy`."""
+    if algo.initial_carry is None:
+        policy = learner_policy(env, algo, scripted_prey, explore)
+
+        def stateless(algo_state, carry, key, obs, env_state, params):
+            return (*policy(algo_state, key, obs, env_state, params), carry)
+
+        return StepPolicy(lambda: (), stateless)
+    is_prey = team_rows(env, "prey") if scripted_prey else None
+
+    def recurrent(algo_state, carry, key, obs, env_state, params):
+        act_key, prey_key = jax.random.split(key)
+        avail = (env.spec.action_mask if env.avail_actions is None
+                 else env.avail_actions(env_state, params))
+        env_action, carry = algo.act(algo_state, carry, obs, avail, act_key, explore)
+        if is_prey is not None:
+            env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
+        return env_action, action_vector(env, env_action), carry
+
+    return StepPolicy(algo.initial_carry, recurrent)

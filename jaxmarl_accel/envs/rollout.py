@@ -8,6 +8,7 @@ static) and ``jax.vmap`` it over keys for many episodes side by side.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -45,10 +46,12 @@ class Rollout(NamedTuple):
 class _Carry(NamedTuple):
     obs: jax.Array
     state: PyTree
+    memory: Any = ()  # the policy's carry (a recurrent learner's), () for plain policies
 
 
 def rollout(
-    env: Env, params: Any, policy_fn: PolicyFn, key: jax.Array, num_steps: int
+    env: Env, params: Any, policy_fn: PolicyFn, key: jax.Array, num_steps: int,
+    initial_carry: Callable[[], Any] | None = None,
 ) -> Rollout:
     """Resets ``env`` with ``key`` and runs ``policy_fn`` for ``num_steps`` steps.
 
@@ -62,24 +65,33 @@ def rollout(
       key: PRNG key of the whole rollout.
       num_steps: number of steps T (static, >= 1); episodes end and reset automatically
         every ``params.episode_length`` steps.
+      initial_carry: for a policy with memory (a recurrent learner's
+        :class:`~jaxmarl_accel.envs.policies.StepPolicy`): ``() -> carry`` at the start;
+        ``policy_fn`` is then ``(key, obs, state, params, carry) -> (actions, carry)``
+        (the carry is not reset when an episode ends).
 
     Returns:
       :class:`Rollout` with leading axis ``[T]``.
     """
     if num_steps < 1:
         raise ValueError(f"num_steps must be >= 1, got {num_steps}")
+    if initial_carry is None:
+        stateless = policy_fn
+        policy_fn = lambda key, obs, state, params, memory: (stateless(key, obs, state, params),
+                                                             memory)
+        initial_carry = tuple
 
     def one_step(carry: _Carry, step_key: jax.Array) -> tuple[_Carry, Rollout]:
         key_act, key_step = jax.random.split(step_key)
-        actions = policy_fn(key_act, carry.obs, carry.state, params)
+        actions, memory = policy_fn(key_act, carry.obs, carry.state, params, carry.memory)
         obs, state, rewards, terminated, truncated, info = env.step(
             key_step, carry.state, actions, params)
         record = Rollout(carry.state, carry.obs, actions, rewards, info["final_obs"],
                          terminated, truncated)
-        return _Carry(obs, state), record
+        return _Carry(obs, state, memory), record
 
     key_reset, key_steps = jax.random.split(key)
     obs, state = env.reset(key_reset, params)
-    _, record = jax.lax.scan(one_step, _Carry(obs, state),
+    _, record = jax.lax.scan(one_step, _Carry(obs, state, initial_carry()),
                              jax.random.split(key_steps, num_steps))
     return record

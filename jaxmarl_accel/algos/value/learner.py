@@ -270,11 +270,11 @@ def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
 def agent_q(sk: Skeleton, agent_params: PyTree, batch: Episode) -> jax.Array:
     """Step 1: the agent network over episodes, ``[B, T + 1, N, A]`` (recurrent agents see
     observation, id and previous action, scanned over time from a zero state)."""
-    obs = batch.obs.astype(jnp.float32)
     if not sk.recurrent:
+        obs = batch.obs.astype(jnp.float32)
         return sk.agent.apply(agent_params, networks.agent_inputs(obs, None))
     prev = batches.previous_actions(batch, sk.spec.num_actions)
-    return networks.unroll(sk.agent, agent_params, networks.agent_inputs(obs, prev))
+    return networks.unroll(sk.agent, agent_params, batch.obs, prev)
 
 
 def episode_targets(sk: Skeleton, target: ValueParams, batch: Episode,

@@ -95,28 +95,42 @@ def init_agent(agent: RNNAgent | MLP, key: jax.Array, in_dim: int) -> PyTree:
     return agent.init(key, x)
 
 
-def unroll(agent: RNNAgent, params: PyTree, x: jax.Array) -> jax.Array:
+def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
+           prev_action: jax.Array | None) -> jax.Array:
     """The recurrent agent over whole episodes from a zero GRU state.
 
     Args:
       agent: the module.
       params: its parameters.
-      x: ``[B, T + 1, N, in]`` inputs (:func:`agent_inputs`), row 0 an episode's start.
+      obs: ``[B, T + 1, N, obs_dim]`` observations (any dtype; cast to float32 a step at a
+        time), row 0 an episode's start.
+      prev_action: ``[B, T + 1, N, A]`` one-hot previous actions, or ``None`` (inputs
+        without them), as :func:`agent_inputs` takes them.
 
     Returns:
       ``[B, T + 1, N, A]`` Q-values; row t sees rows 0..t only.
+
+    Memory: each scanned step builds its own inputs (:func:`agent_inputs`), encodes them,
+    steps the GRU and reads its Q-values, and is rematerialized (``jax.checkpoint``): the
+    backward pass recomputes a step from its input state. What is kept across the episode
+    is the GRU state of every step, ``[T + 1, B * N, hidden]``, instead of the encoded
+    inputs, the GRU's gates and the hidden states besides (about 8 arrays of that size
+    for a batch of 128 stag-hunt episodes, 52 MiB each), for about one more forward pass
+    of the agent network.
     """
-    batch, rows, n = x.shape[:3]
-    # time-major and flat over (episode, agent) before the scan: each step is one
-    # [B * N, hidden] matrix product, which halves the backward pass on CPU
-    x = jnp.swapaxes(x, 0, 1).reshape(rows, batch * n, x.shape[-1])
-    z = agent.apply(params, x, method=RNNAgent.encode)
-    h0 = jnp.zeros((batch * n, z.shape[-1]), z.dtype)
+    batch, rows, n = obs.shape[:3]
+    # time-major before the scan, in the stored dtype (uint8 for binary observations)
+    parts = (obs,) if prev_action is None else (obs, prev_action)
+    parts = tuple(jnp.swapaxes(part, 0, 1) for part in parts)
+    h0 = jnp.zeros((batch * n, agent.hidden), jnp.float32)
 
-    def step(h: jax.Array, z_t: jax.Array) -> tuple[jax.Array, jax.Array]:
-        h = agent.apply(params, h, z_t, method=RNNAgent.recur)
-        return h, h
+    @jax.checkpoint
+    def step(h: jax.Array, part: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
+        prev = part[1] if len(part) > 1 else None
+        x = agent_inputs(part[0].astype(jnp.float32), prev).reshape(batch * n, -1)
+        h = agent.apply(params, h, agent.apply(params, x, method=RNNAgent.encode),
+                        method=RNNAgent.recur)
+        return h, agent.apply(params, h, method=RNNAgent.q_values)
 
-    _, hs = jax.lax.scan(step, h0, z)  # [T + 1, B * N, hidden]
-    q = agent.apply(params, hs, method=RNNAgent.q_values)
+    _, q = jax.lax.scan(step, h0, parts)  # [T + 1, B * N, A]
     return jnp.swapaxes(q.reshape(rows, batch, n, q.shape[-1]), 0, 1)

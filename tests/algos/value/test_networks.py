@@ -26,21 +26,34 @@ def test_agent_inputs_are_observation_id_and_previous_action():
 
 def test_unroll_equals_step_by_step_calls_from_a_zero_state():
     agent = networks.make_agent("rnn", H, A)
-    params = networks.init_agent(agent, jax.random.key(1), OBS + N)
-    x = jax.random.normal(jax.random.key(2), (B, ROWS, N, OBS + N))
-    q = jax.jit(lambda p, x: networks.unroll(agent, p, x))(params, x)
+    params = networks.init_agent(agent, jax.random.key(1), OBS + N + A)
+    obs = jax.random.normal(jax.random.key(2), (B, ROWS, N, OBS))
+    prev = jax.nn.one_hot(jax.random.randint(jax.random.key(6), (B, ROWS, N), 0, A), A)
+    q = jax.jit(lambda p, o, a: networks.unroll(agent, p, o, a))(params, obs, prev)
     assert q.shape == (B, ROWS, N, A)
     h = jnp.zeros((B, N, H))
+    x = networks.agent_inputs(obs, prev)
     for t in range(ROWS):
         h, q_t = agent.apply(params, h, x[:, t])
         np.testing.assert_allclose(q[:, t], q_t, rtol=1e-5, atol=1e-6)
+    # the gradient through the rematerialized scan equals that of the plain loop
+    def looped(p):
+        h, total = jnp.zeros((B, N, H)), 0.0
+        for t in range(ROWS):
+            h, q_t = agent.apply(p, h, x[:, t])
+            total = total + jnp.sum(q_t**2)
+        return total
+
+    grads = jax.jit(jax.grad(lambda p: jnp.sum(networks.unroll(agent, p, obs, prev)**2)))(params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5), grads,
+                 jax.grad(looped)(params))
 
 
 def test_unroll_is_causal_and_starts_fresh_in_every_episode():
     agent = networks.make_agent("rnn", H, A)
     params = networks.init_agent(agent, jax.random.key(3), OBS + N)
-    x = jax.random.normal(jax.random.key(4), (B, ROWS, N, OBS + N))
-    unroll = jax.jit(lambda x: networks.unroll(agent, params, x))
+    x = jax.random.normal(jax.random.key(4), (B, ROWS, N, OBS))
+    unroll = jax.jit(lambda x: networks.unroll(agent, params, x, None))
     changed = x.at[:, 3:].add(1.0).at[1].add(1.0)  # later rows of both, all of episode 1
     q, q2 = unroll(x), unroll(changed)
     np.testing.assert_array_equal(q[0, :3], q2[0, :3])

@@ -1,0 +1,136 @@
+"""The episode round, for recurrent learners that replay whole episodes (QMIX, VDN, IQL,
+MAC-PO, AccMER; paper 004, whose reference code is pymarl2 with its parallel runner).
+
+A round runs one whole episode in each of the ``E`` environments under the learner's
+exploration policy (:func:`~jaxmarl_accel.steps.collect_episodes`: a fixed ``T`` =
+``spec.episode_length`` steps, the steps after an episode's end masked), adds the ``E``
+episodes to the episode replay (layout ``"episode"``, leaves ``[C, T + 1, ...]``) and then
+performs one update on a batch of ``batch_size`` episodes, as pymarl2 does: an update per
+round of E episodes, once the replay holds a batch.
+
+Seed-uniform schedule. Every seed of a run is one lane of ``jax.vmap``; a branch or loop
+whose predicate differs per seed becomes a ``select`` of its whole carry, the replay
+included (a copy of the replay per round). So the schedule comes from the round index
+(a scan input every seed shares), never from a seed's own counts:
+
+* a run has ``ceil(total_env_steps / (E x T))`` rounds and a chunk (evaluation period)
+  ``ceil(eval_every / (E x T))`` of them;
+* the run's clock counts ``E x T`` env steps per round. pymarl2 counts the steps the
+  episodes really took (``t_env``), which differs per seed once episodes end early (the
+  stag hunt ends when every agent is frozen); here epsilon's schedule and
+  ``learning_starts`` read the shared clock, so a run of ``total_env_steps`` has as many
+  episodes as pymarl2's would if no episode ended early, and fewer steps once they do.
+  The steps really taken are reported (the ``episode_length`` training statistic, per
+  exploration episode);
+* updates start in the first round after which the replay holds a batch
+  (``(r + 1) E >= batch_size``) and the clock has reached ``learning_starts``; the
+  learner is told the clock and the episodes finished before the round's update
+  (pymarl2's ``t_env`` and ``episode`` at ``learner.train``: target copies every K
+  episodes);
+* a seed resumed from a checkpoint without its replay holds fewer episodes than the
+  round implies: its update is computed and discarded (``jnp.where`` on the learner
+  state and the batch's priorities only, never on the replay) until the replay holds a
+  batch again.
+
+The replay is therefore only written by ``buffer.add`` (in place when the chunk's state
+is donated), and the compiled chunk's temporaries do not grow with its capacity.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxmarl_accel import config as cfg
+from jaxmarl_accel.algos import Algo
+from jaxmarl_accel.buffers import make_buffer
+from jaxmarl_accel.envs import Env
+from jaxmarl_accel.rounds.state import (
+    EpisodeEnds,
+    Round,
+    RoundOutput,
+    TrainState,
+    within_run,
+    zeros_like_shapes,
+)
+from jaxmarl_accel.steps import collect_episodes, example_episode, learn_step
+
+PyTree = Any
+
+
+def episode_schedule(config: cfg.TrainConfig, episode_length: int) -> tuple[int, int, int, int]:
+    """``(steps_per_round, rounds_per_chunk, total_rounds, first_update_round)`` of an
+    episode-round run with episodes of ``episode_length`` (T) steps (module docstring)."""
+    steps = config.num_envs * episode_length
+    first = max(math.ceil(config.batch_size / config.num_envs),
+                math.ceil(config.learning_starts / steps), 1) - 1
+    return (steps, math.ceil(config.eval_every / steps),
+            math.ceil(config.total_env_steps / steps), first)
+
+
+def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
+                       algo: Algo) -> Round:
+    """The :class:`~.state.Round` of a recurrent, episode-replay learner.
+
+    Args:
+      config: the run; ``buffer_capacity`` and ``batch_size`` count episodes,
+        ``learning_starts`` and the step budgets count env steps on the run's clock.
+      env, env_params: the environment (``spec.episode_length`` = T rows per episode).
+      algo: a learner with ``needs.replay == "episode"`` and ``initial_carry``.
+    """
+    if algo.initial_carry is None:
+        raise ValueError(f"algo {config.algo!r} replays episodes but has no initial_carry")
+    num_envs = config.num_envs
+    buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
+                         batch_size=config.batch_size, layout="episode",
+                         index_sharing="shared", **cfg.buffer_kwargs(config))
+    steps, rounds_per_chunk, total_rounds, first_round = episode_schedule(
+        config, env.spec.episode_length)
+    observe = algo.observe or (lambda algo_state, env_steps, episodes: algo_state)
+
+    def learn(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
+              update_key: jax.Array) -> tuple[PyTree, PyTree, dict[str, jax.Array], jax.Array]:
+        learned = learn_step(algo, buffer, algo_state, buffer_state, sample_key, update_key)
+        filled = buffer_state.size >= config.batch_size  # False only after a replay-less resume
+        # a per-seed choice on the learner state and the priorities only: leaves the update
+        # passes through (the replay's storage) are the same traced values and stay as they are
+        keep = lambda new, old: old if new is old else jnp.where(filled, new, old)
+        return (jax.tree.map(keep, learned.algo, algo_state),
+                jax.tree.map(keep, learned.buffer, buffer_state),
+                jax.tree.map(lambda m: jnp.where(filled, m, 0), learned.metrics), filled)
+
+    def skip(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
+             update_key: jax.Array) -> tuple[PyTree, PyTree, dict[str, jax.Array], jax.Array]:
+        shapes = jax.eval_shape(learn, algo_state, buffer_state, sample_key, update_key)[2]
+        return algo_state, buffer_state, zeros_like_shapes(shapes), jnp.zeros((), bool)
+
+    def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        key, collect_key, sample_key, update_key = jax.random.split(state.key, 4)
+        clock, episodes = round_index * steps, round_index * num_envs
+        algo_state = observe(state.algo, clock, episodes)  # epsilon of this round's episodes
+        batch = collect_episodes(env, env_params, algo, algo_state, collect_key, num_envs,
+                                 explore=True)
+        buffer_state = buffer.add(state.buffer, batch.episodes)
+        algo_state = observe(algo_state, clock + steps, episodes)
+        algo_state, buffer_state, learner, updated = jax.lax.cond(
+            round_index >= first_round, learn, skip, algo_state, buffer_state, sample_key,
+            update_key)
+        stats = {name: jnp.sum(value) for name, value in batch.stats.items()}
+        stats["episode_length"] = jnp.sum(batch.lengths).astype(jnp.float32)
+        ends = EpisodeEnds(returns=jnp.sum(batch.returns, axis=0),
+                           count=jnp.asarray(num_envs, jnp.float32), stats=stats)
+        state = state.replace(algo=algo_state, buffer=buffer_state, key=key,
+                              env_steps=(clock + steps).astype(jnp.int32))
+        return state, RoundOutput(ends, learner, updated)
+
+    run = run_round if total_rounds % rounds_per_chunk == 0 else within_run(run_round,
+                                                                            total_rounds)
+    return Round(buffer=buffer, item=example_episode(env.spec), run=run, steps_per_round=steps,
+                 rounds_per_chunk=rounds_per_chunk, total_rounds=total_rounds,
+                 updates_per_round=1, first_update_step=(first_round + 1) * steps)
+
+
+__all__ = ["episode_schedule", "make_episode_round"]

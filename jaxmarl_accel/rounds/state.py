@@ -1,0 +1,127 @@
+"""What every round of the trainer shares: the training state, a round's output and the
+:class:`Round` a replay kind plugs into the shell (:mod:`jaxmarl_accel.train`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from jaxmarl_accel.buffers import Buffer
+
+PyTree = Any
+
+
+@struct.dataclass
+class TrainState:
+    """Carry of the training scan for one seed.
+
+    Attributes:
+      algo: learner state (the family's: per-agent parameters stacked on a leading agent
+        axis, or shared ones).
+      buffer: replay buffer state.
+      env_state: environment states, leading axis ``[E]`` (the transition round carries
+        them from round to round; the episode round starts every round from a reset).
+      obs: current observations ``[E, N, obs_dim]``.
+      episode_return: running undiscounted return of the current episodes ``[E, N]``.
+      key: PRNG key of this seed.
+      env_steps: ``[]`` int32 env steps on the run's clock (summed over envs): the steps
+        taken (transition round), or ``E x T`` per round (episode round: the clock every
+        seed shares; the steps its episodes really took are reported as the
+        ``episode_length`` training statistic).
+    """
+
+    algo: PyTree
+    buffer: PyTree
+    env_state: PyTree
+    obs: jax.Array
+    episode_return: jax.Array
+    key: jax.Array
+    env_steps: jax.Array
+
+
+class EpisodeEnds(NamedTuple):
+    """Training episodes that ended during some env steps.
+
+    Attributes:
+      returns: ``[N]`` summed per-agent return of those episodes.
+      count: ``[]`` float32 number of those episodes.
+      stats: name -> ``[]`` sum over those episodes of a per-episode statistic (the env's
+        ``spec.episode_stats``, and the episode round's ``episode_length``); may be empty.
+    """
+
+    returns: jax.Array
+    count: jax.Array
+    stats: dict[str, jax.Array] = {}
+
+
+class RoundOutput(NamedTuple):
+    """Per-round scan output.
+
+    Attributes:
+      episodes: the training episodes that ended this round.
+      learner: learner metrics averaged over this round's updates (zeros if none ran).
+      updated: ``[]`` bool, whether this round ran updates.
+    """
+
+    episodes: EpisodeEnds
+    learner: dict[str, jax.Array]
+    updated: jax.Array
+
+
+RoundFn = Callable[[TrainState, jax.Array], tuple[TrainState, RoundOutput]]
+"""``(state, round_index) -> (state, RoundOutput)``; ``round_index`` is a scan input (never
+vmapped over seeds), so schedules derived from it are real branches, not selects."""
+
+
+class Round(NamedTuple):
+    """What a replay kind plugs into the trainer shell.
+
+    Attributes:
+      buffer: the replay the round fills and samples.
+      item: one zero replay item (leaves without the capacity axis), what ``buffer.init``
+        is built from.
+      run: the round (:data:`RoundFn`).
+      steps_per_round: env steps per round on the run's clock.
+      rounds_per_chunk: rounds between two evaluations.
+      total_rounds: rounds in the whole run.
+      updates_per_round: learner updates in a round that learns.
+      first_update_step: the run's clock (env steps) at the end of the first round that
+        learns.
+    """
+
+    buffer: Buffer
+    item: PyTree
+    run: RoundFn
+    steps_per_round: int
+    rounds_per_chunk: int
+    total_rounds: int
+    updates_per_round: int
+    first_update_step: int
+
+
+def zeros_like_shapes(shapes: PyTree) -> PyTree:
+    """Zeros of a tree of ``jax.ShapeDtypeStruct`` (e.g. from ``jax.eval_shape``)."""
+    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+
+def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:
+    """``run_round`` for rounds before ``total_rounds``; later rounds (the rest of a shorter
+    last chunk, which runs in the same compiled scan) leave the state as it is and report
+    nothing. The round index is a scan input, not vmapped, so this is a real branch."""
+
+    def skip_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        return state, zeros_like_shapes(jax.eval_shape(run_round, state, round_index)[1])
+
+    def maybe_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        return jax.lax.cond(round_index < total_rounds, run_round, skip_round, state,
+                            round_index)
+
+    return maybe_round
+
+
+__all__ = ["EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState", "within_run",
+           "zeros_like_shapes"]
