@@ -1,4 +1,5 @@
-"""Train MADDPG / MATD3 / MASAC for several seeds at once in one compiled program.
+"""Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / MAC-PO / AccMER) for several
+seeds at once in one compiled program.
 
     python -m experiments.run --algo matd3 --seeds 8 --out runs/matd3
 
@@ -15,7 +16,9 @@ from the newest checkpoint that restores and takes every setting from ``config.j
 
 Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
-``--eval-every`` the last evaluation period is shorter. Integers may be written ``1e6``.
+``--eval-every`` the last evaluation period is shorter. Value learners on episode replay
+count ``--num-envs`` x episode length env steps per round (a clock every seed shares) and
+round both up to whole rounds. Integers may be written ``1e6``.
 
 Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
 than devices, each seed's envs are split too); ``--devices 1`` is the single-device
