@@ -2,8 +2,8 @@
 
 ``python -m experiments.characterize --algo qmix --env stag_hunt --agents 8 16 32 --out DIR``
 
-A round of the episode trainer (:mod:`jaxmarl_accel.episode_trainer`) runs one episode in
-each of E envs (up to T steps), adds the E episodes to the episode replay and makes one
+An episode round (:mod:`jaxmarl_accel.rounds.episode`) runs one episode in
+each of E envs (T steps, masked after its end), adds the E episodes to the episode replay and makes one
 update on B episodes. For every agent count this module builds the run
 (``make_trainer``: env, episode replay, recurrent learner), collects E real episodes under
 the exploration policy, fills the replay with them and times each phase of
