@@ -110,11 +110,24 @@ def cli_metrics() -> str:
             return handle.read()
 
 
+def cpu_signature() -> str:
+    """The host CPU's model and instruction-set flags (``/proc/cpuinfo``), hashed: XLA's CPU
+    code generation targets the host's features, so bit-exact results hold only on a CPU
+    with the same ones ("unknown" where ``/proc/cpuinfo`` is missing)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            lines = handle.read().split("\n\n")[0].splitlines()
+    except OSError:
+        return "unknown"
+    keep = [line for line in lines if line.split(":")[0].strip() in ("model name", "flags")]
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()[:16]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help=f"write {PATH}")
     args = parser.parse_args()
-    record = {"jax": jax.__version__, "platform": jax.default_backend(),
+    record = {"jax": jax.__version__, "platform": jax.default_backend(), "cpu": cpu_signature(),
               "configs": {name: fingerprint(cfg) for name, cfg in configs().items()},
               "cli_metrics_csv": cli_metrics()}
     text = json.dumps(record, indent=1, sort_keys=True)

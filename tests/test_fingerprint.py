@@ -2,9 +2,10 @@
 
 Per configuration (every algorithm x sampler x layout x learners mode, and a few more): the
 hashes of every ``TrainState`` leaf and of the chunk metrics after two chunks from a fixed
-key; and the ``metrics.csv`` of a short CLI run. Bit-exact on the JAX version the fingerprint
-was recorded with; on another version (compilers may round differently) the per-leaf sums
-of ``|x|`` must agree to 1e-3 relative instead.
+key; and the ``metrics.csv`` of a short CLI run. Bit-exact on the JAX version, backend and
+CPU (model and instruction-set flags, :func:`tests.fingerprint.cpu_signature`) the
+fingerprint was recorded with; elsewhere (compilers may round differently) the per-leaf
+sums of ``|x|`` must agree to 1e-3 relative instead.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from tests import fingerprint as fp
 
 with open(fp.PATH) as _handle:
     RECORD = json.load(_handle)
-SAME_JAX = RECORD["jax"] == jax.__version__ and RECORD["platform"] == jax.default_backend()
+SAME_JAX = (RECORD["jax"] == jax.__version__ and RECORD["platform"] == jax.default_backend()
+            and RECORD.get("cpu") == fp.cpu_signature())
 
 
 def test_every_configuration_is_recorded():

@@ -16,6 +16,8 @@ SUBCOMMANDS = {
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
+    "chunk_memory": "the compiled chunk's state, temporaries and estimated peak against the "
+                    "replay's capacity (no training)",
     "hangs": "short value-learner runs (2 and 4 seeds, repeated) under a timeout: any hang?",
     "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
              "and rollout alone",
