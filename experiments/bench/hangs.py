@@ -71,7 +71,7 @@ def one_run(algo: str, seeds: int, timeout: float) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> None:
     """Run every combination and print and write the record."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     for algo in args.algos:
         for seeds in args.seeds:
             for attempt in range(args.tries):
@@ -79,10 +79,16 @@ def main(args: argparse.Namespace) -> None:
                 runs.append(run)
                 print(f"{algo} seeds={seeds} try {attempt + 1}: {run['outcome']} in "
                       f"{run['wall_s']:.0f}s (load {run['load_avg']:.2f})", flush=True)
+                record = write_record(args, runs)  # after every run: a stopped bench keeps them
+    print(f"{record['hung']} hung, {record['failed']} failed of {record['total']} runs")
+
+
+def write_record(args: argparse.Namespace, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The record of the runs so far, written to ``args.json`` when given."""
     record = {"command": "python -m experiments.bench hangs " + " ".join(sys.argv[2:]),
               "runs": runs, "hung": sum(r["outcome"] == "hung" for r in runs),
               "failed": sum(r["outcome"] == "failed" for r in runs), "total": len(runs)}
-    print(f"{record['hung']} hung, {record['failed']} failed of {record['total']} runs")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(record, handle, indent=1)
+    return record

@@ -58,10 +58,12 @@ Differences that remain:
   0.05 after the same round.
 
 On jaxlib 0.10.2's CPU backend, on the 2-core development machine, JaxMARL's program
-vmapped over 4 or 8 seeds has hung in ``block_until_ready`` (every XLA worker thread idle in
-the Eigen thread pool; ours over 8 seeds ran), with and without
-``--xla-flags=--xla_cpu_use_xnnpack=false`` or ``--xla_cpu_multi_thread_eigen=false``;
-the JSON record is written after each seed count, so the 1-seed record survives.
+vmapped over 2 or more seeds hangs in ``block_until_ready``, with and without
+``--xla-flags=--xla_cpu_use_xnnpack=false`` or ``--xla_cpu_multi_thread_eigen=false``: its
+GRU's orthogonal initializer runs LAPACK's QR under ``vmap``, whose batched kernel waits on
+XLA's intra-op pool from inside it (ours draws the same matrices with plain ``jnp``,
+:mod:`jaxmarl_accel.algos.initializers`). The JSON record is written after each seed
+count, so the 1-seed record survives; run the reference at 1 seed.
 """
 
 from __future__ import annotations
