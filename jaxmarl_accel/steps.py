@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-from jaxmarl_accel.envs.policies import LearnerPolicyFn
+from jaxmarl_accel.envs.policies import LearnerPolicyFn, available_actions
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
@@ -156,9 +156,7 @@ def env_views(env: Env, env_state: PyTree, obs: jax.Array, params: PyTree
     (``env.state_of``, ``env.avail_actions``) or, when it has none, the concatenated
     observations and every valid action (``spec.action_mask``)."""
     state = (obs.reshape(-1) if env.state_of is None else env.state_of(env_state, params))
-    avail = (env.spec.action_mask if env.avail_actions is None
-             else env.avail_actions(env_state, params))
-    return state, avail
+    return state, available_actions(env, env_state, params)
 
 
 def info_views(env: Env, info: dict, obs: jax.Array, prefix: str

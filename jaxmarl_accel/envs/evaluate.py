@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-from jaxmarl_accel.envs.policies import PolicyFn
+from jaxmarl_accel.envs.policies import PolicyFn, with_memory
 
 MAX_BATCH_PAIRS = 2**26  # agent pairs (N^2 per episode) of the episodes run side by side
 
@@ -107,11 +107,7 @@ def evaluate_policy(
         except jax.errors.ConcretizationTypeError as err:
             raise ValueError("params.episode_length is traced: pass num_steps") from err
 
-    if initial_carry is None:
-        stateless = policy_fn
-        policy_fn = lambda key, obs, state, params, memory: (stateless(key, obs, state, params),
-                                                             memory)
-        initial_carry = tuple
+    policy_fn, initial_carry = with_memory(policy_fn, initial_carry)
 
     def one_step(carry: _Carry, _) -> tuple[_Carry, _StepOut]:
         key, key_act, key_step = jax.random.split(carry.key, 3)

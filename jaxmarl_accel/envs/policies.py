@@ -106,6 +106,26 @@ def learner_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool) -> L
     return policy
 
 
+def available_actions(env: Env, env_state: Any, params: Any) -> jax.Array:
+    """Bool ``[N, A]``: the actions available in one env state (``env.avail_actions``), or
+    every valid action (``spec.action_mask``) when the env has no such function."""
+    if env.avail_actions is None:
+        return env.spec.action_mask
+    return env.avail_actions(env_state, params)
+
+
+def with_memory(policy_fn: Callable[..., Any], initial_carry: Callable[[], Any] | None
+                ) -> tuple[Callable[..., tuple[Any, Any]], Callable[[], Any]]:
+    """A policy in the carried form ``(key, obs, state, params, carry) -> (actions, carry)``
+    with its ``initial_carry``: returned as given when ``initial_carry`` is set, else a
+    plain ``policy_fn(key, obs, state, params) -> actions`` wrapped with the empty carry
+    ``()`` (same keys, same actions)."""
+    if initial_carry is not None:
+        return policy_fn, initial_carry
+    return (lambda key, obs, state, params, carry: (policy_fn(key, obs, state, params), carry),
+            tuple)
+
+
 class StepPolicy(NamedTuple):
     """A learner's joint policy of one environment with its memory: one protocol for
     stateless and recurrent learners (the carry of a stateless one is ``()``).
@@ -137,9 +157,8 @@ def learner_step_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool
 
     def recurrent(algo_state, carry, key, obs, env_state, params):
         act_key, prey_key = jax.random.split(key)
-        avail = (env.spec.action_mask if env.avail_actions is None
-                 else env.avail_actions(env_state, params))
-        env_action, carry = algo.act(algo_state, carry, obs, avail, act_key, explore)
+        env_action, carry = algo.act(algo_state, carry, obs,
+                                     available_actions(env, env_state, params), act_key, explore)
         if is_prey is not None:
             env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
         return env_action, action_vector(env, env_action), carry

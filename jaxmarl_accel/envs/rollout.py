@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import jax
 
 from jaxmarl_accel.envs.base import Env, PyTree
-from jaxmarl_accel.envs.policies import PolicyFn
+from jaxmarl_accel.envs.policies import PolicyFn, with_memory
 
 
 class Rollout(NamedTuple):
@@ -75,11 +75,7 @@ def rollout(
     """
     if num_steps < 1:
         raise ValueError(f"num_steps must be >= 1, got {num_steps}")
-    if initial_carry is None:
-        stateless = policy_fn
-        policy_fn = lambda key, obs, state, params, memory: (stateless(key, obs, state, params),
-                                                             memory)
-        initial_carry = tuple
+    policy_fn, initial_carry = with_memory(policy_fn, initial_carry)
 
     def one_step(carry: _Carry, step_key: jax.Array) -> tuple[_Carry, Rollout]:
         key_act, key_step = jax.random.split(step_key)
