@@ -1,8 +1,12 @@
-"""notebooks/quickstart.ipynb executes top to bottom on CPU with its tiny configuration."""
+"""notebooks/quickstart.ipynb: its install cell chooses the right requirement (run here with
+pip stubbed out), and the whole notebook executes top to bottom on CPU with its tiny sizes."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+import subprocess
 import tempfile
 
 import nbformat
@@ -11,31 +15,74 @@ from nbclient import NotebookClient
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(REPO, "notebooks", "quickstart.ipynb")
+TPU_VARS = ("COLAB_TPU_ADDR", "TPU_NAME")
+
+
+def code_cells(notebook) -> list:
+    return [cell for cell in notebook.cells if cell.cell_type == "code"]
 
 
 def outputs_text(cell) -> str:
     return "".join(out.get("text", "") for out in cell.get("outputs", []))
 
 
+def run_install_cell(monkeypatch, tmp_path, repository: str) -> list[list[str]]:
+    """Runs the install cell as if jaxmarl_accel were not installed, from a folder with no
+    checkout above it, with `REPOSITORY = repository`; returns the commands it ran."""
+    setting, install = (cell.source for cell in code_cells(nbformat.read(NOTEBOOK, 4))[:2])
+    assert setting.startswith('REPOSITORY = ""  # e.g. "github.com/<owner>/jaxmarl_accel"')
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "jaxmarl_accel"
+                        else real_find_spec(name, *a))
+    commands: list[list[str]] = []
+    monkeypatch.setattr(subprocess, "run", lambda command, **kw: commands.append(command))
+    (tmp_path / "notebooks").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    exec(f"REPOSITORY = {repository!r}\n{install}", {})
+    return commands
+
+
+def test_install_cell_without_a_repository_says_what_to_set(monkeypatch, tmp_path):
+    with pytest.raises(SystemExit, match="Set REPOSITORY in the first code cell") as err:
+        run_install_cell(monkeypatch, tmp_path, "")
+    assert "\n" not in str(err.value) and "OWNER" not in str(err.value)
+
+
+def test_install_cell_on_a_tpu_installs_the_tpu_extra_from_the_repository(monkeypatch, tmp_path):
+    monkeypatch.setenv("COLAB_TPU_ADDR", "10.0.0.2:8470")
+    commands = run_install_cell(monkeypatch, tmp_path, "github.com/someone/jaxmarl_accel@main")
+    assert len(commands) == 1
+    assert commands[0][-1] == "jaxmarl_accel[tpu] @ git+https://github.com/someone/jaxmarl_accel@main"
+    assert commands[0][1:4] == ["-m", "pip", "install"]
+
+
 @pytest.mark.slow
-def test_quickstart_notebook_runs_with_the_tiny_config(tmp_path, monkeypatch):
+def test_quickstart_notebook_runs_with_the_tiny_sizes(tmp_path, monkeypatch):
     monkeypatch.setenv("JAXMARL_NOTEBOOK_TINY", "1")
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                                     "--xla_llvm_disable_expensive_passes=true")
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.environ.get(
         "JAXMARL_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache")))
+    for name in TPU_VARS:
+        monkeypatch.delenv(name, raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
+    assert all(not cell.get("outputs") for cell in code_cells(notebook))
     client = NotebookClient(notebook, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert "skipping pip install" in outputs_text(code[0])
-    assert "tiny: True" in outputs_text(code[1])
-    assert "chunk 3/3" in outputs_text(code[2])
-    assert "final normalized score per seed" in outputs_text(code[3])
-    assert any("image/png" in out.get("data", {}) for out in code[3].outputs)
-    assert (tmp_path / "episode.gif").stat().st_size > 0
-    assert any("image/gif" in out.get("data", {}) for out in code[4].outputs)
-    assert "updates" in outputs_text(code[5]) and "nan" not in outputs_text(code[5])
+    text = [outputs_text(cell) for cell in code_cells(notebook)]
+    assert "skipping pip install" in text[1]
+    assert "tiny: True" in text[2]
+    everything = "\n".join(text)
+    for algo, env in (("matd3", "simple_spread"), ("qmix", "stag_hunt")):
+        assert f"{algo} on {env}; settings" in everything
+        assert f"{algo} chunk 3/3" in everything
+    reports = [cell for cell in code_cells(notebook) if "normalized score per seed"
+               in outputs_text(cell)]
+    assert len(reports) == 2
+    for cell in reports:
+        assert any("image/png" in out.get("data", {}) for out in cell.outputs)
+        assert "random" in outputs_text(cell) and "scripted" in outputs_text(cell)
+    assert not re.search(r"\bnan\b", everything, re.IGNORECASE)
