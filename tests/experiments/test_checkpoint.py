@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.checkpoint import (
+from jaxmarl_accel.cli.checkpoint import (
     CheckpointMismatch,
     Checkpoints,
     contiguous_runs,
@@ -98,7 +98,7 @@ def test_sharded_arrays_restore_onto_another_layout(tmp_path):
     out = run_script(f"""
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-        from experiments.checkpoint import Checkpoints
+        from jaxmarl_accel.cli.checkpoint import Checkpoints
 
         mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("s", "e"))
         x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
@@ -181,7 +181,7 @@ def test_saving_holds_no_second_copy_of_the_state(tmp_path):
     one array while both are saved (a host copy of the state would add 512 MiB)."""
     out = run_script(f"""
         import jax.numpy as jnp
-        from experiments.checkpoint import Checkpoints
+        from jaxmarl_accel.cli.checkpoint import Checkpoints
 
         def peak_mib():
             with open("/proc/self/status") as status:

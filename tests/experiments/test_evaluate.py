@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import evaluate, marl_eval, outputs, run
+from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
 from tests.experiments.test_run import TINY
 
 STAG_TINY = ["--env", "stag_hunt", "--agents", "4", "--seeds", "2", "--algo", "qmix",

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import host_loop, outputs, progress, run
-from experiments.checkpoint import read_arrays
+from jaxmarl_accel.cli import host_loop, outputs, progress, run
+from jaxmarl_accel.cli.checkpoint import read_arrays
 
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
