@@ -257,7 +257,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
-    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
+    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),
+                          streamed=(REPLAY,))
     started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer)
