@@ -9,10 +9,10 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import memory, run
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
+from jaxmarl_accel.cli import memory, run
 from jaxmarl_accel.config import TrainConfig, defaults_for
 from jaxmarl_accel.train import make_trainer
 

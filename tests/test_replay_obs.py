@@ -12,11 +12,11 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import memory, run
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.buffers import LAYOUTS, storage
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
+from jaxmarl_accel.cli import memory, run
 from jaxmarl_accel.config import TrainConfig, defaults_for
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.train import learner_observes, make_trainer

@@ -84,7 +84,7 @@ def test_state_shardings_split_seeds_and_env_axes():
 
 
 def test_cli_refuses_more_devices_than_exist(capsys):
-    from experiments import run
+    from jaxmarl_accel.cli import run
 
     code = run.main([*TINY, "--seeds", "2", "--devices", str(jax.device_count() + 1),
                      "--out", "/tmp/never"])
@@ -113,8 +113,8 @@ def _worker(out_root: str) -> None:
     """Runs on 8 fake devices (see the module docstring); prints one JSON line."""
     import jax.numpy as jnp
 
-    from experiments import run
-    from experiments.host_loop import checkpoint_items
+    from jaxmarl_accel.cli import run
+    from jaxmarl_accel.cli.host_loop import checkpoint_items
     from jaxmarl_accel.sharding import make_sharded_trainer
     from jaxmarl_accel.train import make_trainer
 
@@ -147,7 +147,7 @@ def _worker(out_root: str) -> None:
     summary = json.loads(Path(out, "summary.json").read_text())
     assert summary["layout"] == {"seed_shards": DEVICES // 2, "env_shards": 2}, summary
 
-    from experiments.checkpoint import read_arrays
+    from jaxmarl_accel.cli.checkpoint import read_arrays
 
     restored = read_arrays(os.path.join(out, "checkpoints"), 2)
     assert reference.keys() <= restored.keys() and len(reference) > 4

@@ -18,6 +18,8 @@ SUBCOMMANDS = {
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
     "chunk_memory": "the compiled chunk's state, temporaries and estimated peak against the "
                     "replay's capacity (no training)",
+    "checkpoint": "saving a replay-sized array: the streaming writer against orbax (memory "
+                  "growth, seconds)",
     "hangs": "short value-learner runs (2 and 4 seeds, repeated) under a timeout: any hang?",
     "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
              "and rollout alone",

@@ -53,9 +53,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.memory import available_bytes
-from experiments.run import scenario_kwargs
 from jaxmarl_accel.buffers import estimate_bytes
+from jaxmarl_accel.cli.memory import available_bytes
+from jaxmarl_accel.cli.run import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig, buffer_kwargs, defaults_for
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.steps import collect_episodes, example_episode, learn_step

@@ -26,9 +26,9 @@ import tempfile
 import time
 from typing import Any
 
-from experiments import memory, outputs
-from experiments.checkpoint import Checkpoints
 from jaxmarl_accel.buffers import NEXT_OBS
+from jaxmarl_accel.cli import memory, outputs
+from jaxmarl_accel.cli.checkpoint import Checkpoints
 from jaxmarl_accel.config import REPLAY_OBS
 
 STATE = re.compile(r"training state ([0-9.]+) MiB;.* estimated peak ([0-9.]+) GiB")

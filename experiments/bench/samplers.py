@@ -32,9 +32,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.memory import ensure_fits
 from experiments.timing import Timing, time_calls
 from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS, BufferState, estimate_bytes, make_buffer
+from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.types import Transition
 
 ACTION_DIM = 5

@@ -22,10 +22,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import cli_config
-from experiments.memory import check_state_fits
 from experiments.timing import time_chunks
 from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
 from jaxmarl_accel.envs.policies import learner_policy
@@ -49,17 +49,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="env steps per timed chunk (default: 2000)")
     parser.add_argument("--chunks", type=int, default=2,
                         help="timed chunks after the warm-up chunk (default: 2)")
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         parser.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"),
         TrainConfig, only=("algo", "replay_next_obs", "replay_obs", "buffer_capacity", "batch_size",
                            "num_envs", "update_every"),
-        choices=cli_config.train_choices(),
+        choices=flags.train_choices(),
         defaults={"buffer_capacity": 2_000, "batch_size": 32, "num_envs": 10,
                   "update_every": 100},
         aliases={"buffer_capacity": ("--capacity",)})
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
-        only=("hidden_sizes", "critic", "critic_k"), choices=cli_config.train_choices(),
+        only=("hidden_sizes", "critic", "critic_k"), choices=flags.train_choices(),
         defaults={"critic": "knearest"})
 
 
@@ -89,7 +89,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, shared_batch: str
     steps_per_round = max(args.num_envs, args.update_every)
     chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
     env_kwargs = ((agent_count_kwarg(env), agents), ("k_nearest", args.k_nearest))
-    config = cli_config.train_config_from_args(
+    config = flags.train_config_from_args(
         args, env=env, env_kwargs=env_kwargs, total_env_steps=chunk_steps * (args.chunks + 1),
         learning_starts=args.batch_size, eval_every=chunk_steps, eval_episodes=1)
     config = dataclasses.replace(config, algo_config=dataclasses.replace(

@@ -24,11 +24,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments import cli_config
 from experiments.bench import peers
-from experiments.memory import check_state_fits
 from experiments.timing import time_chunks
 from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
 from jaxmarl_accel.train import make_trainer
@@ -53,15 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="env steps per seed in one timed chunk (default: 10000)")
     parser.add_argument("--chunks", type=int, default=2,
                         help="timed chunks after the warm-up chunk (default: 2)")
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         parser.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"),
         TrainConfig, only=("algo", "sampler", "layout", "index_sharing", "buffer_capacity",
                            "batch_size", "num_envs", "update_every"),
-        choices=cli_config.train_choices(), defaults={"buffer_capacity": 100_000},
+        choices=flags.train_choices(), defaults={"buffer_capacity": 100_000},
         aliases={"buffer_capacity": ("--capacity",)})
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
-        skip=("learners",), choices=cli_config.train_choices())
+        skip=("learners",), choices=flags.train_choices())
     peers.add_arguments(parser)
 
 
@@ -108,7 +108,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
               rate: float) -> dict[str, Any]:
     steps_per_round = max(args.num_envs, args.update_every)
     chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
-    config = cli_config.train_config_from_args(
+    config = flags.train_config_from_args(
         args, env=env, env_kwargs=((agent_count_kwarg(env), agents),),
         total_env_steps=chunk_steps * (args.chunks + 1), learning_starts=args.batch_size,
         eval_every=chunk_steps, eval_episodes=8)

@@ -39,7 +39,6 @@ from typing import Any
 
 import jax
 
-from experiments import cli_config
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from experiments.characterize import value as cv
@@ -47,6 +46,7 @@ from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.algos.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
+from jaxmarl_accel.cli import flags
 from jaxmarl_accel.config import TrainConfig, defaults_for
 from jaxmarl_accel.envs import make
 
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                    choices=["simple_tag", "simple_spread", "stag_hunt"],
                    help="scenario (default simple_tag, predator-prey; stag_hunt for the value "
                         "learners only)")
-    p.add_argument("--env-kwargs", type=cli_config.parse_key_values, default=(),
+    p.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
                    help="value learners: more scenario keyword arguments, e.g. "
                         "'num_stags=4,episode_length=50'")
     p.add_argument("--agents", nargs="+", type=pos_int, default=None,
@@ -123,13 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--neighbors", nargs="+", type=pos_int, default=None,
                    help="neighbor-sampler window sizes compared with uniform (default 16 64: "
                         "paper 000's 16x64 and 64x16 neighbors x references at batch 1024)")
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         p.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"), TrainConfig,
         only=("algo", "sampler", "layout", "batch_size", "buffer_capacity", "num_envs",
               "update_every"),
-        choices=cli_config.train_choices(),
+        choices=flags.train_choices(),
         defaults={"batch_size": None, "buffer_capacity": None, "num_envs": None,
-                  "sampler": cli_config.UNSET},
+                  "sampler": flags.UNSET},
         shown_defaults={"batch_size": "1024; --quick: 256; value learners: 128 episodes, "
                                       "--quick 16",
                         "buffer_capacity": "100000, lowered to --max-buffer-gb; --quick: 4096; "
@@ -137,13 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "num_envs": "10; value learners: 8",
                         "sampler": "uniform; reuse for accmer"},
         aliases={"buffer_capacity": ("--capacity",)})
-    cli_config.add_dataclass_flags(
+    flags.add_dataclass_flags(
         p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
-        only=("learners",), choices=cli_config.train_choices())
-    cli_config.add_dataclass_flags(
+        only=("learners",), choices=flags.train_choices())
+    flags.add_dataclass_flags(
         p.add_argument_group("value learners (jaxmarl_accel.algos.value.ValueConfig)"),
         ValueConfig, only=("hidden", "mixer_embed", "hypernet_hidden", "td_lambda", "double_q"),
-        choices=cli_config.train_choices())
+        choices=flags.train_choices())
     p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEP_CHOICES,
                    default=[AlgoConfig.actor_step],
                    help="actor step forms (AlgoConfig.actor_step) measured side by side: the "
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Fill the defaults that depend on ``--quick`` and check values across flags."""
-    if args.sampler is cli_config.UNSET:  # the learner's own sampler (accmer: reuse)
+    if args.sampler is flags.UNSET:  # the learner's own sampler (accmer: reuse)
         args.sampler = defaults_for(args.algo).get("sampler", TrainConfig.sampler)
     if family_of(args.algo) == "value":
         return cv.resolve(args, parser)
@@ -195,7 +195,7 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
                      "must divide one another")
     try:  # every other setting is checked by the run configuration itself
         spr = max(args.num_envs, args.update_every)
-        cli_config.train_config_from_args(args, learning_starts=0, eval_every=spr,
+        flags.train_config_from_args(args, learning_starts=0, eval_every=spr,
                                           total_env_steps=spr)
     except ValueError as error:
         parser.error(str(error))

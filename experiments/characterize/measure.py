@@ -13,13 +13,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import cli_config
 from experiments import timing as cp
-from experiments.memory import ensure_fits
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.algos.config import actor_step_form
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.config import TrainConfig, steps_per_round
 from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.steps import example_transition, learn_step, transition_step
@@ -50,7 +50,7 @@ def train_config(args: argparse.Namespace, agents: int, capacity: int, **over: A
         buffer_capacity=capacity, total_env_steps=spr * 1000,
         learning_starts=args.batch_size, eval_every=spr, eval_episodes=1)
     fields.update(over)
-    return cli_config.train_config_from_args(args, **fields)
+    return flags.train_config_from_args(args, **fields)
 
 
 class SkipConfig(Exception):

@@ -2,9 +2,9 @@
 
 ``python -m experiments.characterize --algo qmix --env stag_hunt --agents 8 16 32 --out DIR``
 
-An episode round (:mod:`jaxmarl_accel.rounds.episode`) runs one episode in
-each of E envs (T steps, masked after its end), adds the E episodes to the episode replay and makes one
-update on B episodes. For every agent count this module builds the run
+An episode round (:mod:`jaxmarl_accel.rounds.episode`) runs one episode in each of E
+envs (T steps, masked after its end), adds the E episodes to the episode replay and makes
+one update on B episodes. For every agent count this module builds the run
 (``make_trainer``: env, episode replay, recurrent learner), collects E real episodes under
 the exploration policy, fills the replay with them and times each phase of
 :data:`~experiments.characterize.phases.VALUE_PHASES` (and ``agent_forward``) compiled in
@@ -13,7 +13,7 @@ as one function each: the collection of E episodes (``steps.collect_episodes``),
 step (sample + ``algo.update`` + priorities, ``steps.learn_step``) and the whole round
 (collection + add + update step).
 
-FLOPs are not estimated for this family (:mod:`jaxmarl_accel.algos.flops` counts the
+FLOPs are not estimated for this family (:mod:`experiments.flops` counts the
 actor-critic networks only).
 """
 
@@ -27,12 +27,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from experiments import cli_config
 from experiments import timing as cp
 from experiments.characterize import value_report as vr
-from experiments.memory import ensure_fits
-from experiments.run import scenario_kwargs
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.memory import ensure_fits
+from jaxmarl_accel.cli.run import scenario_kwargs
 from jaxmarl_accel.config import VALUE_DEFAULTS, TrainConfig
 from jaxmarl_accel.steps import collect_episodes, env_views, example_episode, learn_step
 from jaxmarl_accel.train import make_trainer
@@ -67,7 +67,7 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
 def train_config(args: argparse.Namespace, agents: int, capacity: int) -> TrainConfig:
     """The run measured: ``--env-kwargs`` with ``agents`` as the scenario's agent count,
     ``capacity`` episodes of replay, learning from the first round."""
-    return cli_config.train_config_from_args(
+    return flags.train_config_from_args(
         args, env=args.env, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, agents),
         buffer_capacity=capacity, learning_starts=0, eval_episodes=1)
 

@@ -3,7 +3,7 @@ files, no windows).
 
 :func:`render_frame` draws one state and :func:`render_rollout` a stored rollout (a state
 pytree with a leading time axis, e.g. the per-step states of a ``lax.scan``) with one fixed
-camera. Writing GIF / PNG files is left to the caller (``experiments/render_demo.py``).
+camera. Writing GIF / PNG files is left to the caller (``experiments/render.py``).
 Grid-hunt states (``stag_hunt``'s :class:`~.hunt_rules.HuntState`) are drawn by
 :func:`~.render_grid.draw_hunt`; the rest of this docstring is about MPE states.
 

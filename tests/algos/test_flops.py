@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from experiments.flops import update_matmul_flops
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.config import ACTOR_STEPS
-from jaxmarl_accel.algos.flops import update_matmul_flops
 from tests.algos.helpers import SMALL, make_spec, random_batch
 
 B = 256

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments import run
 from jaxmarl_accel.algos import AlgoConfig, make_algo, pic
 from jaxmarl_accel.algos import local_critic as lc
+from jaxmarl_accel.cli import run
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition
 

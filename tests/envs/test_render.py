@@ -1,4 +1,4 @@
-"""Renderer: frames of stored rollouts, and the GIF / PNG writer of experiments/render_demo."""
+"""Renderer: frames of stored rollouts, and the GIF / PNG writer of experiments/render."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.render_demo import render_to_files
+from jaxmarl_accel.cli.render import render_to_files
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import heuristic_policy
 from jaxmarl_accel.envs.render import render_frame, render_rollout

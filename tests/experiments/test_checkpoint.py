@@ -1,5 +1,6 @@
-"""Checkpoints: byte layout of sharded regions, round trips across layouts, incomplete and
-damaged checkpoints, and saving without a second host copy of the state."""
+"""Checkpoints: byte layout of sharded regions, round trips across layouts (orbax for the
+learners, the streaming writer for the replay), what another program reads with orbax alone,
+incomplete and damaged checkpoints, and saving without a second host copy of the replay."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments.checkpoint import (
+from jaxmarl_accel.cli.checkpoint import (
     CheckpointMismatch,
     Checkpoints,
     contiguous_runs,
@@ -59,17 +60,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def example_items():
     x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
-    items = {".algo.w": x, ".key": jax.random.PRNGKey(3), ".steps": jnp.int32(7),
-             ".half": x.astype(jnp.bfloat16)}
+    items = {".algo.w": x, ".algo.opt[0]['mu']": x + 1, ".key": jax.random.PRNGKey(3),
+             ".steps": jnp.int32(7), ".half": x.astype(jnp.bfloat16),
+             ".buffer.obs": (x > 9).astype(jnp.uint8), ".buffer.count": jnp.int32(5)}
     return items
+
+
+STREAMED = (".buffer",)
 
 
 def targets(items):
     return {name: jax.ShapeDtypeStruct(v.shape, v.dtype) for name, v in items.items()}
 
 
-def test_round_trip_keeps_the_newest_two_and_every_dtype(tmp_path):
-    checkpoints = Checkpoints(str(tmp_path / "ck"))
+@pytest.mark.parametrize("streamed", [(), STREAMED])
+def test_round_trip_keeps_the_newest_two_and_every_dtype(tmp_path, streamed):
+    checkpoints = Checkpoints(str(tmp_path / "ck"), streamed=streamed)
     items = example_items()
     for step in range(3):
         checkpoints.save(step, items)
@@ -80,6 +86,24 @@ def test_round_trip_keeps_the_newest_two_and_every_dtype(tmp_path):
         np.testing.assert_array_equal(np.asarray(restored[name]), np.asarray(value))
     on_host = read_arrays(str(tmp_path / "ck"))
     np.testing.assert_array_equal(on_host[".algo.w"], np.asarray(items[".algo.w"]))
+    parts = sorted(os.listdir(checkpoints.path(2)))
+    assert parts == (["checkpoint.json", "replay", "state"] if streamed
+                     else ["checkpoint.json", "state"])
+
+
+def test_another_program_restores_the_learners_with_orbax_alone(tmp_path):
+    """``state/`` is a plain orbax checkpoint of nested dicts named by the tree path."""
+    folder = str(tmp_path / "ck")
+    items = example_items()
+    Checkpoints(folder, streamed=STREAMED).save(4, items)
+    out = run_script(f"""
+        import numpy as np
+        import orbax.checkpoint as ocp
+        state = ocp.StandardCheckpointer().restore({os.path.join(folder, "4", "state")!r})
+        print(sorted(state), sorted(state["algo"]), float(np.sum(state["algo"]["opt"]["0"]["mu"])))
+    """)
+    assert out.split("\n")[-2] == (
+        f"['algo', 'half', 'key', 'steps'] ['opt', 'w'] {float(np.sum(items['.algo.w'] + 1))}")
 
 
 def run_script(script: str, devices: int = 1) -> str:
@@ -98,19 +122,20 @@ def test_sharded_arrays_restore_onto_another_layout(tmp_path):
     out = run_script(f"""
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-        from experiments.checkpoint import Checkpoints
+        from jaxmarl_accel.cli.checkpoint import Checkpoints
 
         mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("s", "e"))
         x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
         items = {{".w": jax.device_put(x, NamedSharding(mesh, P("s", "e"))),
                   ".k": jax.device_put(jax.random.split(jax.random.PRNGKey(0), 4),
                                        NamedSharding(mesh, P("s")))}}
-        checkpoints = Checkpoints({str(tmp_path / "ck")!r})
+        items[".buffer.w"] = items[".w"] + 1
+        checkpoints = Checkpoints({str(tmp_path / "ck")!r}, streamed=(".buffer",))
         checkpoints.save(0, items)
         other = NamedSharding(mesh, P(None, "s", "e"))
         target = {{n: jax.ShapeDtypeStruct(v.shape, v.dtype) for n, v in items.items()}}
-        restored = checkpoints.restore(0, target, {{".w": other}})
-        assert restored[".w"].sharding == other
+        restored = checkpoints.restore(0, target, {{".w": other, ".buffer.w": other}})
+        assert restored[".w"].sharding == other and restored[".buffer.w"].sharding == other
         for name, value in items.items():
             np.testing.assert_array_equal(np.asarray(restored[name]), np.asarray(value))
         print(len(jax.devices()))
@@ -120,7 +145,7 @@ def test_sharded_arrays_restore_onto_another_layout(tmp_path):
 
 def test_a_partial_checkpoint_is_ignored_and_replaced(tmp_path):
     folder = str(tmp_path / "ck")
-    checkpoints = Checkpoints(folder)
+    checkpoints = Checkpoints(folder, streamed=STREAMED)
     checkpoints.save(0, example_items())
     os.makedirs(os.path.join(folder, "1.partial"))  # a save that was killed
     assert checkpoints.steps() == [0]
@@ -131,20 +156,29 @@ def test_a_partial_checkpoint_is_ignored_and_replaced(tmp_path):
 @pytest.mark.parametrize("damage, message", [
     ("truncate", "holds 60 bytes, the manifest says 120"),
     ("empty manifest", "manifest.json cannot be read"),
-    ("no manifest", "manifest.json is missing"),
+    ("empty index", "checkpoint.json cannot be read"),
+    ("no index", "checkpoint.json is missing"),
+    ("no orbax data", "cannot be restored by orbax"),
 ])
 def test_damaged_checkpoints_fail_in_one_line_naming_the_file(tmp_path, damage, message):
     folder = str(tmp_path / "ck")
-    checkpoints = Checkpoints(folder)
-    items = {".a": jnp.ones((30,), jnp.float32)}
+    checkpoints = Checkpoints(folder, streamed=STREAMED)
+    items = {".a": jnp.ones((30,), jnp.float32), ".buffer.a": jnp.ones((30,), jnp.float32)}
     checkpoints.save(0, items)
     path = os.path.join(folder, "0")
     if damage == "truncate":
-        os.truncate(os.path.join(path, "00000.bin"), 60)
+        os.truncate(os.path.join(path, "replay", "00000.bin"), 60)
     elif damage == "empty manifest":
-        open(os.path.join(path, "manifest.json"), "w").close()
+        open(os.path.join(path, "replay", "manifest.json"), "w").close()
+    elif damage == "empty index":
+        open(os.path.join(path, "checkpoint.json"), "w").close()
+    elif damage == "no index":
+        os.remove(os.path.join(path, "checkpoint.json"))
     else:
-        os.remove(os.path.join(path, "manifest.json"))
+        for root, _, files in os.walk(os.path.join(path, "state")):
+            for name in files:
+                if not name.startswith("_"):
+                    os.remove(os.path.join(root, name))
     with pytest.raises(ValueError, match=message) as error:
         checkpoints.restore(0, targets(items))
     assert "\n" not in str(error.value) and path in str(error.value)
@@ -164,7 +198,7 @@ def test_omitted_parts_are_left_out_of_the_restore(tmp_path):
     target = {".algo.w": jax.ShapeDtypeStruct((2,), jnp.float32),
               ".buffer.obs": jax.ShapeDtypeStruct((9,), jnp.float32)}
     assert list(checkpoints.restore(0, target)) == [".algo.w"]
-    with open(os.path.join(str(tmp_path / "ck"), "0", "manifest.json")) as file:
+    with open(os.path.join(str(tmp_path / "ck"), "0", "checkpoint.json")) as file:
         assert json.load(file)["omitted"] == [".buffer"]
 
 
@@ -176,12 +210,12 @@ def test_read_region_reads_a_strided_region(tmp_path):
     np.testing.assert_array_equal(read_region(path, data.shape, data.dtype, index), data[index])
 
 
-def test_saving_holds_no_second_copy_of_the_state(tmp_path):
-    """512 MiB in two arrays: the peak resident memory of the process grows by far less than
-    one array while both are saved (a host copy of the state would add 512 MiB)."""
+def test_saving_holds_no_second_copy_of_the_replay(tmp_path):
+    """512 MiB of replay in two arrays: the peak resident memory of the process grows by far
+    less than one array while both are saved (a host copy would add 512 MiB)."""
     out = run_script(f"""
         import jax.numpy as jnp
-        from experiments.checkpoint import Checkpoints
+        from jaxmarl_accel.cli.checkpoint import Checkpoints
 
         def peak_mib():
             with open("/proc/self/status") as status:
@@ -191,9 +225,10 @@ def test_saving_holds_no_second_copy_of_the_state(tmp_path):
                   enumerate((".buffer.obs", ".buffer.next_obs"))}}
         items[".buffer.obs"].block_until_ready(); items[".buffer.next_obs"].block_until_ready()
         before = peak_mib()
-        Checkpoints({str(tmp_path / "ck")!r}).save(0, items)
+        items[".algo.w"] = jnp.ones((8, 1024))
+        Checkpoints({str(tmp_path / "ck")!r}, streamed=(".buffer",)).save(0, items)
         print(peak_mib() - before)
     """)
     grown = float(out.split()[-1])
     assert grown < 64, f"saving 512 MiB raised the peak by {grown:.0f} MiB"
-    assert os.path.getsize(os.path.join(str(tmp_path / "ck"), "0", "00000.bin")) == 2**28
+    assert os.path.getsize(os.path.join(str(tmp_path / "ck"), "0", "replay", "00000.bin")) == 2**28

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments.checkpoint import Checkpoints, read_arrays
+from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",

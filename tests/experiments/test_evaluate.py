@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import evaluate, marl_eval, outputs, run
+from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
 from tests.experiments.test_run import TINY
 
 STAG_TINY = ["--env", "stag_hunt", "--agents", "4", "--seeds", "2", "--algo", "qmix",
@@ -220,7 +220,7 @@ def broken_runs(trained, tmp_path):
     (empty_checkpoints / outputs.CHECKPOINTS_NAME).mkdir()
     corrupt = tmp_path / "corrupt"
     shutil.copytree(source, corrupt)
-    Path(corrupt, "checkpoints", "2", "manifest.json").write_text("")
+    Path(corrupt, "checkpoints", "2", "checkpoint.json").write_text("")
     (tmp_path / "not_a_run").mkdir()
     return {"source": source, "no_checkpoints": str(no_checkpoints),
             "empty_checkpoints": str(empty_checkpoints), "corrupt": str(corrupt),

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from experiments import host_loop, loggers, outputs, run
+from jaxmarl_accel.cli import host_loop, loggers, outputs, run
 
 pytest.importorskip("tensorboardX")
 from tensorboardX.proto import event_pb2  # noqa: E402

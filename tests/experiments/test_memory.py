@@ -6,10 +6,10 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from experiments import memory
 from jaxmarl_accel.algos import AlgoConfig
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
+from jaxmarl_accel.cli import memory
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.train import make_trainer
 

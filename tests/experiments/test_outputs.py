@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from experiments import outputs
+from jaxmarl_accel.cli import outputs
 
 
 def test_rewriting_the_rows_read_back_reproduces_the_csv(tmp_path):

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from experiments import host_loop, outputs, progress, run
-from experiments.checkpoint import read_arrays
+from jaxmarl_accel.cli import host_loop, outputs, progress, run
+from jaxmarl_accel.cli.checkpoint import read_arrays
 
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
@@ -183,23 +183,27 @@ def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeyp
     monkeypatch.setattr(progress.ProgressBar, "update", interrupt_after_chunk_1)
     assert run.main([*TINY, "--out", out, "--render"]) == 130
     assert one_line(capsys.readouterr().err) == (
-        f"interrupted; continue with: python -m experiments.run --resume {out}")
+        f"interrupted; continue with: jaxmarl-accel run --resume {out}")
     assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["0", "1"]
     monkeypatch.undo()
     assert run.main(["--resume", out, "--quiet"]) == 0
     assert_same_outputs(finished_run, out)
 
 
-@pytest.mark.parametrize("damage", ["truncated data", "empty manifest"])
+@pytest.mark.parametrize("damage", ["truncated data", "empty index", "no orbax data"])
 def test_resume_skips_a_corrupt_latest_checkpoint(finished_run, damage, tmp_path, capsys):
     out = str(tmp_path / "corrupt")
     shutil.copytree(finished_run, out)
     latest = os.path.join(out, "checkpoints", "2")
     if damage == "truncated data":
-        for path in glob.glob(os.path.join(latest, "*.bin")):
+        for path in glob.glob(os.path.join(latest, "replay", "*.bin")):
             os.truncate(path, os.path.getsize(path) // 2)
-    else:
-        Path(latest, "manifest.json").write_text("")
+    elif damage == "empty index":
+        Path(latest, "checkpoint.json").write_text("")
+    else:  # the learners' orbax data gone, its metadata kept
+        for path in glob.glob(os.path.join(latest, "state", "**", "*"), recursive=True):
+            if os.path.isfile(path) and not os.path.basename(path).startswith("_"):
+                os.remove(path)
     assert run.main(["--resume", out, "--quiet"]) == 0
     warning = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warning) == 1 and f"skipping the checkpoint after chunk 2 ({latest})" in warning[0]
@@ -210,7 +214,7 @@ def test_resume_fails_in_one_line_when_no_checkpoint_restores(finished_run, tmp_
     out = str(tmp_path / "corrupt")
     shutil.copytree(finished_run, out)
     for step in ("1", "2"):
-        Path(out, "checkpoints", step, "manifest.json").write_text("")
+        Path(out, "checkpoints", step, "checkpoint.json").write_text("")
     assert run.main(["--resume", out, "--quiet"]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert lines == [lines[0]] and f"no checkpoint in {out}/checkpoints can be restored" in lines[0]

@@ -29,7 +29,7 @@ WANDB_NAME = "wandb"
 RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME, GIF_NAME,
                PNG_NAME, MARL_EVAL_NAME, EVALUATION_NAME, EVALUATION_GIF_NAME,
                EVALUATION_PNG_NAME, TENSORBOARD_NAME, WANDB_NAME)
-"""Everything a run (and ``experiments.evaluate`` by default) writes into its folder (what
+"""Everything a run (and ``jaxmarl-accel evaluate`` by default) writes into its folder (what
 ``--overwrite`` removes)."""
 
 

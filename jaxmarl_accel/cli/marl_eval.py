@@ -15,8 +15,8 @@ evaluation of ``metrics.csv``: ``step_count`` (env steps per seed), ``return`` (
 per-agent episode return of the greedy policy, one value: the mean over the run's
 ``--eval-episodes``) and the env's episode counters (stag hunt ``captures``).
 ``absolute_metrics`` holds the same metrics of the final policy: the last evaluation of
-``metrics.csv`` as ``experiments.run`` writes it, or the value of every episode of an
-``experiments.evaluate`` run (marl-eval asks for 10 times the episodes of one evaluation).
+``metrics.csv`` as ``jaxmarl-accel run`` writes it, or the value of every episode of an
+``jaxmarl-accel evaluate`` run (marl-eval asks for 10 times the episodes of one evaluation).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
 :mod:`jaxmarl_accel.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
 writes files, and every process writes its own shards of the checkpoints
-(:mod:`experiments.checkpoint`).
+(:mod:`jaxmarl_accel.cli.checkpoint`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import loggers, marl_eval, outputs
-from experiments.checkpoint import (
+from jaxmarl_accel import config as cfg
+from jaxmarl_accel.cli import loggers, marl_eval, outputs
+from jaxmarl_accel.cli.checkpoint import (
     CheckpointMismatch,
     Checkpoints,
     fills_in_place,
     sync_processes,
 )
-from experiments.memory import check_state_fits, compiled_temp_bytes
-from experiments.progress import ProgressBar
-from jaxmarl_accel import config as cfg
+from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
+from jaxmarl_accel.cli.progress import ProgressBar
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
     heuristic_policy,
@@ -199,7 +199,7 @@ class RunOptions:
       quiet: no progress output.
       devices: devices to shard the seeds over (a count, or ``"auto"``).
       env_shards: devices each seed's envs are split over (None: chosen automatically).
-      loggers: the metric streams (:data:`experiments.loggers.LOGGERS`); ``metrics.csv`` is
+      loggers: the metric streams (:data:`jaxmarl_accel.cli.loggers.LOGGERS`); ``metrics.csv`` is
         written whatever they are.
     """
 
@@ -257,7 +257,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
-    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
+    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),
+                          streamed=(REPLAY,))
     started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer)
@@ -411,7 +412,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each;
     returns the final state and all rows, or None after a non-finite metric (reported on
     stderr, the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect
-    after it (:func:`experiments.checkpoint.deferred_interrupt`)."""
+    after it (:func:`jaxmarl_accel.cli.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)
@@ -508,7 +509,7 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     """Roll out one deterministic episode with the learners ``algo_state`` of one seed
     (no seed axis) and save it in ``out_dir`` as GIF and PNG (the middle frame) under
     ``names``."""
-    from experiments.render_demo import write_gif, write_png
+    from jaxmarl_accel.cli.render import write_gif, write_png
     from jaxmarl_accel.envs.render import render_rollout
 
     env, params = trainer.env, trainer.env_params

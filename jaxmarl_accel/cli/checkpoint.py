@@ -1,23 +1,40 @@
-"""Checkpoints that never hold a second host copy of the training state.
+"""Checkpoints: orbax for the learners, a streaming writer for the replay.
 
-A checkpoint is the folder ``<checkpoints>/<step>/``: one raw, C-ordered file per array
-(``00000.bin``, ...) and ``manifest.json`` naming each array's file, shape and dtype, plus
-the names of state parts left out (``omitted``, e.g. the replay). It is written as
-``<step>.partial/`` and renamed once complete, so a folder named by a number is always a
-whole checkpoint; a run killed while saving leaves only a ``.partial`` folder, which is
-ignored and replaced.
+A checkpoint is the folder ``<checkpoints>/<step>/``:
 
-Memory: every process writes the shards it holds, run by run of contiguous bytes. On the
-CPU a shard's bytes are written straight from the array's own buffer (``np.asarray`` of a
-CPU array is a view); on accelerators at most ``piece_bytes`` are copied to the host at a
-time. A single-process restore overwrites a fresh state in place, ``piece_bytes`` of rows
-at a time (:func:`fill_rows`); otherwise each array's shards are read into host buffers
-of one shard and placed (``jax.make_array_from_callback``). The state is never held twice
-either way.
+- ``state/``: an orbax-checkpoint PyTree checkpoint (``StandardCheckpointHandler``) of every
+  array but the streamed ones, as nested dicts named by the state's tree path
+  (``state["algo"]["actor"]["params"]...``, each leaf with its leading seed axis). Another
+  JAX program restores it with ``orbax.checkpoint`` alone::
 
-With ``jax.distributed`` all processes call :meth:`Checkpoints.save` together: process 0
-creates the files, every process writes its own shards, process 0 writes the manifest and
-renames the folder. The checkpoint folder must be on a file system every process sees.
+      import orbax.checkpoint as ocp
+      state = ocp.StandardCheckpointer().restore("/abs/runs/qmix/checkpoints/9/state")
+      params = state["algo"]["params"]   # [S, ...] per leaf: one entry per seed
+
+- ``replay/``: the replay (the arrays named by ``streamed``), one raw, C-ordered file per
+  array (``00000.bin``, ...) and ``manifest.json`` naming each array's file, shape and dtype.
+- ``checkpoint.json``: every array's name, shape, dtype and part, and the names of state
+  parts left out (``omitted``, e.g. the replay with ``--checkpoint-replay false``).
+
+A checkpoint is written as ``<step>.partial/`` and renamed once complete, so a folder named
+by a number is always a whole checkpoint; a run killed while saving leaves only a
+``.partial`` folder, which is ignored and replaced.
+
+Why the replay is not an orbax item: orbax copies every array to the host before writing it
+(so that an asynchronous save may outlive the array). Saving a 2 GiB replay through orbax
+0.12 on this project's CPU machine raised the peak memory by 1.77 GiB and took 28 s
+(``docs/training.md``); its per-save byte limit (``save_concurrent_gb``) waits for ever on
+an array larger than the limit. The streaming writer writes each shard's bytes straight
+from the array's own buffer on the CPU (``np.asarray`` of a CPU array is a view) and copies
+at most ``piece_bytes`` at a time from an accelerator. A single-process restore overwrites
+a fresh replay in place, ``piece_bytes`` of rows at a time (:func:`fill_rows`); otherwise
+each array's shards are read into host buffers of one shard and placed
+(``jax.make_array_from_callback``). The replay is never held twice either way.
+
+With ``jax.distributed`` all processes call :meth:`Checkpoints.save` together: orbax
+writes each process's shards of the learners; for the replay process 0 creates the files,
+every process writes its own shards, process 0 writes the manifests and renames the folder.
+The checkpoint folder must be on a file system every process sees.
 """
 
 from __future__ import annotations
@@ -26,6 +43,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import threading
@@ -37,8 +55,13 @@ import jax.numpy as jnp
 import numpy as np
 
 MANIFEST_NAME = "manifest.json"
+INDEX_NAME = "checkpoint.json"
+STATE_NAME = "state"
+"""The orbax PyTree checkpoint of the learners (every array not streamed)."""
+STREAMED_NAME = "replay"
+"""The streamed arrays' raw files and manifest."""
 PARTIAL_SUFFIX = ".partial"
-FORMAT = 1
+FORMAT = 2
 PIECE_BYTES = 64 * 2**20
 """Bytes copied between host and device at a time: from an accelerator while saving, into
 the fresh state while restoring in place."""
@@ -179,6 +202,47 @@ def deferred_interrupt() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
+def _path_keys(name: str) -> tuple[str, ...]:
+    """The keys of a tree path written by ``jax.tree_util.keystr``
+    (``".algo.actor['params'][0]"`` -> ``("algo", "actor", "params", "0")``)."""
+    keys = tuple(next(group for group in match.groups() if group is not None)
+                 for match in _KEY.finditer(name))
+    if "".join(match.group(0) for match in _KEY.finditer(name)) != name or not keys:
+        raise ValueError(f"cannot name the checkpoint entry {name!r} by its tree path")
+    return keys
+
+
+_KEY = re.compile(r"\.([^.\[]+)|\['([^']*)'\]|\[(\d+)\]")
+
+
+def nested(items: dict[str, Any]) -> dict[str, Any]:
+    """``items`` (tree path -> value) as nested dicts keyed by the path's parts: the
+    structure of an orbax checkpoint's ``state/``."""
+    tree: dict[str, Any] = {}
+    for name, value in items.items():
+        *parents, last = _path_keys(name)
+        node = tree
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return tree
+
+
+def _from_nested(tree: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    out = {}
+    for name in names:
+        node = tree
+        for key in _path_keys(name):
+            node = node[key]
+        out[name] = node
+    return out
+
+
+def _orbax_error(path: str, error: BaseException) -> ValueError:
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+    return ValueError(f"{path} cannot be restored by orbax ({type(error).__name__}: {text})")
+
+
 class Checkpoints:
     """The checkpoints of one run folder, keyed by an integer step (the chunk).
 
@@ -186,10 +250,14 @@ class Checkpoints:
       folder: the checkpoints folder.
       keep: how many of the newest checkpoints :meth:`save` keeps.
       piece_bytes: bytes copied from an accelerator to the host at a time.
+      streamed: name prefixes of the arrays written by the streaming writer (``replay/``);
+        every other array is saved by orbax (``state/``).
     """
 
-    def __init__(self, folder: str, keep: int = 2, piece_bytes: int = PIECE_BYTES):
+    def __init__(self, folder: str, keep: int = 2, piece_bytes: int = PIECE_BYTES,
+                 streamed: tuple[str, ...] = ()):
         self.folder, self.keep, self.piece_bytes = folder, keep, piece_bytes
+        self.streamed = streamed
 
     def steps(self) -> list[int]:
         """The complete checkpoints' steps, oldest first."""
@@ -204,35 +272,57 @@ class Checkpoints:
         steps = self.steps()
         return steps[-1] if steps else None
 
+    def _is_streamed(self, name: str) -> bool:
+        return bool(self.streamed) and name.startswith(self.streamed)
+
     def save(self, step: int, items: dict[str, jax.Array],
              omitted: tuple[str, ...] = ()) -> None:
         """Save ``items`` (name -> array, possibly sharded over processes) as checkpoint
         ``step``, then delete all but the newest ``keep``. ``omitted`` names state parts
-        deliberately left out (stored in the manifest). A Ctrl-C during the save takes
-        effect after it."""
+        deliberately left out (stored in ``checkpoint.json``). A Ctrl-C during the save
+        takes effect after it."""
+        import orbax.checkpoint as ocp
+
         partial = self.path(step) + PARTIAL_SUFFIX
         names = sorted(items)
-        manifest = {"format": FORMAT, "step": step, "omitted": list(omitted), "arrays": {
+        streamed = [name for name in names if self._is_streamed(name)]
+        learned = [name for name in names if not self._is_streamed(name)]
+        entries = {name: {"part": STREAMED_NAME if name in streamed else STATE_NAME,
+                          "shape": list(items[name].shape),
+                          "dtype": jnp.dtype(items[name].dtype).name} for name in names}
+        manifest = {"format": FORMAT, "step": step, "arrays": {
             name: {"file": f"{i:05d}.bin", "shape": list(items[name].shape),
                    "dtype": jnp.dtype(items[name].dtype).name,
                    "bytes": int(items[name].size) * jnp.dtype(items[name].dtype).itemsize}
-            for i, name in enumerate(names)}}
+            for i, name in enumerate(streamed)}}
+        replay = os.path.join(partial, STREAMED_NAME)
         writer = jax.process_index() == 0
         with deferred_interrupt():
             if writer:
                 shutil.rmtree(partial, ignore_errors=True)
                 os.makedirs(partial)
+                if streamed:
+                    os.makedirs(replay)
                 for entry in manifest["arrays"].values():
-                    with open(os.path.join(partial, entry["file"]), "wb") as file:
+                    with open(os.path.join(replay, entry["file"]), "wb") as file:
                         file.truncate(entry["bytes"])
             sync_processes(f"checkpoint {step} files")
-            for name in names:
-                write_shards(os.path.join(partial, manifest["arrays"][name]["file"]),
+            if learned:
+                with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+                    checkpointer.save(os.path.abspath(os.path.join(partial, STATE_NAME)),
+                                      args=ocp.args.StandardSave(
+                                          nested({n: items[n] for n in learned})))
+            for name in streamed:
+                write_shards(os.path.join(replay, manifest["arrays"][name]["file"]),
                              items[name], self.piece_bytes)
             sync_processes(f"checkpoint {step} written")
             if writer:
-                with open(os.path.join(partial, MANIFEST_NAME), "w") as file:
-                    json.dump(manifest, file, indent=1)
+                if streamed:
+                    with open(os.path.join(replay, MANIFEST_NAME), "w") as file:
+                        json.dump(manifest, file, indent=1)
+                with open(os.path.join(partial, INDEX_NAME), "w") as file:
+                    json.dump({"format": FORMAT, "step": step, "omitted": list(omitted),
+                               "arrays": entries}, file, indent=1)
                 shutil.rmtree(self.path(step), ignore_errors=True)
                 os.rename(partial, self.path(step))
                 for old in self.steps()[:-self.keep]:
@@ -244,26 +334,31 @@ class Checkpoints:
         if jax.process_index() == 0:
             shutil.rmtree(self.path(step), ignore_errors=True)
 
-    def manifest(self, step: int) -> dict[str, Any]:
-        """Checkpoint ``step``'s manifest; ``ValueError`` (one line, naming the file) when it
-        is missing, unreadable, or not one of this format, or when a data file has another
-        size than the manifest says (a truncated write)."""
-        path = os.path.join(self.path(step), MANIFEST_NAME)
+    def index(self, step: int) -> dict[str, Any]:
+        """Checkpoint ``step``'s ``checkpoint.json``; ``ValueError`` (one line, naming the
+        file) when it is missing, unreadable or not of this format, and when the replay's
+        manifest or data files are (a truncated write: a data file of another size)."""
+        path = os.path.join(self.path(step), INDEX_NAME)
         if not os.path.exists(path):
-            found = ("an orbax checkpoint of an earlier version"
-                     if os.path.exists(os.path.join(self.path(step), "_CHECKPOINT_METADATA"))
-                     else "no manifest")
+            found = ("a checkpoint of an earlier version (raw files without orbax)"
+                     if os.path.exists(os.path.join(self.path(step), MANIFEST_NAME))
+                     else "no index")
             raise ValueError(f"{path} is missing ({found})")
-        try:
-            with open(path) as file:
-                manifest = json.load(file)
-            arrays = manifest["arrays"]
-            if manifest.get("format") != FORMAT:
-                raise KeyError("format")
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
-        for name, entry in arrays.items():
-            file = os.path.join(self.path(step), entry["file"])
+        index = _read_json(path, "arrays")
+        if any(entry["part"] == STREAMED_NAME for entry in index["arrays"].values()):
+            self.manifest(step)
+        return index
+
+    def manifest(self, step: int) -> dict[str, Any]:
+        """The replay's manifest in checkpoint ``step``, checked against its data files'
+        sizes; ``ValueError`` (one line, naming the file) as :meth:`index`."""
+        folder = os.path.join(self.path(step), STREAMED_NAME)
+        path = os.path.join(folder, MANIFEST_NAME)
+        if not os.path.exists(path):
+            raise ValueError(f"{path} is missing")
+        manifest = _read_json(path, "arrays")
+        for name, entry in manifest["arrays"].items():
+            file = os.path.join(folder, entry["file"])
             size = os.path.getsize(file) if os.path.exists(file) else None
             if size != entry["bytes"]:
                 raise ValueError(f"{file} ({name}) holds {size} bytes, the manifest says "
@@ -271,12 +366,12 @@ class Checkpoints:
         return manifest
 
     def check(self, step: int, target: dict[str, Any]) -> dict[str, Any]:
-        """Checkpoint ``step``'s manifest after checking that it holds every array of
+        """Checkpoint ``step``'s index after checking that it holds every array of
         ``target`` (name -> array or ``ShapeDtypeStruct``) but those under the parts its
         ``omitted`` names, with the same shapes and dtypes; :class:`CheckpointMismatch`
         naming the first that differs."""
-        manifest = self.manifest(step)
-        arrays, left_out = manifest["arrays"], tuple(manifest.get("omitted", ()))
+        index = self.index(step)
+        arrays, left_out = index["arrays"], tuple(index.get("omitted", ()))
         for name, want in target.items():
             got = arrays.get(name)
             if got is None and name.startswith(left_out) and left_out:
@@ -288,7 +383,7 @@ class Checkpoints:
                     f"the checkpoint after chunk {step} in {self.folder} does not match the "
                     f"config.json beside it: {name} is {found} there, the config needs "
                     f"{jnp.dtype(want.dtype)}{list(want.shape)}")
-        return manifest
+        return index
 
     def restore(self, step: int, target: dict[str, Any],
                 shardings: dict[str, Any] | None = None,
@@ -296,33 +391,61 @@ class Checkpoints:
         """The arrays of checkpoint ``step`` that ``target`` names (name ->
         ``ShapeDtypeStruct``), each placed with ``shardings[name]`` (default: the first
         device). Arrays of parts the checkpoint omitted are left out of the result. Raises
-        as :meth:`check`.
+        as :meth:`check`; ``ValueError`` (one line) when orbax cannot restore ``state/``.
 
-        Without ``into`` each array is read one shard at a time into a host buffer that the
-        CPU then uses in place. Such borrowed buffers cannot be donated, so a program that
-        donates its input copies them; ``into`` avoids that: arrays of the same shapes (a
-        fresh state's, nothing else referring to them) that are overwritten in place,
-        ``piece_bytes`` of rows at a time (single-process runs; with several processes
-        every array is read by shards).
+        Streamed arrays: without ``into`` each is read one shard at a time into a host
+        buffer that the CPU then uses in place. Such borrowed buffers cannot be donated, so
+        a program that donates its input copies them; ``into`` avoids that: arrays of the
+        same shapes (a fresh state's, nothing else referring to them) that are overwritten
+        in place, ``piece_bytes`` of rows at a time (single-process runs; with several
+        processes every array is read by shards).
         """
-        manifest = self.check(step, target)
+        import orbax.checkpoint as ocp
+
+        index = self.check(step, target)
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
-        fill = into is not None and fills_in_place()
+        shardings = shardings or {}
+        present = {name: want for name, want in target.items() if name in index["arrays"]}
+        learned = [n for n in present if index["arrays"][n]["part"] == STATE_NAME]
         out = {}
-        for name, want in target.items():
-            entry = manifest["arrays"].get(name)
-            if entry is None:
-                continue
-            path = os.path.join(self.path(step), entry["file"])
+        if learned:
+            path = os.path.abspath(os.path.join(self.path(step), STATE_NAME))
+            abstract = nested({n: jax.ShapeDtypeStruct(
+                present[n].shape, present[n].dtype, sharding=shardings.get(n, device))
+                for n in learned})
+            try:
+                with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+                    tree = checkpointer.restore(path, args=ocp.args.StandardRestore(abstract))
+            except Exception as error:  # orbax and tensorstore raise many kinds
+                raise _orbax_error(path, error) from None
+            out.update(_from_nested(tree, learned))
+        streamed = [n for n in present if index["arrays"][n]["part"] == STREAMED_NAME]
+        manifest = self.manifest(step) if streamed else {"arrays": {}}
+        fill = into is not None and fills_in_place()
+        folder = os.path.join(self.path(step), STREAMED_NAME)
+        for name in streamed:
+            entry, want = manifest["arrays"][name], present[name]
+            path = os.path.join(folder, entry["file"])
             shape, dtype = tuple(want.shape), jnp.dtype(want.dtype)
             if fill and len(shape) and name in into:
                 out[name] = fill_rows(into.pop(name), path, self.piece_bytes)
                 continue
-            sharding = (shardings or {}).get(name, device)
             out[name] = jax.make_array_from_callback(
-                shape, sharding, lambda index, p=path, s=shape, d=dtype: read_region(
-                    p, s, d, index))
+                shape, shardings.get(name, device),
+                lambda index, p=path, s=shape, d=dtype: read_region(p, s, d, index))
         return out
+
+
+def _read_json(path: str, required: str) -> dict[str, Any]:
+    try:
+        with open(path) as file:
+            data = json.load(file)
+        data[required]  # noqa: B018
+        if data.get("format") != FORMAT:
+            raise KeyError("format")
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
+    return data
 
 
 @functools.partial(jax.jit, donate_argnums=0)
@@ -349,7 +472,7 @@ def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
     step = checkpoints.latest_step() if step is None else step
     if step is None:
         raise ValueError(f"{folder} holds no checkpoints")
-    manifest = checkpoints.manifest(step)
-    return {name: read_region(os.path.join(checkpoints.path(step), entry["file"]),
-                              tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
-            for name, entry in manifest["arrays"].items()}
+    index = checkpoints.index(step)
+    target = {name: jax.ShapeDtypeStruct(tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
+              for name, entry in index["arrays"].items()}
+    return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}

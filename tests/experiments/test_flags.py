@@ -1,4 +1,4 @@
-"""experiments.cli_config: flags generated from the config dataclasses, and the configs
+"""experiments.flags: flags generated from the config dataclasses, and the configs
 built back from them."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ import re
 
 import pytest
 
-from experiments import cli_config
 from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.cli import flags
 from jaxmarl_accel.config import TrainConfig
 
 
 def _parser(**kwargs) -> argparse.ArgumentParser:
-    parser = cli_config.Parser()
-    cli_config.add_dataclass_flags(parser, TrainConfig, skip=("env_kwargs", "sampler_kwargs"),
-                                   choices=cli_config.train_choices(), **kwargs)
-    cli_config.add_dataclass_flags(parser, AlgoConfig, choices=cli_config.train_choices())
+    parser = flags.Parser()
+    flags.add_dataclass_flags(parser, TrainConfig, skip=("env_kwargs", "sampler_kwargs"),
+                                   choices=flags.train_choices(), **kwargs)
+    flags.add_dataclass_flags(parser, AlgoConfig, choices=flags.train_choices())
     return parser
 
 
@@ -31,14 +31,14 @@ def test_every_scalar_field_is_a_documented_flag():
 
 def test_defaults_parse_back_to_the_default_configs():
     args = _parser().parse_args([])
-    assert cli_config.train_config_from_args(args) == TrainConfig()
+    assert flags.train_config_from_args(args) == TrainConfig()
 
 
 def test_values_tuples_optionals_and_fixed_fields():
     args = _parser().parse_args(["--algo", "masac", "--hidden-sizes", "8", "4",
                                  "--grad-clip", "none", "--straight-through", "false",
                                  "--learners", "sequential"])
-    config = cli_config.train_config_from_args(args, num_envs=5)
+    config = flags.train_config_from_args(args, num_envs=5)
     assert config.algo == "masac" and config.num_envs == 5
     assert config.algo_config == AlgoConfig(hidden_sizes=(8, 4), grad_clip=None,
                                             straight_through=False, learners="sequential")
@@ -46,7 +46,7 @@ def test_values_tuples_optionals_and_fixed_fields():
 
 def test_only_defaults_aliases_and_shown_defaults():
     parser = argparse.ArgumentParser()
-    names = cli_config.add_dataclass_flags(
+    names = flags.add_dataclass_flags(
         parser, TrainConfig, only=("buffer_capacity", "batch_size"),
         defaults={"buffer_capacity": 500}, aliases={"buffer_capacity": ("--capacity",)},
         shown_defaults={"batch_size": "set later"})
@@ -66,17 +66,17 @@ def test_registry_choices_are_enforced(capsys):
                                          ("1_500_000", 1_500_000), ("2,000", 2000),
                                          ("-3", -3), ("2.5e1", 25)])
 def test_integers_in_the_notations_of_the_readme(text, value):
-    assert cli_config.parse_int(text) == value
+    assert flags.parse_int(text) == value
 
 
 @pytest.mark.parametrize("text", ["1.5", "1e-3", "inf", "ten", ""])
 def test_non_integers_are_refused(text):
     with pytest.raises(argparse.ArgumentTypeError, match="expected an integer"):
-        cli_config.parse_int(text)
+        flags.parse_int(text)
 
 
 def test_help_texts_are_plain_and_name_flags():
-    assert cli_config.plain_text("one of :data:`SAMPLERS`, :class:`~a.b.Config` or "
+    assert flags.plain_text("one of :data:`SAMPLERS`, :class:`~a.b.Config` or "
                                  "``\"x\"``") == 'one of SAMPLERS, Config or "x"'
     help_text = _parser().format_help()
     assert "``" not in help_text and ":data:" not in help_text
@@ -87,20 +87,20 @@ def test_help_texts_are_plain_and_name_flags():
 
 def test_validation_messages_name_the_flags():
     fields = ("total_env_steps", "eval_every", "gamma", "prey", "alpha", "auto_alpha")
-    assert cli_config.flag_message(
+    assert flags.flag_message(
         "total_env_steps (60000) must be a multiple of eval_every (50000)", fields) == (
         "--total-env-steps (60000) must be a multiple of --eval-every (50000)")
-    assert cli_config.flag_message("gamma must lie in [0, 1]", fields) == (
+    assert flags.flag_message("gamma must lie in [0, 1]", fields) == (
         "--gamma must lie in [0, 1]")
-    assert cli_config.flag_message("alpha must be > 0 when auto_alpha is set", fields) == (
+    assert flags.flag_message("alpha must be > 0 when auto_alpha is set", fields) == (
         "--alpha must be > 0 when --auto-alpha is set")
     prose = "prey='heuristic' needs a scenario with prey"
-    assert cli_config.flag_message(prose, fields) == prose
+    assert flags.flag_message(prose, fields) == prose
 
 
 def test_usage_errors_are_one_line(capsys):
-    parser = cli_config.Parser(prog="cmd")
-    parser.add_argument("--n", type=cli_config.parse_int)
+    parser = flags.Parser(prog="cmd")
+    parser.add_argument("--n", type=flags.parse_int)
     with pytest.raises(SystemExit) as exit_info:
         parser.parse_args(["--n", "x"])
     assert exit_info.value.code == 2

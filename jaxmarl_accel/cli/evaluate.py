@@ -1,0 +1,256 @@
+"""Evaluate a saved run: restore a checkpoint and score the greedy policy of every seed.
+
+    jaxmarl-accel evaluate runs/matd3 --episodes 1000 --render
+
+RUN_DIR is a folder written by ``jaxmarl-accel run``. Its newest checkpoint (or
+``--checkpoint``) is restored with the settings of its ``config.json``; the greedy policy of
+every seed plays ``--episodes`` episodes (the same start states for every seed), and the
+random and scripted policies are measured as the run's summary measures them (the same
+episodes and key), so the normalized score NS = (R - R_random) / (R_scripted - R_random)
+is the one of ``summary.json``. Outputs: ``--out`` (default RUN_DIR/evaluation.json:
+the checkpoint and its env steps, each seed's mean return and NS with their median and
+interquartile range, each episode's return, the run's own evaluation of that checkpoint
+from ``metrics.csv``, the baselines, and the env's episode counters such as the stag hunt's
+captures), ``--marl-eval`` (default RUN_DIR/marl_eval.json: the run's curve from
+``metrics.csv`` in marl-eval's format, with this evaluation's episodes as its
+``absolute_metrics``) and, with ``--render``, seed 0's greedy episode as a GIF and PNG
+beside ``--out`` (``evaluation.gif``, ``evaluation.png``). Nothing else in RUN_DIR changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from typing import Any
+
+from jaxmarl_accel.cli import flags, outputs
+
+EPISODES = 100
+"""Default episodes per seed."""
+
+PROG = "jaxmarl-accel evaluate"
+"""The command's name in usage lines (``python -m experiments.evaluate`` in a checkout)."""
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    parser = flags.Parser(prog=prog,
+                               description=flags.plain_description(__doc__ or ""))
+    parser.add_argument("run_dir", metavar="RUN_DIR",
+                        help="folder of a run written by jaxmarl-accel run (config.json, "
+                             "checkpoints/, metrics.csv)")
+    parser.add_argument("--checkpoint", metavar="STEP", type=flags.parse_int, default=None,
+                        help="the checkpoint to restore: a folder name under RUN_DIR/checkpoints, "
+                             "the evaluation period (chunk, from 0) after which it was saved "
+                             "(default: the newest)")
+    parser.add_argument("--episodes", type=flags.parse_int, default=EPISODES,
+                        help=f"greedy episodes per seed (default: {EPISODES})")
+    parser.add_argument("--render", action="store_true",
+                        help="render one greedy episode of seed 0 to a GIF and PNG beside --out "
+                             "(named after it: evaluation.gif, evaluation.png)")
+    parser.add_argument("--out", metavar="PATH", default=None,
+                        help="the evaluation's JSON file (default: RUN_DIR/evaluation.json)")
+    parser.add_argument("--marl-eval", metavar="PATH", default=None,
+                        help="the marl-eval export, its absolute_metrics this evaluation's "
+                             "episodes (default: RUN_DIR/marl_eval.json; 'none' writes none)")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Run the command line; returns the exit status (2: usage error, or a folder or
+    checkpoint that cannot be evaluated)."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if args.checkpoint is not None and args.checkpoint < 0:
+        parser.error(f"--checkpoint must be >= 0, got {args.checkpoint}")
+    out = args.out or os.path.join(args.run_dir, outputs.EVALUATION_NAME)
+    marl_eval_path = (None if args.marl_eval == "none" else
+                      args.marl_eval or os.path.join(args.run_dir, outputs.MARL_EVAL_NAME))
+    try:
+        evaluate_run(args.run_dir, args.checkpoint, args.episodes, out, marl_eval_path,
+                     args.render)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _log(*parts: Any) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
+                 marl_eval_path: str | None = None, render: bool = False) -> dict[str, Any]:
+    """Restore the run in ``run_dir`` (its ``checkpoint``, or the newest), evaluate every
+    seed's greedy policy over ``episodes`` episodes against the run's baselines, and
+    write the result to ``out`` (JSON), the marl-eval export to ``marl_eval_path`` (None:
+    none) and, with ``render``, seed 0's episode beside ``out``. Returns the result;
+    ``ValueError`` (one line) for a folder that holds no run, no checkpoint, or a
+    checkpoint that is missing or does not restore."""
+    import jax
+    import numpy as np
+
+    from jaxmarl_accel.cli import host_loop, marl_eval
+
+    config, stored = load_run(run_dir)
+    trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
+                                                       checkpoint)
+    spec, seeds = trainer.env.spec, stored["seeds"]
+    env_steps = [int(v) for v in np.asarray(jax.device_get(state.env_steps))]
+    _log(f"restored the checkpoint after chunk {step} of {run_dir} ({env_steps[0]:,} env steps "
+         f"per seed); evaluating {episodes} greedy episode(s) for each of {seeds} seed(s)...")
+    returns, stats = evaluate_seeds(trainer, state.algo, jax.random.PRNGKey(stored["seed"] + 3),
+                                    episodes)
+    _log(f"evaluating the random and scripted baselines ({stored['baseline_episodes']} episodes "
+         "each)...")
+    base = host_loop.baseline_returns(trainer, jax.random.PRNGKey(stored["seed"] + 1),
+                                      stored["baseline_episodes"])
+    rows = outputs.read_rows(run_dir)
+    own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
+    scored = host_loop.scored_agents(config, spec)  # the learners (predators if prey scripted)
+    per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
+    result = outputs.summarize(
+        per_seed, float(base["random"][scored].mean()), float(base["heuristic"][scored].mean()),
+        baseline_se=(base["random_se"], base["heuristic_se"], stored["baseline_episodes"]),
+        extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
+               "run_dir": run_dir, "checkpoint": step, "env_steps_per_seed": env_steps,
+               "episodes": episodes, "seeds": seeds,
+               "mean_return": float(per_seed.mean()),
+               "episode_return_per_seed": returns[..., scored].mean(axis=2).tolist(),  # [S][E]
+               "return_per_team_per_seed": [host_loop.team_means(v, spec.teams)
+                                            for v in returns.mean(axis=1)],
+               "random_return_per_team": host_loop.team_means(base["random"], spec.teams),
+               "heuristic_return_per_team": host_loop.team_means(base["heuristic"], spec.teams),
+               "run_eval_return_per_seed": [own[s]["eval_return"] if s in own else None
+                                            for s in range(seeds)],
+               "run_eval_episodes": config.eval_episodes})
+    if "baseline_warning" in result:
+        _log(f"warning: {result['baseline_warning']}")
+    result["mean_normalized_score"] = outputs.normalized_score(
+        result["mean_return"], result["random_return"], result["heuristic_return"])
+    for name in spec.episode_stats:
+        result[f"{name}_per_episode_per_seed"] = stats[name].mean(axis=1).tolist()
+        result[f"random_{name}_per_episode"] = base[f"random_{name}"]
+        result[f"heuristic_{name}_per_episode"] = base[f"heuristic_{name}"]
+    write_json(out, result, "--out")
+    if marl_eval_path is not None:
+        absolute = {seed: {"return": returns[seed].mean(axis=1).tolist(),
+                           **{name: stats[name][seed].tolist() for name in spec.episode_stats}}
+                    for seed in range(seeds)}
+        write_json(marl_eval_path, marl_eval.run_export(
+            marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats,
+            absolute), "--marl-eval")
+    if render:
+        stem = os.path.splitext(os.path.basename(out))[0]
+        _log(f"rendering {stem}.gif...")
+        host_loop.render_episode(trainer, jax.device_get(sharded.first_seed(state.algo)),
+                                 os.path.dirname(out) or ".",
+                                 jax.random.PRNGKey(stored["seed"] + 2),
+                                 (f"{stem}.gif", f"{stem}.png"))
+    _log(f"checkpoint {step}: mean return {result['mean_return']:.3f} over {seeds} seed(s) x "
+         f"{episodes} episode(s), median normalized score {result['median_normalized_score']:.3f}"
+         f" (random {result['random_return']:.3f}, scripted {result['heuristic_return']:.3f}); "
+         f"written to {out}")
+    return result
+
+
+def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
+    """The training config and stored run options of ``run_dir``; ``ValueError`` (one line)
+    when it is not a run folder."""
+    from jaxmarl_accel.cli import host_loop
+
+    if not os.path.isfile(os.path.join(run_dir, outputs.CONFIG_NAME)):
+        what = "does not exist" if not os.path.exists(run_dir) else (
+            f"is not a run folder (no {outputs.CONFIG_NAME})")
+        raise ValueError(f"RUN_DIR {run_dir} {what}")
+    return host_loop.stored_run(run_dir)
+
+
+def restore_checkpoint(run_dir: str, config: Any, seeds: int,
+                       step: int | None) -> tuple[Any, Any, Any, int]:
+    """Restore checkpoint ``step`` (None: the newest) of the run in ``run_dir`` on one device.
+
+    Returns ``(trainer, sharded, state, step)``: the run's ``Trainer``, its
+    ``ShardedTrainer`` for ``seeds`` seeds, and the restored state, each leaf with a leading
+    seed axis ``[S, ...]``. The replay is not read: its leaves stay ``ShapeDtypeStruct``, so
+    evaluating needs the memory of the learners, not of the training state. ``ValueError``
+    (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
+    them, or it does not restore."""
+    from jaxmarl_accel.cli import host_loop
+    from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
+    from jaxmarl_accel.sharding import make_sharded_trainer
+    from jaxmarl_accel.train import make_trainer
+
+    folder = os.path.join(run_dir, outputs.CHECKPOINTS_NAME)
+    if not os.path.isdir(folder):
+        raise ValueError(f"{run_dir} holds no checkpoints (no {outputs.CHECKPOINTS_NAME}/)")
+    manager = Checkpoints(folder)
+    steps = manager.steps()
+    if not steps:
+        raise ValueError(f"{folder} holds no checkpoints")
+    if step is None:
+        step = steps[-1]
+    elif step not in steps:
+        raise ValueError(f"--checkpoint {step}: {folder} holds checkpoint(s) "
+                         f"{', '.join(map(str, steps))}")
+    trainer = make_trainer(config)
+    sharded = make_sharded_trainer(
+        trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds)
+    abstract = sharded.abstract_state
+    target = host_loop.checkpoint_items(abstract)
+    replay = {name: leaf for name, leaf in target.items() if name.startswith(host_loop.REPLAY)}
+    try:
+        manager.check(step, target)
+        items = manager.restore(step, {n: v for n, v in target.items() if n not in replay})
+    except CheckpointMismatch:
+        raise
+    except (OSError, ValueError) as error:
+        raise ValueError(f"the checkpoint after chunk {step} "
+                         f"({os.path.join(folder, str(step))}) cannot be restored: "
+                         f"{host_loop.first_line(error)}") from None
+    state = host_loop.state_from_items(abstract, {**replay, **items})
+    return trainer, sharded, state, step
+
+
+def evaluate_seeds(trainer: Any, algo_states: Any, key: Any, episodes: int) -> tuple[Any, Any]:
+    """Greedy episodes of every seed's learners, as the run's own evaluation plays them
+    (``trainer.evaluate``, one episode per key); every seed plays the same start states.
+
+    Args:
+      trainer: the run's ``Trainer``.
+      algo_states: the learners' states, each leaf with a leading seed axis ``[S, ...]``.
+      key: PRNG key of the episodes.
+      episodes: episodes per seed ``E``.
+
+    Returns:
+      ``(returns, stats)``: host arrays, ``returns[S, E, N]`` each agent's episode return,
+      ``stats`` env counter name -> ``[S, E]`` its sum over each episode.
+    """
+    import jax
+
+    from jaxmarl_accel.train import make_trainer
+
+    single = make_trainer(dataclasses.replace(trainer.config, eval_episodes=1))
+    per_episode = jax.vmap(single.evaluate, in_axes=(None, 0))  # -> [E, N], {name: [E]}
+    per_seed = jax.jit(jax.vmap(per_episode, in_axes=(0, None)))  # -> [S, E, N], {name: [S, E]}
+    returns, stats = jax.device_get(per_seed(algo_states, jax.random.split(key, episodes)))
+    return returns, stats
+
+
+def write_json(path: str, record: dict[str, Any], flag: str) -> None:
+    """Write ``record`` to ``path`` (its folder created if needed); ``ValueError`` (one line,
+    naming ``flag``) when it cannot be written."""
+    import json
+
+    folder = os.path.dirname(path)
+    try:
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(record, handle, indent=2)
+    except OSError as error:
+        raise ValueError(f"{flag} {path} cannot be written: {error.strerror}") from None
+

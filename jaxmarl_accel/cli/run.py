@@ -1,0 +1,268 @@
+"""Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / MAC-PO / AccMER) for several
+seeds at once in one compiled program.
+
+    jaxmarl-accel run --algo matd3 --seeds 8 --out runs/matd3
+
+The run is compiled once; the host loop executes it one evaluation period ("chunk") at
+a time, only to draw progress, write metrics and checkpoint. Outputs in ``--out``:
+``config.json``, ``metrics.csv`` (per seed, per chunk), ``summary.json`` (final
+evaluation return per seed, median, IQR, normalized score against the scenario's random
+and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's format),
+``learning_curve.png``, ``checkpoints/``, with ``--render``, ``episode.gif`` and
+``episode.png``, and with ``--logger tensorboard,wandb``, ``tensorboard/`` and ``wandb/``.
+A folder that holds a run is refused
+unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
+from the newest checkpoint that restores and takes every setting from ``config.json``.
+
+Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
+max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
+``--eval-every`` the last evaluation period is shorter. Value learners on episode replay
+count ``--num-envs`` x episode length env steps per round (a clock every seed shares) and
+round both up to whole rounds. Integers may be written ``1e6``.
+
+Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
+than devices, each seed's envs are split too); ``--devices 1`` is the single-device
+program. Several hosts: start the same command on every host with ``--distributed``
+(and, outside TPU pods and SLURM/MPI jobs, ``--coordinator-address host0:1234
+--num-processes P --process-id i``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from jaxmarl_accel.cli import flags, loggers
+from jaxmarl_accel.cli.outputs import CONFIG_NAME
+
+PROG = "jaxmarl-accel run"
+"""The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
+
+
+def distributed_parser() -> argparse.ArgumentParser:
+    """The multi-host flags, parsed on their own first: ``jax.distributed.initialize()``
+    must run before anything (even importing the scenarios) touches a JAX backend."""
+    parser = flags.Parser(add_help=False)
+    group = parser.add_argument_group("multi-host (jax.distributed)")
+    group.add_argument("--distributed", action="store_true",
+                       help="multi-host run: call jax.distributed.initialize() first; start the "
+                            "same command on every host")
+    group.add_argument("--coordinator-address", default=None,
+                       help="with --distributed: host:port of process 0 (default: "
+                            "$JAX_COORDINATOR_ADDRESS or auto-detected on TPU pods, SLURM, MPI)")
+    group.add_argument("--num-processes", type=flags.parse_int, default=None,
+                       help="with --distributed: number of processes (hosts)")
+    group.add_argument("--process-id", type=flags.parse_int, default=None,
+                       help="with --distributed: index of this process, 0 .. num-processes - 1")
+    return parser
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+    from jaxmarl_accel.config import TrainConfig
+
+    parser = flags.Parser(
+        prog=prog, description=flags.plain_description(__doc__ or ""),
+        parents=[distributed_parser()])
+    run = parser.add_argument_group("run")
+    run.add_argument("--seeds", type=flags.parse_int, default=1,
+                     help="number of seeds trained at once (vmapped) (default: 1)")
+    run.add_argument("--seed", type=flags.parse_int, default=0,
+                     help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
+                          "(default: 0)")
+    run.add_argument("--out", default=None,
+                     help="output folder (default: runs/<env>-<algo>-<sampler>-<time>)")
+    run.add_argument("--resume", metavar="DIR", default=None,
+                     help="continue the interrupted run in DIR from its newest checkpoint that "
+                          "restores (skipping unreadable ones), with the settings stored in its "
+                          "config.json; other flags than --quiet, --devices and --env-shards "
+                          "are ignored")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run that --out holds (its config, metrics, summary, "
+                          "plots and checkpoints are removed first); without it, or --resume, "
+                          "a folder that holds a run is refused")
+    run.add_argument("--agents", type=flags.parse_int, default=None,
+                     help="number of agents: num_agents of simple_spread, num_predators of "
+                          "simple_tag; scenarios with a fixed count (simple_speaker_listener, "
+                          "simple_reference: 2) accept only that count, scenarios with several "
+                          "counts (simple_push, simple_adversary: num_good, num_adversaries) "
+                          "take them in --env-kwargs")
+    run.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
+                     help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0' "
+                          "(the keywords of the scenario's make())")
+    run.add_argument("--sampler-kwargs", type=flags.parse_key_values, default=(),
+                     help="replay sampler keyword arguments, e.g. 'alpha=0.6,beta=0.4'")
+    run.add_argument("--render", action="store_true",
+                     help="render one evaluation episode of seed 0 to episode.gif/.png")
+    run.add_argument("--baseline-episodes", type=flags.parse_int, default=1000,
+                     help="episodes used to measure the random and scripted returns that "
+                          "define the normalized score (default: 1000)")
+    run.add_argument("--checkpoint-every", type=flags.parse_int, default=1,
+                     help="save a checkpoint every this many chunks (default: 1)")
+    run.add_argument("--checkpoint-replay", choices=("true", "false"), default="true",
+                     help="include the replay in checkpoints; false makes them as small as the "
+                          "learners, and a run resumed from one starts with an empty replay "
+                          "that it refills before it learns again, so it does not repeat the "
+                          "uninterrupted run (default: true)")
+    run.add_argument("--logger", type=loggers.parse_loggers, default=("csv",),
+                     metavar="{csv,tensorboard,wandb}[,...]",
+                     help="metric streams, comma-separated: csv (metrics.csv, which every run "
+                          "writes), tensorboard (event files per seed in tensorboard/seed_<k>/, "
+                          "tag: the metrics.csv column, step: env steps; needs tensorboardX), "
+                          "wandb (one W&B run per seed, grouped by the output folder's name; "
+                          "offline in wandb/ unless WANDB_MODE or WANDB_API_KEY is set; needs "
+                          "wandb); pip install -e '.[loggers]' installs both (default: csv)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
+    devices.add_argument("--devices", default="auto", metavar="{auto,N}",
+                         help="devices to shard the seeds over: a count, or 'auto' for the most "
+                              "of all devices that the seeds (and envs) divide evenly over; 1 is "
+                              "the single-device program (default: auto)")
+    devices.add_argument("--env-shards", type=flags.parse_int, default=None,
+                         help="devices each seed's envs are split over (default: 1 when the "
+                              "seeds divide over the devices, else devices / gcd(seeds, devices))")
+    train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
+    family_defaults, family_shown = flags.family_flag_defaults()
+    parser.fields = flags.add_dataclass_flags(
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config", "value_config"),
+        choices=flags.train_choices(), defaults=family_defaults,
+        shown_defaults=family_shown)
+    algo = parser.add_argument_group("actor-critic learners: maddpg, matd3, masac "
+                                     "(jaxmarl_accel.algos.AlgoConfig)")
+    parser.fields += flags.add_dataclass_flags(algo, AlgoConfig,
+                                                    choices=flags.train_choices(),
+                                                    defaults=family_defaults,
+                                                    shown_defaults=family_shown)
+    value = parser.add_argument_group("value-based learners: qmix, vdn, iql, macpo, accmer "
+                                      "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
+                                      "--grad-clip above apply to them too)")
+    parser.fields += flags.add_dataclass_flags(value, ValueConfig,
+                                                    skip=flags.SHARED_LEARNER_FIELDS,
+                                                    choices=flags.train_choices())
+    return parser
+
+
+def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
+                    agents: int | None) -> tuple[tuple[str, Any], ...]:
+    """``--env-kwargs`` with ``--agents`` written as the scenario's count keyword;
+    ``ValueError`` (one line) for a keyword the scenario does not take, or an ``--agents``
+    that it cannot express."""
+    from jaxmarl_accel.envs import agent_count_kwarg, make, scenario_keywords
+
+    keywords = scenario_keywords(env)
+    unknown = [name for name, _ in given if name not in keywords]
+    if unknown:
+        raise ValueError(f"--env-kwargs: {env} takes no {', '.join(unknown)}; its keywords are "
+                         f"{', '.join(keywords)}")
+    kwargs = dict(given)
+    if agents is None:
+        return tuple(sorted(kwargs.items()))
+    if agent_count_kwarg(env) in keywords:
+        kwargs[agent_count_kwarg(env)] = agents
+        return tuple(sorted(kwargs.items()))
+    counts = [name for name in keywords if name.startswith("num_")]
+    if counts:
+        raise ValueError(f"--agents: {env} has no single agent count; set "
+                         f"{' and '.join(counts)} with --env-kwargs")
+    fixed = make(env, **kwargs)[0].spec.num_agents
+    if agents != fixed:
+        raise ValueError(f"--agents {agents}: {env} always has {fixed} agents")
+    return tuple(sorted(kwargs.items()))
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
+    agent-count keyword in ``--env-kwargs``)."""
+    return flags.train_config_from_args(
+        args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
+        sampler_kwargs=args.sampler_kwargs)
+
+
+def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
+    """``--devices``: ``"auto"`` or a positive count (else a one-line parser error)."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        parser.error(f"--devices must be a positive count or 'auto', got {text!r}")
+    return int(text)
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Run the command line; returns the exit status (2: usage or set-up error, 1: a
+    non-finite value stopped the run, 130: interrupted)."""
+    out_dir = None
+    try:
+        early, _ = distributed_parser().parse_known_args(argv)
+        if early.distributed:
+            import jax
+
+            jax.distributed.initialize(coordinator_address=early.coordinator_address,
+                                       num_processes=early.num_processes,
+                                       process_id=early.process_id)
+        parser = build_parser(prog)
+        args = parser.parse_args(argv)
+        config, options = options_from_args(parser, args)
+        out_dir = options.out_dir
+        from jaxmarl_accel.cli.host_loop import run_training
+
+        return run_training(config, options)
+    except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if out_dir is not None and os.path.exists(os.path.join(out_dir, CONFIG_NAME)):
+            print(f"interrupted; continue with: {prog} --resume {out_dir}",
+                  file=sys.stderr)
+        else:
+            print("interrupted before the run was stored; nothing to resume", file=sys.stderr)
+        return 130
+
+
+def options_from_args(parser: argparse.ArgumentParser,
+                      args: argparse.Namespace) -> tuple[Any, Any]:
+    """The training config and ``RunOptions`` of the parsed flags, or of the stored run
+    with ``--resume``; usage errors exit through ``parser.error`` (one line, status 2),
+    a run that cannot be resumed raises ``ValueError``."""
+    for flag, value, least in (("--seeds", args.seeds, 1),
+                               ("--checkpoint-every", args.checkpoint_every, 1),
+                               ("--baseline-episodes", args.baseline_episodes, 1),
+                               ("--env-shards", args.env_shards, 1)):
+        if value is not None and value < least:
+            parser.error(f"{flag} must be >= {least}, got {value}")
+    if args.resume and args.overwrite:
+        parser.error("--resume and --overwrite exclude each other")
+    devices = parse_devices(parser, args.devices)
+    from jaxmarl_accel.cli.host_loop import RunOptions, stored_run
+
+    if args.resume:
+        config, stored = stored_run(args.resume)
+        check_loggers(parser, stored["loggers"])
+        return config, RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
+                                  devices=devices, env_shards=args.env_shards)
+    check_loggers(parser, args.logger)
+    try:
+        config = config_from_args(args)
+    except (ValueError, TypeError) as error:
+        parser.error(flags.flag_message(str(error), parser.fields))
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out_dir = args.out or os.path.join(
+        "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
+    return config, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
+                              overwrite=args.overwrite, render=args.render,
+                              baseline_episodes=args.baseline_episodes,
+                              checkpoint_every=args.checkpoint_every,
+                              checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
+                              devices=devices, env_shards=args.env_shards, loggers=args.logger)
+
+
+def check_loggers(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """A one-line usage error for a ``--logger`` stream whose package is not installed."""
+    try:
+        loggers.check_loggers(names)
+    except ValueError as error:
+        parser.error(str(error))
+
