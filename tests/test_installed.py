@@ -63,8 +63,8 @@ def test_installed_command_trains_resumes_evaluates_and_orbax_restores(tmp_path)
     with open(tmp_path / "run" / "evaluation.json") as file:
         assert json.load(file)["seeds"] == 2
     restore = textwrap.dedent("""
-        import jax, orbax.checkpoint as ocp
-        state = ocp.StandardCheckpointer().restore("run/checkpoints/2/state")
+        import os, jax, orbax.checkpoint as ocp
+        state = ocp.StandardCheckpointer().restore(os.path.abspath("run/checkpoints/2/state"))
         shapes = {leaf.shape[0] for leaf in jax.tree.leaves(state["algo"])}
         print(sorted(state), shapes)
     """)

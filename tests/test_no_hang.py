@@ -20,22 +20,21 @@ PROGRAM = textwrap.dedent("""
     from jaxmarl_accel.config import TrainConfig, defaults_for
     from jaxmarl_accel.train import make_trainer
 
-    for algo in ("qmix", "iql"):
-        config = TrainConfig(**{**defaults_for(algo), "env": "stag_hunt", "algo": algo,
-                                "env_kwargs": (("num_agents", 2), ("num_stags", 1),
-                                               ("grid_size", 4), ("episode_length", 5)),
-                                "buffer_capacity": 8, "batch_size": 2, "num_envs": 2,
-                                "total_env_steps": 20, "eval_every": 20,
-                                "eval_episodes": 2})
-        trainer = make_trainer(config)
-        init = jax.jit(jax.vmap(trainer.init))
-        chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)))
-        for seeds in (2, 4):
-            for attempt in range(3):
-                keys = jax.random.split(jax.random.PRNGKey(attempt), seeds)
-                state, metrics = chunk(init(keys), jnp.int32(0))
-                jax.block_until_ready(metrics)
-        print("ran", algo, flush=True)
+    # QMIX's recurrent agent is the one every value learner (VDN, IQL, MAC-PO, AccMER) uses
+    config = TrainConfig(**{**defaults_for("qmix"), "env": "stag_hunt", "algo": "qmix",
+                            "env_kwargs": (("num_agents", 2), ("num_stags", 1),
+                                           ("grid_size", 4), ("episode_length", 5)),
+                            "buffer_capacity": 8, "batch_size": 2, "num_envs": 2,
+                            "total_env_steps": 20, "eval_every": 20, "eval_episodes": 2})
+    trainer = make_trainer(config)
+    init = jax.jit(jax.vmap(trainer.init))
+    chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)))
+    for seeds in (2, 4):
+        for attempt in range(3):
+            keys = jax.random.split(jax.random.PRNGKey(attempt), seeds)
+            state, metrics = chunk(init(keys), jnp.int32(0))
+            jax.block_until_ready(metrics)
+        print("ran", seeds, flush=True)
 """)
 
 
@@ -48,7 +47,7 @@ def test_value_learners_init_and_train_over_seeds_without_hanging():
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"value learners hung under the seed vmap: {error.stdout!r}")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["ran", "qmix", "ran", "iql"]
+    assert done.stdout.split() == ["ran", "2", "ran", "4"]
 
 
 @pytest.mark.parametrize("algo", ["qmix", "macpo", "maddpg", "masac"])
