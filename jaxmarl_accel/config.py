@@ -7,12 +7,13 @@ that nothing is ever mutated after construction.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.registry import (
     ALGOS,
     check_sampler,
+    check_weighting,
     family_of,
     replay_needed,
     sampler_defaults,
@@ -39,7 +40,8 @@ class TrainConfig:
       env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
       algo: a registered learner, one of :data:`jaxmarl_accel.algos.ALGOS`.
       algo_config: hyperparameters of the actor-critic learners (MADDPG, MATD3, MASAC).
-      value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL).
+      value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL, OW-QMIX,
+        CW-QMIX, MAC-PO, AccMER).
       replay: ``"transition"`` (single joint transitions), ``"episode"`` (whole episodes,
         for recurrent learners) or ``"auto"``: what the learner needs (episode for
         recurrent value learners, transition otherwise). For episode replay
@@ -120,6 +122,8 @@ class TrainConfig:
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
+        if family_of(self.algo) == "value":
+            check_weighting(self.algo, self.value_config, self.sampler)
         if (family_of(self.algo) == "actor_critic" and self.algo_config.critic != "joint"
                 and self.index_sharing != "shared"):
             raise ValueError(f"index_sharing {self.index_sharing!r} gives each agent's critic "
@@ -187,7 +191,8 @@ steps; updates start once the replay holds a batch."""
 def defaults_for(algo: str) -> dict[str, Any]:
     """The ``TrainConfig`` fields whose defaults depend on the learner family of ``algo``
     (empty for actor-critic learners, whose defaults are the dataclass's) or on the learner
-    itself (AccMER's ``sampler``): ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
+    itself (MAC-PO's and AccMER's ``sampler``):
+    ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
     defaults = dict(VALUE_DEFAULTS) if family_of(algo) == "value" else {}
     own = sampler_defaults(algo)
     if own is not None:
@@ -195,9 +200,79 @@ def defaults_for(algo: str) -> dict[str, Any]:
     return defaults
 
 
+class Paper004Setting(NamedTuple):
+    """One of paper 004's learning settings (Sec. V-A/B): the stag hunt's miscapture
+    punishment, the batch and replay sizes in episodes (Table II / III) and AccMER's weight
+    decay gamma_W (Sec. V-B)."""
+
+    punishment: float
+    batch_size: int
+    replay: int
+    decay: float
+
+
+PAPER004: dict[str, Paper004Setting] = {
+    "paper004-p0": Paper004Setting(0.0, 256, 100_000, 1.0),     # Table II, Fig. 3a
+    "paper004-p1.5": Paper004Setting(-1.5, 128, 10_000, 0.8),   # Table III, Fig. 3b
+}
+PRESETS: tuple[str, ...] = tuple(PAPER004)
+PRESET_REPLAY_CAP = 20_000
+"""Largest replay a preset asks for, in episodes. An episode of the 8-agent stag hunt
+takes 195 KiB of replay (201 rows of uint8 observations and state, available actions,
+actions, reward and flags), so Table II's 100,000 would be 18.6 GiB per seed and the cap is
+3.7 GiB per seed (Table III's 10,000 are 1.9 GiB, below it). A run of 1.05M env steps
+collects 5,256 episodes (8 envs x 657 rounds of 200 steps), so below 4M env steps the cap
+drops no episode; AccMER's window keeps the paper's ``floor(d / b)`` with the paper's d."""
+
+
+def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[str, Any]:
+    """The :class:`TrainConfig` fields of one of paper 004's settings (:data:`PRESETS`)
+    for value learner ``algo``, over :func:`defaults_for` (pymarl2's defaults):
+
+    * ``"paper004-p0"``: Table II, Fig. 3a: the stag hunt with 8 agents and 8 stags and no
+      miscapture punishment, batches of 256 episodes, a replay of 100,000 episodes capped
+      at ``replay_cap`` (:data:`PRESET_REPLAY_CAP`), AccMER's decay gamma_W 1.0;
+    * ``"paper004-p1.5"``: Table III, Fig. 3b: punishment -1.5, batches of 128, a replay of
+      10,000, gamma_W 0.8.
+
+    Both: epsilon annealed from 0.995 (Sec. V-A) to 0.05 over 100K env steps; target
+    copies every 200 episodes, learning rate 1e-3 and TD(lambda) 0.6 are the defaults
+    already; AccMER's reuse window is ``floor(d / b)`` with the paper's replay size d
+    (Alg. 1; 390 and 78 updates). ``TrainConfig(**{**defaults_for(algo), **preset(name,
+    algo), "algo": algo})`` is the run (:func:`preset_config`).
+    """
+    if name not in PAPER004:
+        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    if family_of(algo) != "value":
+        raise ValueError(f"algo {algo!r}: preset {name!r} sets paper 004's value learners on "
+                         "the stag hunt")
+    _positive("replay_cap", replay_cap)
+    setting = PAPER004[name]
+    fields: dict[str, Any] = {
+        "env": "stag_hunt",
+        "env_kwargs": (("miscapture_punishment", setting.punishment), ("num_agents", 8),
+                       ("num_stags", 8)),
+        "batch_size": setting.batch_size,
+        "buffer_capacity": min(setting.replay, replay_cap),
+        "value_config": ValueConfig(epsilon_start=0.995),
+    }
+    own = sampler_defaults(algo)
+    if own is not None and own[0] == "reuse":
+        fields["sampler_kwargs"] = (("decay", setting.decay),
+                                    ("reuse_window", setting.replay // setting.batch_size))
+    return fields
+
+
+def preset_config(name: str, algo: str, **fields: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of preset ``name`` for ``algo`` (:func:`preset`), with
+    ``fields`` set over it."""
+    return TrainConfig(**{**defaults_for(algo), **preset(name, algo), "algo": algo, **fields})
+
+
 def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
     """The sampler keyword arguments a run's buffer is built with: the learner's defaults
-    (AccMER: ``reuse_ratio=0.5, loss_weights='ones', decay=1.0``) overridden by
+    for its default sampler (MAC-PO with ``per``: ``alpha=1.0, beta=0.0, beta_final=0.0``;
+    AccMER: ``reuse_ratio=0.5, loss_weights='ones', decay=1.0``) overridden by
     ``config.sampler_kwargs``."""
     own = sampler_defaults(config.algo)
     defaults = own[1] if own is not None and own[0] == config.sampler else {}

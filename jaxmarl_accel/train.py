@@ -110,7 +110,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
         raise ValueError(f"prey='heuristic' needs a scenario with prey; {config.env} has teams "
                          f"{sorted(set(spec.teams))}")
     algo = make_algo(config.algo, spec, cfg.algo_config_of(config),
-                     learner_observation(config, env, env_params))
+                     learner_observation(config, env, env_params), sampler=config.sampler)
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
                          f"has rounds for {sorted(ROUNDS)}")

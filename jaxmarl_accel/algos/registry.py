@@ -8,9 +8,12 @@
   skeleton; adding an algorithm is one module with its ``variant`` and one line below;
 * value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
   ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
-  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`); MAC-PO and AccMER (paper 004)
-  are QMIX with MAC-PO's loss weights (:mod:`jaxmarl_accel.algos.value.macpo`), AccMER
-  also with the reuse sampler (:func:`sampler_defaults`).
+  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`); OW-QMIX, CW-QMIX (Rashid et
+  al. 2020), MAC-PO and AccMER (paper 004) are QMIX with weighted QMIX's ``Q*``
+  (:mod:`jaxmarl_accel.algos.value.central`) and a weighting of QMIX's loss plugged in
+  (:mod:`~jaxmarl_accel.algos.value.wqmix`, :mod:`~jaxmarl_accel.algos.value.macpo`);
+  MAC-PO samples by its weights by default (``per``), AccMER only with the reuse sampler
+  (:func:`sampler_defaults`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.value import learner as value_learner
-from jaxmarl_accel.algos.value import mixers
+from jaxmarl_accel.algos.value import macpo, mixers, wqmix
+from jaxmarl_accel.algos.value.central import Weighting
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.variant import Variant
+from jaxmarl_accel.buffers import PRIORITIZED
 from jaxmarl_accel.envs.base import EnvSpec
 
 VARIANTS: dict[str, Callable[[EnvSpec, AlgoConfig], Variant]] = {
@@ -39,15 +44,30 @@ MIXERS: dict[str, Callable[[EnvSpec, ValueConfig], mixers.Mixer]] = {
     "vdn": mixers.vdn,
     "iql": mixers.iql,
 }
-MACPO_ALGOS: dict[str, str] = {"macpo": "qmix", "accmer": "qmix"}
-"""Learners weighted by MAC-PO's optimal weights (paper 004, Lemma 1) -> their mixer."""
+QSTAR_ALGOS: dict[str, Callable[[ValueConfig, str], Weighting]] = {
+    "owqmix": lambda config, mode: wqmix.optimistic(config),
+    "cwqmix": lambda config, mode: wqmix.centralized(config),
+    "macpo": macpo.weighting,
+    "accmer": macpo.weighting,
+}
+"""QMIX with weighted QMIX's ``Q*`` -> its weighting of QMIX's loss, ``(config, mode) ->
+Weighting`` (``mode``: MAC-PO's concrete ``macpo_weighting``, :func:`weighting_mode`)."""
+MACPO_AUTO: dict[str, str] = {"macpo": "priority", "accmer": "both"}
+"""``macpo_weighting="auto"`` of the learners with MAC-PO's weights (paper 004): MAC-PO's
+weights are its sampling priorities (with a sampler that draws by priority), AccMER's are
+its loss weights (eq. 1) and its table's ranks (Alg. 1)."""
 SAMPLER_DEFAULTS: dict[str, tuple[str, dict[str, object]]] = {
+    "macpo": ("per", {"alpha": 1.0, "beta": 0.0, "beta_final": 0.0}),
     "accmer": ("reuse", {"reuse_ratio": 0.5, "loss_weights": "ones", "decay": 1.0}),
 }
-"""Learners defined by their sampler as well (AccMER, paper 004 Alg. 1: reuse ratio 0.5,
-decay 1.0 as at punishment 0; the MAC-PO weights are applied by the learner, so the
-sampler's own loss weights are ones) -> ``(sampler, its default keyword arguments)``."""
-ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *MACPO_ALGOS)
+"""Learners' default sampler -> ``(sampler, its default keyword arguments)``: MAC-PO draws
+episodes in proportion to their optimal weights (PER with exponent 1 and no importance
+correction: the expected gradient of eq. 1, Fujimoto et al. 2020); AccMER (paper 004,
+Alg. 1: reuse ratio 0.5, decay 1.0 as at punishment 0; the learner applies the MAC-PO
+weights, so the sampler's own loss weights are ones)."""
+SAMPLER_REQUIRED: tuple[str, ...] = ("accmer",)
+"""Learners defined by their sampler: only their default sampler is accepted."""
+ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS)
 FAMILIES = ("actor_critic", "value")
 
 
@@ -91,19 +111,55 @@ def check_replay(name: str, config: AlgoConfig | ValueConfig, replay: str) -> No
         raise ValueError(f"replay must be {wanted!r} for algo {name!r}, got {replay!r}: {why}")
 
 
+def weighting_mode(name: str, config: ValueConfig, sampler: str | None = None) -> str:
+    """The concrete ``macpo_weighting`` of learner ``name`` (``"priority"``, ``"loss"`` or
+    ``"both"``): ``config``'s, or for ``"auto"`` :data:`MACPO_AUTO`'s, except that MAC-PO
+    with a ``sampler`` that ignores priorities weights its loss (``"loss"``)."""
+    if config.macpo_weighting != "auto":
+        return config.macpo_weighting
+    if name == "macpo" and sampler is not None and sampler not in PRIORITIZED:
+        return "loss"
+    return MACPO_AUTO.get(name, "priority")
+
+
+def check_weighting(name: str, config: ValueConfig, sampler: str) -> None:
+    """Raise a one-line ValueError when MAC-PO's weights would act nowhere: learner
+    ``name`` weights by priority only and ``sampler`` ignores priorities."""
+    if name in MACPO_AUTO and weighting_mode(name, config, sampler) == "priority" and (
+            sampler not in PRIORITIZED):
+        raise ValueError(f"macpo_weighting 'priority': sampler {sampler!r} ignores priorities, "
+                         "so MAC-PO's weights would act nowhere; use a sampler of "
+                         f"{PRIORITIZED} or macpo_weighting 'loss'")
+
+
+def _check_state(name: str, spec: EnvSpec, config: ValueConfig) -> None:
+    """OW- and CW-QMIX mix over the env's global state (Rashid et al. 2020, Sec. 5)."""
+    if name not in ("owqmix", "cwqmix"):
+        return
+    if spec.state_dim == 0:
+        raise ValueError(f"env: algo {name!r} mixes Q_tot and Q* over the global state; "
+                         f"{spec.name} has none (state_dim 0)")
+    if config.agent != "rnn":
+        raise ValueError(f"agent: algo {name!r} mixes over the global state, which transition "
+                         "replay does not store; use agent 'rnn'")
+
+
 def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig,
-              observe_at: Callable[[jax.Array, jax.Array], jax.Array] | None = None) -> Algo:
+              observe_at: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
+              sampler: str | None = None) -> Algo:
     """The learner ``name`` for environment ``spec`` as a bundle of pure functions.
 
     Args:
       name: one of :data:`ALGOS` (``"maddpg"``, ``"matd3"``, ``"masac"``, ``"qmix"``,
-        ``"vdn"``, ``"iql"``).
+        ``"vdn"``, ``"iql"``, ``"owqmix"``, ``"cwqmix"``, ``"macpo"``, ``"accmer"``).
       spec: static environment spec (agents, observation and action spaces).
       config: learner hyperparameters of the algorithm's family (:func:`config_type`).
       observe_at: neighbourhood critics only (``config.critic != "joint"``): the env's
         ``(physical [N, F], agents [M]) -> [M, obs_dim]`` (``Env.observe_physical_at`` at
         its params); ``update`` then takes batches of packed physical states and observes
         only the rows it reads (:mod:`~jaxmarl_accel.algos.local_critic`).
+      sampler: the run's replay sampler, if known: resolves MAC-PO's
+        ``macpo_weighting="auto"`` (:func:`weighting_mode`).
 
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` with ``init``, ``act``, ``update``, its
@@ -127,13 +183,17 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig,
     if spec.continuous:
         raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "
                          "continuous_actions=True")
-    mixer = MIXERS[MACPO_ALGOS.get(name, name)](spec, config)
-    return value_learner.build(spec, config, mixer, macpo_weights=name in MACPO_ALGOS)
+    _check_state(name, spec, config)
+    if name in MIXERS:
+        return value_learner.build(spec, config, MIXERS[name](spec, config))
+    weighting = QSTAR_ALGOS[name](config, weighting_mode(name, config, sampler))
+    return value_learner.build(spec, config, MIXERS["qmix"](spec, config), weighting)
 
 
 def sampler_defaults(name: str) -> tuple[str, dict[str, object]] | None:
-    """``(sampler, default sampler keyword arguments)`` of a learner that needs one sampler
-    (``"accmer"``: the reuse sampler), ``None`` for learners that take any."""
+    """``(sampler, default sampler keyword arguments)`` of a learner with a default sampler
+    (``"macpo"``: PER by its weights; ``"accmer"``: the reuse sampler, the only one it
+    takes), ``None`` for learners whose default is the run's."""
     _check_name(name)
     return SAMPLER_DEFAULTS.get(name)
 
@@ -142,7 +202,7 @@ def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) ->
     """Raise a one-line ValueError when learner ``name`` cannot use ``sampler`` with
     ``sampler_kwargs`` (AccMER needs the reuse sampler with ``loss_weights='ones'``)."""
     wanted = sampler_defaults(name)
-    if wanted is None:
+    if wanted is None or name not in SAMPLER_REQUIRED:
         return
     if sampler != wanted[0]:
         raise ValueError(f"sampler {sampler!r}: algo {name!r} draws AccMER's reused and fresh "

@@ -15,6 +15,7 @@ before allocating.
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.factory import (
     INDEX_SHARING,
+    PRIORITIZED,
     SAMPLERS,
     Buffer,
     estimate_bytes,
@@ -32,6 +33,7 @@ __all__ = [
     "INDEX_SHARING",
     "LAYOUTS",
     "NEXT_OBS",
+    "PRIORITIZED",
     "SAMPLERS",
     "Buffer",
     "BufferState",

@@ -10,14 +10,17 @@ A weight table ``W [C]`` ranks the stored items (transitions, or whole episodes 
 
 ``alpha = 0`` is uniform sampling; ``alpha = 1`` reuses the whole batch (S+ is empty).
 
-Window: by default (``window=None``) ``n = max(floor(d / b), 1)`` with ``d`` the number of
-*filled* entries (``state.size``) at the moment S- is (re)ranked, as in the paper, so the
-window grows while the buffer fills. The length chosen at the last re-rank is kept in
-:class:`ReuseState` and S- is re-ranked once that many updates have used it. A fixed
-positive ``window`` keeps every window that long instead. The initial S- is the first K
-slots (what ``top_k`` returns when all weights are equal, paper: "the initial weights ...
-will be the same for all transitions"); with the dynamic rule it is ranked at ``d = 0``, so
-it lasts one update.
+Window (Alg. 1 line 9): by default (``window=None``, ``window_basis="capacity"``) S- is
+re-ranked every ``n = max(floor(d / b), 1)`` updates with d the replay's size, its capacity
+C (Alg. 1 line 1, "experience replay buffer D with size d"; Sec. IV-B: "both lookup table W
+and replay buffer D have the size of d"), so every window has the same length.
+``window_basis="filled"`` takes d as the number of *filled* entries (``state.size``) at the
+moment S- is (re)ranked instead, so the window grows while the buffer fills; a fixed
+positive ``window`` keeps every window that long. The length chosen at the last re-rank is
+kept in :class:`ReuseState` and S- is re-ranked once that many updates have used it. The
+initial S- is the first K slots (what ``top_k`` returns when all weights are equal, paper:
+"the initial weights ... will be the same for all transitions"); with ``"filled"`` it is
+ranked at ``d = 0``, so it lasts one update.
 
 After each update the whole table decays by ``gamma`` (``decay``, paper: 0.8 at
 miscapture punishment -1.5, 1.0 at punishment 0) and then the sampled items' new weights
@@ -54,6 +57,9 @@ from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
 LOSS_WEIGHTS = ("table", "ones")
 """What ``sample`` returns as loss weights: ``W[i] / max_batch W`` or ones."""
+WINDOW_BASES = ("capacity", "filled")
+"""What d is in the window ``floor(d / b)``: the replay's capacity (Alg. 1) or its filled
+entries at each re-rank."""
 
 
 @struct.dataclass
@@ -75,12 +81,17 @@ class ReuseState:
     window: jax.Array
 
 
-def window_length(size: jax.Array, batch_size: int, window: int | None) -> jax.Array:
-    """Length n of a window ranked now: ``max(size // batch_size, 1)`` for the dynamic rule
-    (``window=None``; ``size`` int32 ``[]`` filled entries d), else ``window``. int32 ``[]``."""
-    if window is None:
-        return jnp.maximum(size // batch_size, 1).astype(jnp.int32)
-    return jnp.asarray(window, jnp.int32)
+def window_length(size: jax.Array, batch_size: int, window: int | None,
+                  basis: str = "capacity", capacity: int = 0) -> jax.Array:
+    """Length n of a window ranked now, int32 ``[]``: ``window`` if given, else
+    ``max(d // batch_size, 1)`` with d ``capacity`` (``basis="capacity"``) or ``size``
+    (``"filled"``; int32 ``[]`` filled entries)."""
+    if window is not None:
+        return jnp.asarray(window, jnp.int32)
+    if basis not in WINDOW_BASES:
+        raise ValueError(f"window_basis must be one of {WINDOW_BASES}, got {basis!r}")
+    d = capacity if basis == "capacity" else size
+    return jnp.maximum(jnp.asarray(d) // batch_size, 1).astype(jnp.int32)
 
 
 def complement_uniform(
@@ -110,6 +121,7 @@ def make_reuse(
     window: int | None,
     decay: float,
     loss_weights: str = "table",
+    window_basis: str = "capacity",
 ) -> SamplerKit:
     """AccMER sampler kit: top-K reuse for a window of updates plus uniform complement draws.
 
@@ -117,8 +129,9 @@ def make_reuse(
       capacity: C slots; batch_size: b items per batch; layout: the storage layout
         (transition slots or whole episodes, one weight per slot either way).
       reuse_ratio: alpha in [0, 1]; ``K = round(alpha * b)`` items of each batch are S-.
-      window: updates per window, or ``None`` for ``max(floor(d / b), 1)`` with d the filled
-        entries at each re-rank.
+      window: updates per window, or ``None`` for ``max(floor(d / b), 1)``.
+      window_basis: d of the ``None`` window: ``"capacity"`` (C, Alg. 1) or ``"filled"``
+        (the filled entries at each re-rank).
       decay: gamma in (0, 1], the factor the whole table decays by after each update.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"``.
 
@@ -128,6 +141,8 @@ def make_reuse(
     """
     if loss_weights not in LOSS_WEIGHTS:
         raise ValueError(f"loss_weights must be one of {LOSS_WEIGHTS}, got {loss_weights!r}")
+    if window_basis not in WINDOW_BASES:
+        raise ValueError(f"window_basis must be one of {WINDOW_BASES}, got {window_basis!r}")
     num_reused = int(round(reuse_ratio * batch_size))
     num_fresh = batch_size - num_reused
 
@@ -137,7 +152,8 @@ def make_reuse(
             max_weight=jnp.ones((), jnp.float32),
             reused=jnp.arange(num_reused, dtype=jnp.int32),
             window_step=jnp.zeros((), jnp.int32),
-            window=window_length(jnp.zeros((), jnp.int32), batch_size, window),
+            window=window_length(jnp.zeros((), jnp.int32), batch_size, window, window_basis,
+                                 capacity),
         )
 
     def on_add(reuse: ReuseState, slots: jax.Array) -> ReuseState:
@@ -184,8 +200,8 @@ def make_reuse(
             ),
             reused=reused,
             window_step=jnp.where(rerank, 0, step),
-            window=jnp.where(rerank, window_length(state.size, batch_size, window),
-                             reuse.window),
+            window=jnp.where(rerank, window_length(state.size, batch_size, window,
+                                                   window_basis, capacity), reuse.window),
         )
 
     return SamplerKit(init, on_add, sample, update)

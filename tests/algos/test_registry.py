@@ -10,7 +10,7 @@ import jaxmarl_accel.algos as algos
 from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
 from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
-from jaxmarl_accel.algos.registry import ALGOS, MACPO_ALGOS, MIXERS, VARIANTS, variant_of
+from jaxmarl_accel.algos.registry import ALGOS, MIXERS, QSTAR_ALGOS, VARIANTS, variant_of
 from tests.algos.helpers import SMALL, make_spec
 
 # name: (num_critics, next_actors, actor_critics, alpha, continuous_default)
@@ -22,8 +22,9 @@ PLUG_INS = {
 
 
 def test_names_are_registered_once_and_exported():
-    assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "macpo", "accmer")
-    assert (*VARIANTS, *MIXERS, *MACPO_ALGOS) == ALGOS
+    assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
+                     "macpo", "accmer")
+    assert (*VARIANTS, *MIXERS, *QSTAR_ALGOS) == ALGOS
     assert algos.ALGOS is ALGOS
 
 

@@ -1,7 +1,7 @@
 """AccMER reuse (paper 004 Alg. 1): every batch is S- (the top alpha*b of the weight table,
-kept for a window of n = floor(d / b) updates) plus S+ (uniform over the other filled
-slots); the table decays after each update and the batch's weights are written back. Both
-transition and episode storage, all under jit."""
+kept for a window of n = floor(d / b) updates, d the capacity or the filled entries) plus
+S+ (uniform over the other filled slots); the table decays after each update and the
+batch's weights are written back. Both transition and episode storage, all under jit."""
 
 from __future__ import annotations
 
@@ -62,27 +62,36 @@ def td_errors(rng: np.random.Generator, layout: str) -> np.ndarray:
     return rng.uniform(0.0, 2.0, shape).astype(np.float32)
 
 
-CASES = [  # layout, reuse_window (None: floor(d / b)), reuse_ratio, decay
-    ("transition_major", None, 0.5, 0.8),
-    ("episode", None, 0.25, 1.0),
-    ("episode", 3, 1.0, 0.8),
-    ("agent_major", 2, 0.5, 0.9),
+CASES = [  # layout, reuse_window (None: floor(d / b)), window_basis (d), reuse_ratio, decay
+    ("transition_major", None, "capacity", 0.5, 0.8),
+    ("transition_major", None, "filled", 0.5, 0.8),
+    ("episode", None, "filled", 0.25, 1.0),
+    ("episode", 3, "capacity", 1.0, 0.8),
+    ("agent_major", 2, "filled", 0.5, 0.9),
 ]
 
 
-@pytest.mark.parametrize(("layout", "window", "ratio", "decay"), CASES)
+def window_of(window: int | None, basis: str, size: int) -> int:
+    """The model's window length ranked at ``size`` filled entries."""
+    if window is not None:
+        return window
+    return max((CAPACITY if basis == "capacity" else size) // BATCH, 1)
+
+
+@pytest.mark.parametrize(("layout", "window", "basis", "ratio", "decay"), CASES)
 @settings(max_examples=3, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**16), adds=st.lists(st.integers(0, 3), min_size=12, max_size=12))
-def test_reuse_follows_alg1_window_by_window(layout, window, ratio, decay, seed, adds):
+def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay, seed, adds):
     """A numpy model of Alg. 1 next to the jitted buffer, items added between updates so the
-    filled size d (and the dynamic window) grows and the ring wraps."""
-    buf = jitted("reuse", (("reuse_ratio", ratio), ("reuse_window", window), ("decay", decay)),
+    filled size (and the window of the "filled" rule) grows and the ring wraps."""
+    buf = jitted("reuse", (("reuse_ratio", ratio), ("reuse_window", window), ("decay", decay),
+                           ("window_basis", basis)),
                  capacity=CAPACITY, batch_size=BATCH, layout=layout)
     num_reused = round(ratio * BATCH)
     table = np.full(CAPACITY, -np.inf)  # model of the weight table
     stored = np.full(CAPACITY, -1.0)  # counter held by each slot
     max_weight, reused, step = 1.0, np.arange(num_reused), 0
-    length = 1 if window is None else window  # the initial S- is ranked at d = 0
+    length = window_of(window, basis, 0)  # the initial S- is ranked at d = 0 (filled rule)
     state, written = buf.init(first_item(layout)), 0
     rng = np.random.default_rng(seed)
     for update, num_new in enumerate([BATCH, *adds]):
@@ -118,7 +127,7 @@ def test_reuse_follows_alg1_window_by_window(layout, window, ratio, decay, seed,
             if num_reused:
                 assert table[new].min() >= rest.max(initial=-np.inf)
             reused, step = new, 0
-            length = max(size // BATCH, 1) if window is None else window
+            length = window_of(window, basis, size)
         np.testing.assert_array_equal(np.asarray(state.sampler.reused), reused)
         assert int(state.sampler.window_step) == step and int(state.sampler.window) == length
 
@@ -231,10 +240,13 @@ def test_can_sample_is_false_below_a_batch(layout):
     assert bool(buf.can_sample(state))
 
 
-def test_dynamic_window_in_a_scan_vmapped_over_seeds():
-    """The default window under ``lax.scan`` and ``vmap``: every batch reuses the stored S-,
-    holds only filled slots, and each window lasts max(floor(d / b), 1) updates."""
-    buffer = make_buffer("reuse", capacity=64, batch_size=BATCH, decay=0.8)
+@pytest.mark.parametrize("basis", ["capacity", "filled"])
+def test_dynamic_window_in_a_scan_vmapped_over_seeds(basis):
+    """The ``None`` window under ``lax.scan`` and ``vmap``: every batch reuses the stored
+    S-, holds only filled slots, and each window lasts max(floor(d / b), 1) updates, d the
+    capacity (Alg. 1; the default) or the filled entries at the re-rank."""
+    buffer = make_buffer("reuse", capacity=64, batch_size=BATCH, decay=0.8,
+                         **({} if basis == "capacity" else {"window_basis": basis}))
 
     def step(state, key):
         sample_key, td_key = jax.random.split(key)
@@ -255,12 +267,14 @@ def test_dynamic_window_in_a_scan_vmapped_over_seeds():
         np.asarray, jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(0), 2)))
     assert reused_ok.all() and filled_ok.all()
     for seed in range(2):
-        expected, left = 1, 1  # the initial S- is ranked at d = 0
+        # the initial S- is ranked at d = 0 (filled) or lasts floor(C / b) (capacity)
+        expected = left = 64 // BATCH if basis == "capacity" else 1
         for t in range(40):
             assert length[seed, t] == expected and at[seed, t] == expected - left
             left -= 1
-            if left == 0:  # re-ranked at this update, with d = size
-                expected = left = max(int(size[seed, t]) // BATCH, 1)
+            if left == 0:  # re-ranked at this update, with d = C or d = size
+                d = 64 if basis == "capacity" else int(size[seed, t])
+                expected = left = max(d // BATCH, 1)
 
 
 @pytest.mark.parametrize(
@@ -278,6 +292,7 @@ def test_dynamic_window_in_a_scan_vmapped_over_seeds():
         (dict(reuse_window=True), "reuse_window must be a positive int or None"),
         (dict(loss_weights="max"), r"loss_weights must be one of \('table', 'ones'\)"),
         (dict(loss_weights=None), "loss_weights must be one of"),
+        (dict(window_basis="size"), r"window_basis must be one of \('capacity', 'filled'\)"),
     ],
 )
 def test_reuse_rejects_bad_arguments_in_one_line(kwargs, message):
@@ -288,7 +303,8 @@ def test_reuse_rejects_bad_arguments_in_one_line(kwargs, message):
 
 def test_reuse_accepts_the_edges_of_its_ranges():
     for kwargs in (dict(reuse_ratio=0.0), dict(reuse_ratio=1), dict(decay=1.0),
-                   dict(reuse_window=1), dict(reuse_window=None), dict(loss_weights="ones")):
+                   dict(reuse_window=1), dict(reuse_window=None), dict(loss_weights="ones"),
+                   dict(window_basis="filled"), dict(window_basis="capacity")):
         make_buffer("reuse", capacity=64, batch_size=8, **kwargs)
 
 

@@ -1,10 +1,12 @@
-"""Hyperparameters of the value-based learners (QMIX, VDN, IQL).
+"""Hyperparameters of the value-based learners (QMIX, VDN, IQL, OW-/CW-QMIX, MAC-PO, AccMER).
 
 Defaults are the settings of paper 004's reference code (pymarl2's QMIX): a shared agent
 network Dense 64 -> ReLU -> GRU 64 -> Dense, a QMIX mixer with embedding 32 and
 hypernetworks of 64 units, Adam 1e-3, gamma 0.99, TD(lambda) with lambda 0.6, gradient
 clipping at norm 10, hard target updates every 200 episodes, and epsilon-greedy exploration
-annealed linearly from 1.0 to 0.05 over 100K env steps.
+annealed linearly from 1.0 to 0.05 over 100K env steps; for the learners with weighted
+QMIX's ``Q*`` pymarl2's ``ow_qmix`` / ``cw_qmix``: a feed-forward ``Q*`` mixer of 3 layers
+of 256 units and ``w = 0.1``.
 """
 
 from __future__ import annotations
@@ -12,19 +14,21 @@ from __future__ import annotations
 import dataclasses
 
 AGENTS = ("rnn", "mlp")
-NORMALIZATIONS = ("minmax", "none")
+NORMALIZATIONS = ("minmax", "mean", "none")
+MACPO_WEIGHTINGS = ("auto", "priority", "loss", "both")
 
 
 @dataclasses.dataclass(frozen=True)
 class ValueConfig:
-    """Value-learner hyperparameters (frozen; shared by QMIX, VDN and IQL).
+    """Value-learner hyperparameters (frozen; shared by every value-based learner).
 
     Attributes:
       agent: the shared agent network: ``"rnn"`` (Dense -> ReLU -> GRU -> Dense over the
         episode, input observation + agent one-hot + previous action one-hot; learns from
         whole episodes) or ``"mlp"`` (Dense -> ReLU -> Dense -> ReLU -> Dense on the
         observation + agent one-hot; learns from single transitions).
-      hidden: width of the agent network's hidden layers (and of its GRU state).
+      hidden: width of the agent network's hidden layers (and of its GRU state); also of
+        ``Q*``'s own agent network (pymarl2's ``central_rnn_hidden_dim``, 64).
       mixer_embed: width of the QMIX mixing layer (``embed_dim`` in QMIX).
       hypernet_hidden: width of the hidden layer of QMIX's weight hypernetworks.
       lr: Adam learning rate of the agent network and mixer together.
@@ -41,12 +45,24 @@ class ValueConfig:
         ``epsilon_start`` to ``epsilon_finish``.
       double_q: evaluate the target network at the online network's greedy actions
         (double Q-learning) instead of at the target network's own greedy actions.
-      qstar_hidden: MAC-PO / AccMER only: width of the hidden layers of the unrestricted
-        centralized value ``Q*`` (:class:`~jaxmarl_accel.algos.value.macpo.QStarNet`).
-      qstar_layers: MAC-PO / AccMER only: number of ReLU hidden layers of ``Q*``.
+      qstar_hidden: OW-/CW-QMIX, MAC-PO, AccMER: width of the hidden layers of the
+        feed-forward mixer of the unrestricted centralized value ``Q*`` and of its state
+        value V(s) (:class:`~jaxmarl_accel.algos.value.central.QStarNet`).
+      qstar_layers: OW-/CW-QMIX, MAC-PO, AccMER: number of ReLU hidden layers of ``Q*``'s
+        mixer.
+      wqmix_w: OW-/CW-QMIX only: the weight w in (0, 1] of the QMIX loss on the steps the
+        weighting does not favour (Rashid et al. 2020, alpha there); 1 is QMIX's unweighted
+        loss (against ``Q*``'s targets).
+      macpo_weighting: MAC-PO / AccMER only: where Lemma 1's weights act (paper 004, eq.
+        1-2): ``"priority"`` (each replayed episode's sampling priority; the loss is not
+        weighted by them), ``"loss"`` (they weight each step's squared error, normalized
+        by ``macpo_normalization``), ``"both"``, or ``"auto"``: ``"both"`` for AccMER (eq.
+        1 is its loss, Alg. 1 ranks its table by them), for MAC-PO ``"priority"`` when the
+        run's sampler draws by priority (its default, ``per``), ``"loss"`` otherwise.
       macpo_normalization: MAC-PO / AccMER only: how a batch's optimal weights (paper 004,
         eq. 2) are normalized before they weight the loss: ``"minmax"`` (onto
-        ``[macpo_floor, 1]``) or ``"none"`` (:func:`~jaxmarl_accel.algos.value.macpo.normalize`).
+        ``[macpo_floor, 1]``), ``"mean"`` (divided by their mean over the batch's filled
+        steps) or ``"none"`` (:func:`~jaxmarl_accel.algos.value.macpo.normalize`).
       macpo_floor: MAC-PO / AccMER only: the smallest loss weight of ``"minmax"``, in [0, 1].
     """
 
@@ -65,12 +81,17 @@ class ValueConfig:
     double_q: bool = True
     qstar_hidden: int = 256
     qstar_layers: int = 3
+    wqmix_w: float = 0.1
+    macpo_weighting: str = "auto"
     macpo_normalization: str = "minmax"
     macpo_floor: float = 0.1
 
     def __post_init__(self) -> None:
         if self.agent not in AGENTS:
             raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
+        if self.macpo_weighting not in MACPO_WEIGHTINGS:
+            raise ValueError(f"macpo_weighting must be one of {MACPO_WEIGHTINGS}, got "
+                             f"{self.macpo_weighting!r}")
         if self.macpo_normalization not in NORMALIZATIONS:
             raise ValueError(f"macpo_normalization must be one of {NORMALIZATIONS}, got "
                              f"{self.macpo_normalization!r}")
@@ -85,6 +106,9 @@ class ValueConfig:
         for name in ("gamma", "td_lambda", "epsilon_start", "epsilon_finish", "macpo_floor"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
+        bad_w = isinstance(self.wqmix_w, bool) or not isinstance(self.wqmix_w, int | float)
+        if bad_w or not 0.0 < self.wqmix_w <= 1.0:
+            raise ValueError(f"wqmix_w must lie in (0, 1], got {self.wqmix_w!r}")
         if self.epsilon_finish > self.epsilon_start:
             raise ValueError(f"epsilon_finish must be <= epsilon_start ({self.epsilon_start}), "
                              f"got {self.epsilon_finish!r}")

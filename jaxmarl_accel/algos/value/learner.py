@@ -1,4 +1,5 @@
-"""The value-based learner of QMIX, VDN and IQL: one skeleton, the mixer plugged in.
+"""The value-based learners: one skeleton, the mixer (QMIX, VDN, IQL) plugged in, and for
+OW-/CW-QMIX, MAC-PO and AccMER weighted QMIX's ``Q*`` with a weighting of QMIX's loss.
 
 One update (QMIX, Rashid et al. 2018, Alg. 1 of its appendix; the loss of its Sec. 4):
 
@@ -18,25 +19,20 @@ The feed-forward form learns from transitions, as one-step episodes
 (:func:`~.batches.transition_episode`). No step draws random numbers: ``update`` ignores
 its key.
 
-MAC-PO (paper 004, Sec. III; ``macpo_weights=True`` in :func:`build`, QMIX's mixer) adds two
-things to this update, and nothing to acting:
+The learners with weighted QMIX's unrestricted ``Q*`` (OW-/CW-QMIX, MAC-PO, AccMER;
+a :class:`~.central.Weighting` given to :func:`build`, QMIX's mixer) change steps 2-3 and
+nothing in acting (:mod:`~.central`):
 
-* an unrestricted centralized value ``Q*`` (:class:`~.macpo.QStarNet`) over the state and
-  the agents' chosen Q-values (gradient stopped into the agents), with its own target copy
-  and its own TD(lambda) loss ``sum mask (Q* - y*)^2 / sum mask`` added to QMIX's, ``y*``
-  bootstrapped by the target ``Q*`` at the same double-Q actions as QMIX's ``y``;
-* the weights of Lemma 1 (eq. 2-3, :mod:`~.macpo`) on each filled step of the batch,
-  ``|Q_tot - y| exp(-|Q_tot - Q*|) f(pi)``, normalized over the batch
-  (``macpo_normalization``), multiply that step's squared TD error in QMIX's loss.
+2. targets: TD(lambda) over the target ``Q*`` at QMIX's greedy joint actions, for QMIX and
+   ``Q*`` alike;
+3. the loss adds ``Q*``'s own unweighted squared error, and each filled step's squared
+   error in QMIX's part is multiplied by the weighting's weight (OW-/CW-QMIX's 1 or ``w``,
+   :mod:`~.wqmix`; MAC-PO's normalized optimal weight or 1, :mod:`~.macpo`); each
+   episode's priority is the mean of the weighting's priority terms over its filled steps
+   (OW-/CW-QMIX: ``|Q_tot - y|``; MAC-PO: its eq.-2 weight).
 
-The weights drive the loss, not the sampling. Lemma 1 derives them as the weights of the
-loss (eq. 1), per step; drawing items in proportion to them with an unweighted loss has the
-same expectation but adds sampling noise, and only whole episodes can be drawn while the
-weights differ from step to step; doing both would apply them twice. Each episode's mean
-unnormalized weight over its filled steps is the priority ``update`` returns, so a sampler
-that ranks items (AccMER's reuse sampler, or PER) orders them by MAC-PO's weight; the
-sampler's own loss weights still multiply the loss (PER's importance weights), which is
-why AccMER's reuse sampler is used with ``loss_weights="ones"``.
+The sampler's own per-episode weights (PER's importance weights, ones when uniform)
+multiply the loss as well.
 """
 
 from __future__ import annotations
@@ -51,7 +47,8 @@ import optax
 from flax import struct
 
 from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.value import batches, macpo, networks, targets
+from jaxmarl_accel.algos.value import batches, central, networks, targets
+from jaxmarl_accel.algos.value.acting import Carry, act_feedforward, act_recurrent, initial_carry
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.value.mixers import Mixer
 from jaxmarl_accel.envs.base import EnvSpec
@@ -62,12 +59,13 @@ PyTree = Any
 
 @struct.dataclass
 class ValueParams:
-    """Parameters of the shared agent network (no agent axis), of the mixer and, for
-    MAC-PO, of the unrestricted value ``Q*`` (``None`` otherwise)."""
+    """Parameters of the shared agent network (no agent axis), of the mixer and, for the
+    learners with weighted QMIX's ``Q*``, of ``Q*`` (:class:`~.central.QStarParams`;
+    ``None`` otherwise)."""
 
     agent: PyTree
     mixer: PyTree
-    qstar: PyTree = None
+    qstar: central.QStarParams | None = None
 
 
 @struct.dataclass
@@ -93,27 +91,20 @@ class ValueState:
     step: jax.Array
 
 
-class Carry(NamedTuple):
-    """A recurrent agent's memory of one env: ``hidden [N, hidden]`` GRU state and
-    ``prev_action [N, A]`` one-hot of the previous action (zeros at an episode's start)."""
-
-    hidden: jax.Array
-    prev_action: jax.Array
-
-
 class LossInfo(NamedTuple):
     """What the loss reports: the weighted ``loss []``; ``td [B]``, each episode's priority
-    (its mean ``|Q_tot - y|`` over its filled steps and heads; with MAC-PO its mean
-    unnormalized optimal weight); ``q_mean []``, the mean ``Q_tot`` of the filled steps;
-    ``grad_norm []``, the gradient's norm before clipping; ``macpo``: MAC-PO's scalars
-    (``qstar_loss``, ``f_pi_mean``, ``weight_mean``, ``bellman_error``), empty for the
-    other learners."""
+    (its mean ``|Q_tot - y|`` over its filled steps and heads; with a weighting the mean of
+    its priority terms, MAC-PO's unnormalized optimal weight); ``q_mean []``, the mean
+    ``Q_tot`` of the filled steps; ``grad_norm []``, the gradient's norm before clipping;
+    ``weighted``: the scalars of the learners with ``Q*`` by name, ``qstar_loss`` and the
+    weighting's (``weight_mean``; MAC-PO's ``f_pi_mean``, ``bellman_error``), each prefixed
+    by the weighting's name (``macpo_``, ``wqmix_``); empty for the other learners."""
 
     loss: jax.Array
     td: jax.Array
     q_mean: jax.Array
     grad_norm: jax.Array
-    macpo: dict[str, jax.Array] = {}
+    weighted: dict[str, jax.Array] = {}
 
 
 class Phases(NamedTuple):
@@ -133,8 +124,8 @@ class Phases(NamedTuple):
     Attributes:
       agent_q: ``(state, batch) -> q [B, T + 1, N, A]``, the online agent network.
       targets: ``(state, batch, q [B, T + 1, N, A]) -> y [B, T, H]``: target agents,
-        double-Q bootstrap values, target mixer and TD(lambda) (MAC-PO: ``[B, T, H + 1]``,
-        the last column ``Q*``'s targets).
+        double-Q bootstrap values, target mixer and TD(lambda) (learners with ``Q*``:
+        ``[B, T, 2]``, :func:`~.central.qstar_targets`).
       loss_and_grad: ``(state, batch, weights [B], y [B, T, H]) -> (grads, LossInfo)``,
         the agent and mixer forward and backward.
       apply: ``(state, grads) -> state``, one clipped Adam step of ``params``.
@@ -157,7 +148,8 @@ class Skeleton(NamedTuple):
       tx: the optimizer (clip, then Adam).
       state_dim: width of the global state the mixer reads from the batch (recurrent QMIX
         on an env with a state), 0 when it reads the concatenated observations instead.
-      qstar: MAC-PO's ``Q*`` module, ``None`` for the other learners.
+      qstar: weighted QMIX's ``Q*`` (:class:`~.central.QStar`), ``None`` for QMIX, VDN, IQL.
+      weighting: how QMIX's loss is weighted beside ``Q*``, ``None`` without ``Q*``.
     """
 
     spec: EnvSpec
@@ -167,24 +159,26 @@ class Skeleton(NamedTuple):
     recurrent: bool
     tx: optax.GradientTransformation
     state_dim: int
-    qstar: Any = None
+    qstar: central.QStar | None = None
+    weighting: central.Weighting | None = None
 
 
 def make_skeleton(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
-                  macpo_weights: bool = False) -> Skeleton:
-    """All static set-up: agent network, optimizer, the mixer's state width and, with
-    ``macpo_weights``, MAC-PO's ``Q*`` (which needs a mixer that reads the state)."""
+                  weighting: central.Weighting | None = None) -> Skeleton:
+    """All static set-up: agent network, optimizer, the mixer's state width and, with a
+    ``weighting``, weighted QMIX's ``Q*`` (which needs a mixer that reads the state)."""
     recurrent = config.agent == "rnn"
-    if macpo_weights and not mixer.reads_state:
-        raise ValueError("macpo_weights: MAC-PO weights QMIX's loss; the mixer must read the "
-                         "state (QMIX), not VDN's or IQL's")
+    if weighting is not None and not mixer.reads_state:
+        raise ValueError(f"weighting: {weighting.name} weights QMIX's loss beside Q*; the "
+                         "mixer must read the state (QMIX), not VDN's or IQL's")
     return Skeleton(
         spec=spec, config=config, mixer=mixer,
         agent=networks.make_agent(config.agent, config.hidden, spec.num_actions),
         recurrent=recurrent,
         tx=optax.chain(optax.clip_by_global_norm(config.grad_clip), optax.adam(config.lr)),
         state_dim=spec.state_dim if recurrent and mixer.reads_state else 0,
-        qstar=macpo.qstar_net(config) if macpo_weights else None)
+        qstar=None if weighting is None else central.make_qstar(config, spec.num_actions),
+        weighting=weighting)
 
 
 def init(sk: Skeleton, key: jax.Array) -> ValueState:
@@ -193,8 +187,8 @@ def init(sk: Skeleton, key: jax.Array) -> ValueState:
     n, a = sk.spec.num_agents, sk.spec.num_actions
     in_dim = sk.spec.obs_dim + n + (a if sk.recurrent else 0)
     mixer_in = sk.state_dim or n * sk.spec.obs_dim
-    qstar = None if sk.qstar is None else sk.qstar.init(
-        qstar_key, jnp.zeros((1, n)), jnp.zeros((1, mixer_in)))
+    qstar = None if sk.qstar is None else central.init_qstar(sk.qstar, qstar_key, in_dim, n,
+                                                             mixer_in)
     params = ValueParams(agent=networks.init_agent(sk.agent, agent_key, in_dim),
                          mixer=sk.mixer.init(mixer_key, mixer_in), qstar=qstar)
     zero = jnp.zeros((), jnp.int32)
@@ -208,57 +202,6 @@ def observe(state: ValueState, env_steps: jax.Array, episodes: jax.Array) -> Val
                          episodes=jnp.asarray(episodes, jnp.int32))
 
 
-def initial_carry(sk: Skeleton) -> Carry:
-    """One env's :class:`Carry` at an episode's start: zeros ``[N, hidden]``, ``[N, A]``."""
-    n = sk.spec.num_agents
-    return Carry(hidden=jnp.zeros((n, sk.config.hidden), jnp.float32),
-                 prev_action=jnp.zeros((n, sk.spec.num_actions), jnp.float32))
-
-
-def _choose(sk: Skeleton, state: ValueState, q: jax.Array, avail: jax.Array, key: jax.Array,
-            explore: bool) -> jax.Array:
-    if explore:
-        return targets.epsilon_greedy(q, avail, targets.epsilon(sk.config, state.env_steps), key)
-    return targets.greedy(q, avail)
-
-
-def act_recurrent(sk: Skeleton, state: ValueState, carry: Carry, obs: jax.Array,
-                  avail: jax.Array, key: jax.Array, explore: bool) -> tuple[jax.Array, Carry]:
-    """Every agent's action in one env and the env's next carry.
-
-    Args:
-      state: learner state (epsilon from ``state.env_steps``).
-      carry: the env's :class:`Carry` (leaves ``[N, ...]``).
-      obs: ``[N, obs_dim]`` observations (cast to float32).
-      avail: ``[N, A]`` bool available actions.
-      key: randomness of the epsilon-greedy choice.
-      explore: static; epsilon-greedy if True, greedy otherwise (both over ``avail``).
-
-    Returns:
-      ``action [N]`` int32 and the carry after this step.
-    """
-    n, a = sk.spec.num_agents, sk.spec.num_actions
-    chex.assert_shape(obs, (n, sk.spec.obs_dim))
-    chex.assert_shape(avail, (n, a))
-    chex.assert_shape([carry.hidden, carry.prev_action], [(n, sk.config.hidden), (n, a)])
-    x = networks.agent_inputs(obs.astype(jnp.float32), carry.prev_action)
-    hidden, q = sk.agent.apply(state.params.agent, carry.hidden, x)
-    action = _choose(sk, state, q, avail, key, explore)
-    return action, Carry(hidden, jax.nn.one_hot(action, sk.spec.num_actions, dtype=jnp.float32))
-
-
-def act_feedforward(sk: Skeleton, state: ValueState, obs: jax.Array, key: jax.Array,
-                    explore: bool) -> tuple[jax.Array, jax.Array]:
-    """Every agent's action at ``obs [..., N, obs_dim]`` over the valid actions
-    (``spec.action_mask``): ``(env_action [..., N] int32, one-hot [..., N, A] float32)``;
-    epsilon-greedy (``explore``, static) or greedy."""
-    chex.assert_axis_dimension(obs, -2, sk.spec.num_agents)
-    chex.assert_axis_dimension(obs, -1, sk.spec.obs_dim)
-    q = sk.agent.apply(state.params.agent, networks.agent_inputs(obs.astype(jnp.float32), None))
-    action = _choose(sk, state, q, jnp.broadcast_to(sk.spec.action_mask, q.shape), key, explore)
-    return action, jax.nn.one_hot(action, sk.spec.num_actions, dtype=jnp.float32)
-
-
 def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     """The batch as episodes (:func:`~.batches.transition_episode` for the feed-forward
     form), shape-checked."""
@@ -270,72 +213,62 @@ def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
 def agent_q(sk: Skeleton, agent_params: PyTree, batch: Episode) -> jax.Array:
     """Step 1: the agent network over episodes, ``[B, T + 1, N, A]`` (recurrent agents see
     observation, id and previous action, scanned over time from a zero state)."""
-    if not sk.recurrent:
-        obs = batch.obs.astype(jnp.float32)
-        return sk.agent.apply(agent_params, networks.agent_inputs(obs, None))
-    prev = batches.previous_actions(batch, sk.spec.num_actions)
-    return networks.unroll(sk.agent, agent_params, batch.obs, prev)
+    return networks.episode_q(sk.agent, agent_params, batch)
 
 
 def episode_targets(sk: Skeleton, target: ValueParams, batch: Episode,
                     q: jax.Array) -> jax.Array:
     """Step 2: ``y [B, T, H]`` from the target networks ``target`` and the online Q-values
     ``q [B, T + 1, N, A]`` (which choose the bootstrap actions when ``double_q``); with
-    MAC-PO ``[B, T, H + 1]``, the last column the target ``Q*``'s TD(lambda) targets at the
-    same bootstrap actions."""
+    ``Q*`` ``[B, T, 2]`` from the target ``Q*`` at QMIX's greedy joint actions
+    (:func:`~.central.qstar_targets`)."""
     avail = batch.avail | ~jnp.any(batch.avail, axis=-1, keepdims=True)  # padding rows: all
-    boot = targets.bootstrap_q(agent_q(sk, target.agent, batch), q, avail, sk.config.double_q)
     state = batches.mixer_input(batch, sk.state_dim)
-    q_hat = sk.mixer.apply(target.mixer, boot, state)
-    if sk.qstar is not None:
-        q_hat = jnp.concatenate([q_hat, sk.qstar.apply(target.qstar, boot, state)], axis=-1)
     lam = sk.config.td_lambda if sk.recurrent else 0.0
+    if sk.qstar is not None:
+        chooser = q if sk.config.double_q else agent_q(sk, target.agent, batch)
+        greedy = targets.greedy(jax.lax.stop_gradient(chooser), avail)
+        return central.qstar_targets(sk.qstar, target.qstar, batch, greedy, state,
+                                     sk.config.gamma, lam)
+    boot = targets.bootstrap_q(agent_q(sk, target.agent, batch), q, avail, sk.config.double_q)
+    q_hat = sk.mixer.apply(target.mixer, boot, state)
     return targets.td_lambda_targets(batch.reward.astype(jnp.float32),
                                      batch.terminated.astype(jnp.float32),
                                      batch.filled.astype(jnp.float32), q_hat,
                                      sk.config.gamma, lam)
 
 
-def macpo_step_weights(sk: Skeleton, qstar_params: PyTree, q: jax.Array, q_taken: jax.Array,
-                       q_tot: jax.Array, state: jax.Array, batch: Episode, y: jax.Array
-                       ) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
-    """MAC-PO's part of step 3 (paper 004, Lemma 1): ``Q*``'s own loss, and each filled
-    step's optimal weight.
+def weighted_terms(sk: Skeleton, params: ValueParams, q: jax.Array, q_tot: jax.Array,
+                   state: jax.Array, batch: Episode, y: jax.Array
+                   ) -> tuple[jax.Array, central.StepWeights]:
+    """The part of step 3 that ``Q*`` adds (:mod:`~.central`).
 
     Args:
-      q: ``[B, T + 1, N, A]`` online Q-values; q_taken: ``[B, T, N]`` at the taken actions.
-      q_tot: ``[B, T, 1]`` QMIX's mixed value; state: ``[B, T, S']`` the mixer's input.
-      y: ``[B, T, 2]`` targets of QMIX (column 0) and of ``Q*`` (column 1).
+      q: ``[B, T + 1, N, A]`` online Q-values; q_tot: ``[B, T, 1]`` QMIX's mixed value.
+      state: ``[B, T + 1, S']`` the mixer's input; y: ``[B, T, 2]`` (:func:`episode_targets`).
 
     Returns:
-      ``(qstar_loss [], raw [B, T], info)``: ``Q*``'s mean squared TD error over the filled
-      steps (its gradient reaches ``Q*`` only), eq. 2's unnormalized weights (no gradient;
-      0 on unfilled steps) and, for the metrics, ``qstar_loss`` and the means over the filled
-      steps of f, of the weights and of ``|Q_tot - y|`` (``bellman_error``).
+      ``(qstar_loss [], StepWeights)``: ``Q*``'s mean squared error over the filled steps
+      (its gradient reaches ``Q*`` only) and the weighting's step weights (no gradient), its
+      info holding ``qstar_loss`` too.
     """
     sg = jax.lax.stop_gradient
-    mask = batch.filled[:, :-1] > 0  # [B, T]
-    count = jnp.maximum(jnp.sum(mask), 1.0)
-    q_star = sk.qstar.apply(qstar_params, sg(q_taken), state)[..., 0]  # [B, T]
-    qstar_loss = jnp.sum(jnp.where(mask, q_star - sg(y[..., -1]), 0.0) ** 2) / count
-    log_pi = macpo.taken_log_prob(sg(q[:, :-1]), batch.avail[:, :-1], batch.action[:, :-1])
-    f_pi = macpo.joint_action_factor(log_pi)  # [B, T]
-    raw = sg(macpo.optimal_weights(q_tot[..., 0] - y[..., 0], q_tot[..., 0] - q_star, f_pi))
-    raw = jnp.where(mask, raw, 0.0)
-    mean = lambda x: jnp.sum(jnp.where(mask, x, 0.0)) / count
-    info = {"qstar_loss": sg(qstar_loss), "f_pi_mean": mean(f_pi), "weight_mean": mean(raw),
-            "bellman_error": sg(mean(jnp.abs(q_tot[..., 0] - y[..., 0])))}
-    return qstar_loss, raw, info
+    qstar_loss, q_star = central.qstar_loss(sk.qstar, params.qstar, batch, state, y[..., 0])
+    values = central.StepValues(q=sg(q), batch=batch, mask=batch.filled[:, :-1] > 0,
+                                q_tot=sg(q_tot[..., 0]), y=sg(y[..., 0]), qstar=sg(q_star),
+                                qstar_greedy=sg(y[..., 1]))
+    step = jax.tree.map(sg, sk.weighting.weights(values))
+    return qstar_loss, step._replace(info={"qstar_loss": sg(qstar_loss), **step.info})
 
 
 def episode_loss(sk: Skeleton, params: ValueParams, q: jax.Array, batch: Episode,
                  weights: jax.Array, y: jax.Array) -> tuple[jax.Array, LossInfo]:
     """Step 3's loss (module docstring) of online Q-values ``q [B, T + 1, N, A]`` against
-    ``y [B, T, H]`` (MAC-PO: ``[B, T, H + 1]``) with per-episode ``weights [B]``, reading
+    ``y [B, T, H]`` (with ``Q*``: ``[B, T, 2]``) with per-episode ``weights [B]``, reading
     the mixer's (and ``Q*``'s) parameters from ``params``; ``grad_norm`` is left 0."""
     q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])  # [B, T, N]
-    state = batches.mixer_input(batch, sk.state_dim)[:, :-1]
-    q_tot = sk.mixer.apply(params.mixer, q_taken, state)  # [B, T, H]
+    state = batches.mixer_input(batch, sk.state_dim)
+    q_tot = sk.mixer.apply(params.mixer, q_taken, state[:, :-1])  # [B, T, H]
     y_mix = y[..., :sk.mixer.heads]
     mask = jnp.broadcast_to(batch.filled[:, :-1, None] > 0, q_tot.shape)  # [B, T, H]
     delta = jnp.where(mask, q_tot - jax.lax.stop_gradient(y_mix), 0.0)
@@ -344,12 +277,10 @@ def episode_loss(sk: Skeleton, params: ValueParams, q: jax.Array, batch: Episode
     extra, info = jnp.zeros(()), {}
     td = jnp.sum(jnp.abs(delta), axis=(1, 2)) / jnp.maximum(count, 1.0)
     if sk.qstar is not None:
-        extra, raw, info = macpo_step_weights(sk, params.qstar, q, q_taken, q_tot, state,
-                                              batch, y)
-        step = macpo.normalize(raw, mask[..., 0], sk.config.macpo_normalization,
-                               sk.config.macpo_floor)
-        item = item * step[..., None]  # [B, T, 1]
-        td = jnp.sum(raw, axis=1) / jnp.maximum(count, 1.0)  # the priority: mean weight
+        extra, step = weighted_terms(sk, params, q, q_tot, state, batch, y)
+        item = item * step.loss[..., None]  # [B, T, 1]
+        td = jnp.sum(step.priority, axis=1) / jnp.maximum(count, 1.0)
+        info = {f"{sk.weighting.name}_{name}": value for name, value in step.info.items()}
     loss = jnp.sum(item * delta**2) / jnp.maximum(jnp.sum(count), 1.0) + extra
     q_mean = jnp.sum(jnp.where(mask, q_tot, 0.0)) / jnp.maximum(jnp.sum(count), 1.0)
     return loss, LossInfo(loss, jax.lax.stop_gradient(td), jax.lax.stop_gradient(q_mean),
@@ -386,8 +317,10 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
            key: jax.Array) -> tuple[ValueState, dict[str, jax.Array], jax.Array]:
     """One update (see :attr:`Algo.update` and :class:`Phases`): returns the new state,
     scalar metrics and each episode's priority ``td [B]`` (mean ``|Q_tot - y|`` over its
-    filled steps and heads; MAC-PO: its mean optimal weight, :class:`LossInfo`)."""
+    filled steps and heads; with a weighting the mean of its priority terms, MAC-PO's
+    optimal weight, :class:`LossInfo`)."""
     episode = as_episode(sk, batch)
+    chex.assert_shape(weights, episode.filled.shape[:1])
 
     def loss_fn(params: ValueParams) -> tuple[jax.Array, tuple[LossInfo, jax.Array]]:
         q = agent_q(sk, params.agent, episode)
@@ -405,17 +338,18 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
                "grad_norm": optax.tree.norm(grads),
                "epsilon": targets.epsilon(sk.config, state.env_steps),
                "target_updated": (new_state.last_target_update != old_last).astype(jnp.float32),
-               **{f"macpo_{name}": value for name, value in info.macpo.items()}}
+               **info.weighted}
     return new_state.replace(step=state.step + 1), metrics, info.td
 
 
-def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer, macpo_weights: bool = False) -> Algo:
+def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
+          weighting: central.Weighting | None = None) -> Algo:
     """The value learner with ``mixer`` (QMIX, VDN or IQL) as an :class:`Algo`: episode
     replay and recurrent ``act`` for ``config.agent == "rnn"``, transition replay and the
-    stateless ``act`` for ``"mlp"``; its ``phases`` are :class:`Phases`. With
-    ``macpo_weights`` (QMIX's mixer only) the loss is weighted by MAC-PO's optimal weights
-    (module docstring)."""
-    sk = make_skeleton(spec, config, mixer, macpo_weights)
+    stateless ``act`` for ``"mlp"``; its ``phases`` are :class:`Phases`. With a
+    ``weighting`` (QMIX's mixer only) it learns weighted QMIX's ``Q*`` beside QMIX and
+    weights QMIX's loss by it (OW-/CW-QMIX, MAC-PO, AccMER; module docstring)."""
+    sk = make_skeleton(spec, config, mixer, weighting)
 
     def init_fn(key: jax.Array) -> ValueState:
         return init(sk, key)
@@ -444,16 +378,18 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer, macpo_weights: bool 
                   observe=observe)
     if not sk.recurrent:
         def act_fn(state: ValueState, obs: jax.Array, key: jax.Array, explore: bool):
-            return act_feedforward(sk, state, obs, key, explore)
+            return act_feedforward(sk.agent, spec, config, state.params.agent,
+                                   state.env_steps, obs, key, explore)
 
         return Algo(act=act_fn, needs=Needs(replay="transition"), **common)
 
     def act_rnn_fn(state: ValueState, carry: Carry, obs: jax.Array, avail: jax.Array,
                    key: jax.Array, explore: bool):
-        return act_recurrent(sk, state, carry, obs, avail, key, explore)
+        return act_recurrent(sk.agent, spec, config, state.params.agent, state.env_steps,
+                             carry, obs, avail, key, explore)
 
     def initial_carry_fn() -> Carry:
-        return initial_carry(sk)
+        return initial_carry(spec, config)
 
     needs = Needs(replay="episode", avail_actions=True,
                   global_state=mixer.reads_state and sk.state_dim > 0)

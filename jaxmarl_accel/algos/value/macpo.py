@@ -1,4 +1,4 @@
-"""MAC-PO's optimal prioritization weights (paper 004, Sec. III, Lemma 1, eq. 2-3).
+"""MAC-PO's optimal prioritization weights (paper 004, Sec. III, Lemma 1, eq. 1-3).
 
 For a replayed item (one filled step of an episode, or one transition) Lemma 1 gives the
 weight of the weighted Bellman loss ``L = sum_k w_k (Q_tot - y)^2`` (paper 004, eq. 1)::
@@ -6,11 +6,20 @@ weight of the weighted Bellman loss ``L = sum_k w_k (Q_tot - y)^2`` (paper 004, 
     w  ∝  |Q_tot - y|  *  exp(-|Q_tot - Q*|)  *  f(pi),                          (eq. 2)
     f(pi) = 1 + sum_i prod_{j != i} pi_j - n prod_i pi_i,                       (eq. 3)
 
-with ``pi_i`` agent i's probability of its taken action, here the softmax of its Q-values
-over its available actions. ``Q*`` is an unrestricted centralized value: weighted QMIX's
-``Q^*`` (Rashid et al. 2020, Sec. 5), a non-monotonic feed-forward mixer (``qstar_layers``
-ReLU layers of ``qstar_hidden`` units) over the global state and the agents' chosen
-Q-values, trained beside QMIX on its own TD(lambda) loss (:class:`QStarNet`).
+What each term is here, and where the choice comes from:
+
+* ``Q_tot``: QMIX's mixed value of the step's taken joint action (paper 004, eq. 1's Q_k);
+* ``y``: eq. 1's "fixed target obtained through a target network" (``B* Q_{k-1}``); the
+  paper does not say which network, so as in the authors' code, which builds MAC-PO on
+  weighted QMIX's ``max_q_learner``: the TD(lambda) target bootstrapped from the target
+  ``Q*`` at QMIX's greedy next joint action (:mod:`~.central`), the target QMIX and ``Q*``
+  regress onto;
+* ``Q*``: "the optimal action value function"; the paper does not say how it is estimated,
+  so as in the authors' code weighted QMIX's unrestricted ``Q*`` (its own agent network
+  and a feed-forward mixer over the state, :class:`~.central.QStar`), online, at the
+  step's taken joint action;
+* ``pi_i``: agent i's probability of its taken action; the paper does not define a policy
+  for a value learner, so the softmax of its Q-values over its available actions.
 
 Since ``1 + sum_i prod_{j != i} pi_j - n prod_i pi_i = 1 + sum_i (1 - pi_i) prod_{j != i}
 pi_j`` and the sum is the probability that exactly one agent deviates when each agent i
@@ -18,21 +27,33 @@ keeps its action with probability ``pi_i``, ``f`` lies in ``[1, 2]``. The produc
 probabilities underflow float32, and ``prod_j pi_j / pi_i`` is 0 / 0 once they do, so
 :func:`joint_action_factor` sums the terms in log space (``logsumexp``), without dividing.
 
-Normalization (the paper applies "the necessary normalization" without stating it):
-``"minmax"`` maps a batch's weights linearly onto ``[floor, 1]`` (its smallest weight to
-``floor``, its largest to 1; all ``1`` when they are equal), so that no filled item is
-dropped from the loss and the loss's scale does not follow the TD errors' scale;
-``"none"`` uses eq. 2 as it is.
+Where the weights act (``macpo_weighting``, :func:`weighting`): as each replayed episode's
+sampling priority (MAC-PO: prioritized replay of whole episodes, each episode's priority
+its mean eq.-2 weight over its filled steps from the batch that last drew it), in the loss
+(eq. 1), or both (AccMER, whose eq. 1 weights its loss and whose Alg. 1 ranks its table by
+the same weights).
+
+Normalization, "the necessary normalization" the paper applies without stating it. Lemma 1
+fixes the weights up to their sum (``w = ... / Z*``). As sampling priorities the sampler
+supplies it: MAC-PO's prioritized replay draws episode i with probability
+``p_i / sum_k p_k`` (``per`` with exponent 1 and no importance correction, whose expected
+gradient is eq. 1's, Fujimoto et al. 2020, the equivalence paper 004 Sec. III-A cites), so
+the priorities are eq. 2 as it is. As loss weights the batch supplies it
+(``macpo_normalization``, :func:`normalize`): ``"mean"`` divides by their mean over the
+batch's filled steps (the batch's estimate of ``Z*``); ``"minmax"`` maps them linearly onto
+``[floor, 1]`` (the smallest to ``floor``, the largest to 1, all 1 when equal), so no filled
+step leaves the loss and its scale does not follow the TD errors'; ``"none"`` uses eq. 2 as
+it is.
 """
 
 from __future__ import annotations
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.algos.value import targets
-from jaxmarl_accel.algos.value.config import NORMALIZATIONS, ValueConfig
+from jaxmarl_accel.algos.value.central import StepValues, StepWeights, Weighting, masked_mean
+from jaxmarl_accel.algos.value.config import MACPO_WEIGHTINGS, NORMALIZATIONS, ValueConfig
 
 LOG_PI_FLOOR = -1e3
 """Log-probabilities are clamped here (``exp(-1000)`` is 0 in float32 anyway) so that a
@@ -77,11 +98,16 @@ def normalize(weights: jax.Array, mask: jax.Array, how: str, floor: float) -> ja
     """The loss weights of one batch: ``weights`` (``[B, T]``) normalized over its items
     where ``mask`` (same shape, bool) holds (see the module docstring); 0 elsewhere.
 
-    ``how``: ``"minmax"`` onto ``[floor, 1]``, or ``"none"``."""
+    ``how``: ``"minmax"`` onto ``[floor, 1]``, ``"mean"`` divided by their mean (ones when
+    they are all 0), or ``"none"``."""
     if how not in NORMALIZATIONS:
         raise ValueError(f"how must be one of {NORMALIZATIONS}, got {how!r}")
     if how == "none":
         return jnp.where(mask, weights, 0.0)
+    if how == "mean":
+        mean = masked_mean(weights, mask)
+        return jnp.where(mask, jnp.where(mean > 0, weights / jnp.where(mean > 0, mean, 1.0),
+                                         1.0), 0.0)
     low = jnp.min(jnp.where(mask, weights, jnp.inf))
     high = jnp.max(jnp.where(mask, weights, -jnp.inf))
     spread = high - low
@@ -89,32 +115,28 @@ def normalize(weights: jax.Array, mask: jax.Array, how: str, floor: float) -> ja
     return jnp.where(mask, floor + (1.0 - floor) * scaled, 0.0)
 
 
-class QStarNet(nn.Module):
-    """Weighted QMIX's unrestricted ``Q^*`` (Rashid et al. 2020, Sec. 5; paper 004 uses its
-    ``Q^*`` in eq. 2): ``layers`` ReLU layers of ``hidden`` units over the concatenated
-    state and agents' chosen Q-values, then a linear output; no monotonicity constraint.
+def weighting(config: ValueConfig, mode: str) -> Weighting:
+    """MAC-PO's :class:`~.central.Weighting`: each filled step's eq.-2 weight (no
+    gradient), its episode's priority term; with ``mode`` ``"loss"`` or ``"both"`` also its
+    loss weight, normalized over the batch by ``config.macpo_normalization`` (1 on every
+    filled step with ``"priority"``). Metrics: the means over the filled steps of f, of the
+    weights and of ``|Q_tot - y|`` (``bellman_error``)."""
+    if mode not in MACPO_WEIGHTINGS[1:]:
+        raise ValueError(f"mode must be one of {MACPO_WEIGHTINGS[1:]}, got {mode!r}")
 
-    Attributes:
-      hidden: width of each hidden layer.
-      layers: number of hidden layers.
-    """
+    def weights(v: StepValues) -> StepWeights:
+        batch = v.batch
+        log_pi = taken_log_prob(v.q[:, :-1], batch.avail[:, :-1], batch.action[:, :-1])
+        f_pi = joint_action_factor(log_pi)  # [B, T]
+        raw = jnp.where(v.mask, optimal_weights(v.q_tot - v.y, v.q_tot - v.qstar, f_pi), 0.0)
+        loss = (normalize(raw, v.mask, config.macpo_normalization, config.macpo_floor)
+                if mode in ("loss", "both") else v.mask.astype(jnp.float32))
+        info = {"f_pi_mean": masked_mean(f_pi, v.mask), "weight_mean": masked_mean(raw, v.mask),
+                "bellman_error": masked_mean(jnp.abs(v.q_tot - v.y), v.mask)}
+        return StepWeights(loss=loss, priority=raw, info=info)
 
-    hidden: int
-    layers: int
-
-    @nn.compact
-    def __call__(self, q: jax.Array, state: jax.Array) -> jax.Array:
-        """``q [..., N]``, ``state [..., S]`` -> ``Q* [..., 1]``."""
-        x = jnp.concatenate([state, q], axis=-1)
-        for _ in range(self.layers):
-            x = nn.relu(nn.Dense(self.hidden)(x))
-        return nn.Dense(1)(x)
-
-
-def qstar_net(config: ValueConfig) -> QStarNet:
-    """The ``Q^*`` network of ``config`` (``qstar_hidden``, ``qstar_layers``)."""
-    return QStarNet(config.qstar_hidden, config.qstar_layers)
+    return Weighting(name="macpo", weights=weights)
 
 
-__all__ = ["LOG_PI_FLOOR", "NORMALIZATIONS", "QStarNet", "joint_action_factor", "normalize",
-           "optimal_weights", "qstar_net", "taken_log_prob"]
+__all__ = ["LOG_PI_FLOOR", "NORMALIZATIONS", "joint_action_factor", "normalize",
+           "optimal_weights", "taken_log_prob", "weighting"]

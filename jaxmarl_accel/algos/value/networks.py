@@ -20,6 +20,8 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.algos.networks import MLP
+from jaxmarl_accel.algos.value import batches
+from jaxmarl_accel.types import Episode
 
 PyTree = Any
 
@@ -134,3 +136,13 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
 
     _, q = jax.lax.scan(step, h0, parts)  # [T + 1, B * N, A]
     return jnp.swapaxes(q.reshape(rows, batch, n, q.shape[-1]), 0, 1)
+
+
+def episode_q(agent: RNNAgent | MLP, params: PyTree, batch: Episode) -> jax.Array:
+    """An agent network's Q-values over episodes ``[B, T + 1, N, A]`` (leaves of ``batch``
+    ``[B, T + 1, ...]``): the recurrent agent sees observation, id and previous action,
+    scanned over time from a zero state (:func:`unroll`); the feed-forward agent sees
+    observation and id at each row."""
+    if not isinstance(agent, RNNAgent):
+        return agent.apply(params, agent_inputs(batch.obs.astype(jnp.float32), None))
+    return unroll(agent, params, batch.obs, batches.previous_actions(batch, agent.num_actions))

@@ -17,13 +17,16 @@ def test_defaults_are_the_reference_settings():
     assert (c.lr, c.gamma, c.td_lambda, c.grad_clip) == (1e-3, 0.99, 0.6, 10.0)
     assert c.target_update_episodes == 200 and c.double_q
     assert (c.epsilon_start, c.epsilon_finish, c.epsilon_anneal_steps) == (1.0, 0.05, 100_000)
+    assert (c.qstar_hidden, c.qstar_layers, c.wqmix_w, c.macpo_weighting) == (256, 3, 0.1, "auto")
+    assert ValueConfig(wqmix_w=1).wqmix_w == 1  # the edge of (0, 1]
 
 
 @pytest.mark.parametrize("kwargs", [
     {"agent": "transformer"}, {"hidden": 0}, {"mixer_embed": 2.5}, {"hypernet_hidden": -1},
     {"target_update_episodes": 0}, {"epsilon_anneal_steps": True}, {"lr": 0.0},
     {"grad_clip": -1.0}, {"gamma": 1.5}, {"td_lambda": -0.1}, {"epsilon_start": 2.0},
-    {"epsilon_finish": -0.5}, {"double_q": 1},
+    {"epsilon_finish": -0.5}, {"double_q": 1}, {"wqmix_w": 0.0}, {"wqmix_w": 1.5},
+    {"wqmix_w": -0.1}, {"wqmix_w": True}, {"macpo_weighting": "sampler"},
 ])
 def test_bad_fields_raise_one_line_value_errors_naming_them(kwargs):
     field = next(iter(kwargs))
@@ -40,7 +43,8 @@ def test_epsilon_finish_may_not_exceed_start():
 def test_families_and_config_types():
     assert {name: family_of(name) for name in ALGOS} == {
         "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
-        "qmix": "value", "vdn": "value", "iql": "value", "macpo": "value", "accmer": "value"}
+        "qmix": "value", "vdn": "value", "iql": "value", "owqmix": "value", "cwqmix": "value",
+        "macpo": "value", "accmer": "value"}
     assert config_type("matd3") is AlgoConfig and config_type("qmix") is ValueConfig
     with pytest.raises(ValueError, match="name"):
         family_of("dqn")

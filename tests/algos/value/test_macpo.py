@@ -1,6 +1,8 @@
 """MAC-PO's optimal weights (paper 004, Lemma 1, eq. 2-3): f(pi) against brute force and
-finite at 48 agents, the weight proportional to the Bellman error, the normalization, and
-the weighted learner: with every weight 1 its QMIX part is QMIX's loss and gradient."""
+finite at 48 agents, the weight proportional to the Bellman error, the normalizations, and
+the weighted learner: the weights by hand as loss weights and as priorities, with every
+loss weight 1 its QMIX part is QMIX's loss and gradient, and where the weights act
+(``macpo_weighting``) for MAC-PO and AccMER."""
 
 from __future__ import annotations
 
@@ -14,14 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.registry import MIXERS
-from jaxmarl_accel.algos.value import macpo
+from jaxmarl_accel.algos.registry import MIXERS, check_weighting, weighting_mode
+from jaxmarl_accel.algos.value import central, macpo
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
 from tests.algos.helpers import assert_trees_close
 from tests.algos.value.helpers import SMALL, random_episodes, value_spec
 
-LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
-SMALL_MACPO = dataclasses.replace(SMALL, qstar_hidden=16, qstar_layers=2)
+LENGTHS, TERMINATED = (4, 2), (False, True)
+SMALL_MACPO = dataclasses.replace(SMALL, qstar_hidden=8, qstar_layers=2)
 f_jit = jax.jit(macpo.joint_action_factor)
 
 
@@ -80,78 +82,119 @@ def test_minmax_normalization_maps_the_filled_items_onto_floor_to_one():
     np.testing.assert_allclose(equal, 1.0)
     raw = macpo.normalize(w, mask, "none", 0.1)
     np.testing.assert_allclose(raw, jnp.where(mask, w, 0.0))
+    mean = macpo.normalize(w, mask, "mean", 0.1)  # divided by the filled steps' mean, 2.3
+    np.testing.assert_allclose(mean, jnp.where(mask, w / 2.3, 0.0), rtol=1e-6)
+    np.testing.assert_allclose(macpo.normalize(jnp.zeros((2, 2)), mask[:, :2], "mean", 0.1),
+                               [[1.0, 1.0], [1.0, 0.0]])
     with pytest.raises(ValueError, match="how must be one of"):
         macpo.normalize(w, mask, "softmax", 0.1)
 
 
-def test_with_every_weight_one_the_loss_is_qmix_s_plus_q_star_s():
-    """``macpo_floor=1`` makes every min-max weight 1: the loss minus Q*'s own term, and
-    the gradient of the agents and mixer, are QMIX's."""
-    spec = value_spec()
-    config = dataclasses.replace(SMALL_MACPO, macpo_floor=1.0)
-    batch = random_episodes(jax.random.key(3), spec, LENGTHS, TERMINATED)
-    weights = jnp.array([1.0, 0.5, 2.0, 1.0])
-    qmix_algo, macpo_algo = make_algo("qmix", spec, config), make_algo("macpo", spec, config)
-    qmix_state = qmix_algo.init(jax.random.key(0))
-    macpo_state = macpo_algo.init(jax.random.key(0))
-    assert_trees_close(macpo_state.params.agent, qmix_state.params.agent)
-    assert macpo_state.params.qstar is not None and qmix_state.params.qstar is None
-
-    def loss_and_grads(algo, state):
-        q = algo.phases.agent_q(state, batch)
-        y = algo.phases.targets(state, batch, q)
-        return y, algo.phases.loss_and_grad(state, batch, weights, y)
-
-    y_qmix, (g_qmix, info_qmix) = jax.jit(loss_and_grads, static_argnums=0)(qmix_algo, qmix_state)
-    y_macpo, (g_macpo, info_macpo) = jax.jit(loss_and_grads, static_argnums=0)(macpo_algo,
-                                                                              macpo_state)
-    assert y_macpo.shape == (*y_qmix.shape[:-1], 2)
-    np.testing.assert_allclose(y_macpo[..., 0], y_qmix[..., 0], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(info_macpo.loss - info_macpo.macpo["qstar_loss"],
-                               info_qmix.loss, rtol=1e-5)
-    assert_trees_close(g_macpo.agent, g_qmix.agent, rtol=1e-4, atol=1e-6)
-    assert_trees_close(g_macpo.mixer, g_qmix.mixer, rtol=1e-4, atol=1e-6)
-
-
-def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mean():
-    spec = value_spec()
-    config = dataclasses.replace(SMALL_MACPO, macpo_normalization="none")
-    sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config), macpo_weights=True)
-    algo = make_algo("macpo", spec, config)
+def _algo_batch(name: str = "macpo", **over):
+    spec = value_spec(2, 3)
+    config = dataclasses.replace(SMALL_MACPO, **over)
+    algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(1))
-    batch = random_episodes(jax.random.key(4), spec, LENGTHS, TERMINATED)
+    batch = random_episodes(jax.random.key(4), spec, LENGTHS, TERMINATED, rows=5)
+    return spec, config, algo, state, batch
+
+
+@pytest.mark.parametrize("over", [{"macpo_weighting": "priority"},
+                                  {"macpo_weighting": "loss", "macpo_floor": 1.0}])
+def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
+    """Weights as priorities only, or min-max loss weights with floor 1: the loss minus
+    Q*'s own term, and the gradient of the agents and mixer, are QMIX's against the same
+    targets (those of the target Q*)."""
+    spec, config, algo, state, batch = _algo_batch(**over)
+    weights = jnp.array([1.0, 0.5])
     q = algo.phases.agent_q(state, batch)
     y = algo.phases.targets(state, batch, q)
-    loss, info = jax.jit(episode_loss, static_argnums=0)(sk, state.params, q, batch,
-                                                         jnp.ones(4), y)
-    # by hand: Q_tot, Q*, f(pi), eq. 2 and the weighted mean
+    grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
+    qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
+
+    def qmix_loss(params):
+        q_params = algo.phases.agent_q(state.replace(params=params), batch)
+        return episode_loss(qmix_sk, params, q_params, batch, weights, y[..., :1])[0]
+
+    expected, expected_grads = jax.value_and_grad(qmix_loss)(state.params.replace(qstar=None))
+    np.testing.assert_allclose(info.loss - info.weighted["macpo_qstar_loss"], expected,
+                               rtol=1e-5)
+    assert_trees_close(grads.agent, expected_grads.agent, rtol=1e-4, atol=1e-6)
+    assert_trees_close(grads.mixer, expected_grads.mixer, rtol=1e-4, atol=1e-6)
+
+
+def _by_hand(spec, config, state, batch, q, y):
+    """Eq. 2 per step, unnormalized: ``|Q_tot - y| exp(-|Q_tot - Q*|) f(pi)`` [B, T], the
+    QMIX squared errors [B, T] and the filled mask [B, T]."""
     q_taken = jnp.take_along_axis(q[:, :-1], batch.action[:, :-1, :, None], -1)[..., 0]
-    s = batch.state[:, :-1]
-    q_tot = sk.mixer.apply(state.params.mixer, q_taken, s)[..., 0]
-    q_star = sk.qstar.apply(state.params.qstar, q_taken, s)[..., 0]
+    s = batch.state
+    q_tot = MIXERS["qmix"](spec, config).apply(state.params.mixer, q_taken, s[:, :-1])[..., 0]
+    q_star = central.qstar_at(central.make_qstar(config, spec.num_actions), state.params.qstar,
+                              batch, batch.action, s)[:, :-1]
     avail = batch.avail[:, :-1] | ~batch.avail[:, :-1].any(-1, keepdims=True)  # padding rows
     logits = jnp.where(avail, q[:, :-1], -jnp.inf)
     pi = jnp.take_along_axis(jax.nn.softmax(logits), batch.action[:, :-1, :, None], -1)[..., 0]
     f = brute_force_f(np.asarray(pi, np.float64))
     filled = np.asarray(batch.filled[:, :-1])
     w = np.where(filled > 0, np.abs(q_tot - y[..., 0]) * np.exp(-np.abs(q_tot - q_star)) * f, 0)
-    td_loss = (filled * w * np.asarray(q_tot - y[..., 0]) ** 2).sum() / filled.sum()
-    star_loss = (filled * np.asarray(q_star - y[..., 1]) ** 2).sum() / filled.sum()
-    np.testing.assert_allclose(loss, td_loss + star_loss, rtol=1e-4)
+    return w, np.asarray(q_tot - y[..., 0]) ** 2, filled
+
+
+def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mean():
+    spec, config, algo, state, batch = _algo_batch(macpo_weighting="loss",
+                                                   macpo_normalization="none")
+    q = algo.phases.agent_q(state, batch)
+    y = algo.phases.targets(state, batch, q)
+    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    w, squared, filled = _by_hand(spec, config, state, batch, q, y)
+    star = float(info.weighted["macpo_qstar_loss"])
+    np.testing.assert_allclose(info.loss, (filled * w * squared).sum() / filled.sum() + star,
+                               rtol=1e-4)
     np.testing.assert_allclose(info.td, (w * filled).sum(1) / filled.sum(1), rtol=1e-4)
 
 
+def test_as_priorities_the_weights_leave_the_loss_and_are_the_episodes_priorities():
+    spec, config, algo, state, batch = _algo_batch(macpo_weighting="priority")
+    q = algo.phases.agent_q(state, batch)
+    y = algo.phases.targets(state, batch, q)
+    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    w, squared, filled = _by_hand(spec, config, state, batch, q, y)
+    star = float(info.weighted["macpo_qstar_loss"])
+    np.testing.assert_allclose(info.loss, (filled * squared).sum() / filled.sum() + star,
+                               rtol=1e-4)
+    np.testing.assert_allclose(info.td, (w * filled).sum(1) / filled.sum(1), rtol=1e-4)
+
+
+def test_where_the_weights_act_auto_resolves_per_learner_and_sampler():
+    auto = SMALL
+    assert weighting_mode("macpo", auto) == "priority"  # its default sampler, per
+    assert weighting_mode("macpo", auto, "per") == "priority"
+    assert weighting_mode("macpo", auto, "uniform") == "loss"  # the sampler ignores them
+    assert weighting_mode("accmer", auto, "reuse") == "both"  # eq. 1 and Alg. 1
+    for mode in ("priority", "loss", "both"):
+        assert weighting_mode("macpo", dataclasses.replace(SMALL, macpo_weighting=mode),
+                              "uniform") == mode
+    check_weighting("macpo", auto, "uniform")
+    with pytest.raises(ValueError, match="macpo_weighting 'priority': sampler 'uniform' "
+                                         "ignores priorities") as error:
+        check_weighting("macpo", dataclasses.replace(SMALL, macpo_weighting="priority"),
+                        "uniform")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="mode must be one of"):
+        macpo.weighting(SMALL, "auto")
+
+
 def test_macpo_trains_q_star_and_returns_nonnegative_priorities():
-    spec = value_spec()
+    spec = value_spec(2, 3)
     algo = make_algo("macpo", spec, dataclasses.replace(SMALL_MACPO, lr=1e-2))
     update = jax.jit(algo.update)
     state = algo.init(jax.random.key(0))
-    batch = random_episodes(jax.random.key(5), spec, LENGTHS, TERMINATED)
+    batch = random_episodes(jax.random.key(5), spec, LENGTHS, TERMINATED, rows=5)
     star = []
     for i in range(30):
-        state, metrics, td = update(state, batch, jnp.ones(4), jax.random.key(i))
+        state, metrics, td = update(state, batch, jnp.ones(2), jax.random.key(i))
         star.append(float(metrics["macpo_qstar_loss"]))
-    assert td.shape == (4,) and bool(jnp.all(jnp.isfinite(td) & (td >= 0)))
+    assert td.shape == (2,) and bool(jnp.all(jnp.isfinite(td) & (td >= 0)))
     assert star[-1] < 0.3 * star[0]
     assert {"macpo_f_pi_mean", "macpo_weight_mean", "macpo_bellman_error"} <= set(metrics)
     assert 1.0 <= float(metrics["macpo_f_pi_mean"]) <= 2.0
@@ -160,14 +203,15 @@ def test_macpo_trains_q_star_and_returns_nonnegative_priorities():
 @pytest.mark.parametrize("name", ["vdn", "iql"])
 def test_macpo_weights_need_a_mixer_that_reads_the_state(name):
     spec = value_spec()
-    with pytest.raises(ValueError, match="macpo_weights"):
-        make_skeleton(spec, SMALL, MIXERS[name](spec, SMALL), macpo_weights=True)
+    with pytest.raises(ValueError, match="weighting: macpo weights QMIX's loss"):
+        make_skeleton(spec, SMALL, MIXERS[name](spec, SMALL), macpo.weighting(SMALL, "loss"))
 
 
 def test_bad_macpo_settings_are_one_line_errors():
     for kwargs, message in (({"macpo_normalization": "softmax"}, "macpo_normalization"),
                             ({"macpo_floor": 1.5}, "macpo_floor"),
-                            ({"qstar_layers": 0}, "qstar_layers")):
+                            ({"qstar_layers": 0}, "qstar_layers"),
+                            ({"macpo_weighting": "sampling"}, "macpo_weighting")):
         with pytest.raises(ValueError, match=message) as error:
             dataclasses.replace(SMALL, **kwargs)
         assert "\n" not in str(error.value)

@@ -1,0 +1,119 @@
+"""OW-QMIX and CW-QMIX (Rashid et al. 2020): the weights' rules on hand-made cases, the
+weighted loss by hand, w = 1 giving QMIX's loss and gradients against the same targets,
+and the one-line refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import MIXERS
+from jaxmarl_accel.algos.value import targets, wqmix
+from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
+from tests.algos.helpers import assert_trees_close
+from tests.algos.value.helpers import SMALL, SMALL_MLP, random_episodes, value_spec
+
+LENGTHS, TERMINATED = (4, 2), (False, True)
+TINY = dataclasses.replace(SMALL, qstar_hidden=8, qstar_layers=2)
+
+
+def test_optimistic_weight_is_one_where_qmix_underestimates_the_target():
+    q_tot = jnp.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 0.5]])
+    y = jnp.array([[2.0, 2.0, 2.0], [0.0, -0.5, 0.6]])
+    got = jax.jit(wqmix.optimistic_weights, static_argnums=2)(q_tot, y, 0.1)
+    np.testing.assert_allclose(got, [[1.0, 0.1, 0.1], [1.0, 0.1, 1.0]])  # equal: w
+
+
+def test_central_weight_is_one_at_greedy_actions_or_targets_above_qstar():
+    is_greedy = jnp.array([[True, False, False, True]])
+    y = jnp.array([[0.0, 2.0, 1.0, 5.0]])
+    qstar_greedy = jnp.array([[1.0, 1.0, 1.0, 9.0]])
+    got = jax.jit(wqmix.central_weights, static_argnums=3)(is_greedy, y, qstar_greedy, 0.25)
+    np.testing.assert_allclose(got, [[1.0, 1.0, 0.25, 1.0]])  # y == Q*: not above
+
+
+@pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
+def test_the_weighted_loss_by_hand(name):
+    spec = value_spec(2, 3)
+    config = dataclasses.replace(TINY, wqmix_w=0.1)
+    algo = make_algo(name, spec, config)
+    state = algo.init(jax.random.key(0))
+    batch = random_episodes(jax.random.key(1), spec, LENGTHS, TERMINATED, rows=5)
+    q = algo.phases.agent_q(state, batch)
+    y = algo.phases.targets(state, batch, q)
+    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
+    q_tot = np.asarray(MIXERS["qmix"](spec, config).apply(state.params.mixer, q_taken,
+                                                          batch.state[:, :-1])[..., 0])
+    y0, star_greedy = np.asarray(y[..., 0]), np.asarray(y[..., 1])
+    if name == "owqmix":
+        w = np.where(q_tot < y0, 1.0, 0.1)
+    else:
+        avail = np.asarray(batch.avail[:, :-1])
+        masked = np.where(avail | ~avail.any(-1, keepdims=True), np.asarray(q[:, :-1]), -np.inf)
+        greedy = (masked.argmax(-1) == np.asarray(batch.action[:, :-1])).all(-1)
+        w = np.where(greedy | (y0 > star_greedy), 1.0, 0.1)
+    filled = np.asarray(batch.filled[:, :-1])
+    qmix_part = (filled * w * (q_tot - y0) ** 2).sum() / filled.sum()
+    star = float(info.weighted["wqmix_qstar_loss"])
+    np.testing.assert_allclose(info.loss, qmix_part + star, rtol=1e-4)
+    np.testing.assert_allclose(info.weighted["wqmix_weight_mean"],
+                               (w * filled).sum() / filled.sum(), rtol=1e-5)
+    # the priority is QMIX's: each episode's mean |Q_tot - y|
+    np.testing.assert_allclose(info.td, (filled * np.abs(q_tot - y0)).sum(1) / filled.sum(1),
+                               rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
+def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
+    spec = value_spec(2, 3)
+    config = dataclasses.replace(TINY, wqmix_w=1.0)
+    batch = random_episodes(jax.random.key(2), spec, LENGTHS, TERMINATED, rows=5)
+    weights = jnp.array([1.0, 0.5])
+    algo = make_algo(name, spec, config)
+    state = algo.init(jax.random.key(0))
+    qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
+    q = algo.phases.agent_q(state, batch)
+    y = algo.phases.targets(state, batch, q)
+    grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
+
+    def qmix_loss(params):
+        return episode_loss(qmix_sk, params, algo.phases.agent_q(state.replace(
+            params=params), batch), batch, weights, y[..., :1])[0]
+
+    qmix_params = state.params.replace(qstar=None)
+    expected, expected_grads = jax.value_and_grad(qmix_loss)(qmix_params)
+    np.testing.assert_allclose(info.loss - info.weighted["wqmix_qstar_loss"], expected,
+                               rtol=1e-5)
+    assert_trees_close(grads.agent, expected_grads.agent, rtol=1e-4, atol=1e-6)
+    assert_trees_close(grads.mixer, expected_grads.mixer, rtol=1e-4, atol=1e-6)
+
+
+def test_owqmix_updates_under_jit_and_its_qstar_learns():
+    spec = value_spec(2, 3)
+    algo = make_algo("owqmix", spec, dataclasses.replace(TINY, lr=1e-2))
+    update = jax.jit(algo.update)
+    state = algo.init(jax.random.key(0))
+    batch = random_episodes(jax.random.key(3), spec, LENGTHS, TERMINATED, rows=5)
+    star = []
+    for i in range(25):
+        state, metrics, td = update(state, batch, jnp.ones(2), jax.random.key(i))
+        star.append(float(metrics["wqmix_qstar_loss"]))
+    assert td.shape == (2,) and bool(jnp.all(td >= 0))
+    assert star[-1] < 0.3 * star[0]
+    assert 0.1 <= float(metrics["wqmix_weight_mean"]) <= 1.0
+
+
+@pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
+def test_wqmix_needs_the_global_state_in_one_line(name):
+    with pytest.raises(ValueError, match=f"env: algo '{name}' mixes") as error:
+        make_algo(name, value_spec(2, 3, state_dim=0), TINY)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="agent: algo") as error:
+        make_algo(name, value_spec(2, 3), SMALL_MLP)
+    assert "\n" not in str(error.value)
