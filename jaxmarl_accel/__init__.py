@@ -30,7 +30,6 @@ data path                   :func:`transition_step`, :func:`learn_step`,
                             :func:`learner_policy`
 devices                     :func:`plan_layout`, :class:`DeviceLayout`,
                             :func:`make_sharded_trainer`, :class:`ShardedTrainer`
-                            (``Layout``: deprecated alias of ``DeviceLayout``)
 ==========================  ==========================================================
 """
 
@@ -72,10 +71,6 @@ _EXPORTS: dict[str, str] = {
     "DeviceLayout": "jaxmarl_accel.sharding",
     "make_sharded_trainer": "jaxmarl_accel.sharding",
     "ShardedTrainer": "jaxmarl_accel.sharding",
-}
-
-_DEPRECATED: dict[str, tuple[str, str]] = {
-    "Layout": ("DeviceLayout", "jaxmarl_accel.Layout is deprecated: use DeviceLayout"),
 }
 
 __all__ = [
@@ -130,14 +125,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562); deprecated names
-    warn and return their replacement."""
-    if name in _DEPRECATED:
-        import warnings
-
-        new, message = _DEPRECATED[name]
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        return __getattr__(new)
+    """Import a public name from its module on first access (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'jaxmarl_accel' has no attribute {name!r}")
     value = getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -75,13 +75,3 @@ def test_api_pieces_compose_under_jit():
     assert sample.experience.obs.shape == (8, 3, env.spec.obs_dim)
 
 
-def test_deprecated_names_warn_and_still_work():
-    import jaxmarl_accel.sharding as sharding
-
-    with pytest.warns(DeprecationWarning, match="DeviceLayout"):
-        layout_cls = jaxmarl_accel.Layout
-    assert layout_cls is sharding.DeviceLayout
-    code = ("import warnings; warnings.simplefilter('error'); "
-            "import jaxmarl_accel.parallel")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert proc.returncode != 0 and "jaxmarl_accel.sharding" in proc.stderr

@@ -10,8 +10,9 @@ each way, the same script timing both:
   (how a run saves its learners);
 - ``orbax_async``: orbax's ``StandardCheckpointer`` (asynchronous), waited for.
 
-Reported per size and way: the peak resident memory's growth during the save (sampled
-every 5 ms) and the save's seconds. The load average is recorded beside them.
+Reported per size and way: the peak resident memory's growth during the save (the kernel's
+high-water mark ``VmHWM``, reset through ``/proc/self/clear_refs`` just before the save) and
+the save's seconds. The load average is recorded beside them.
 """
 
 from __future__ import annotations
@@ -25,45 +26,34 @@ import textwrap
 from typing import Any
 
 CHILD = textwrap.dedent("""
-    import os, shutil, sys, threading, time
+    import os, sys, time
     import jax, jax.numpy as jnp
+    import orbax.checkpoint as ocp
+    from jaxmarl_accel.cli.checkpoint import Checkpoints
     way, gib, folder = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     rows = int(gib * 2**30 / 4 / 4096)
     array = jax.random.uniform(jax.random.key(0), (rows, 4096))
     array.block_until_ready()
 
-    def rss():
-        with open("/proc/self/status") as status:
-            return next(int(l.split()[1]) for l in status if l.startswith("VmRSS")) * 1024
+    def status(field):
+        with open("/proc/self/status") as lines:
+            return next(int(l.split()[1]) for l in lines if l.startswith(field)) * 1024
 
-    peak, done = [rss()], threading.Event()
-
-    def watch():
-        while not done.is_set():
-            peak[0] = max(peak[0], rss())
-            time.sleep(0.005)
-
-    before = rss()
-    thread = threading.Thread(target=watch)
-    thread.start()
+    before = status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # the kernel's peak resident set (VmHWM) starts again from here
     t0 = time.perf_counter()
     if way == "streamed":
-        from jaxmarl_accel.cli.checkpoint import Checkpoints
         Checkpoints(folder, streamed=(".buffer",)).save(0, {".buffer.obs": array})
+    elif way == "orbax":
+        with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+            checkpointer.save(os.path.join(folder, "0"), args=ocp.args.StandardSave({"obs": array}))
     else:
-        import orbax.checkpoint as ocp
-        if way == "orbax":
-            with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
-                checkpointer.save(os.path.join(folder, "0"),
-                                  args=ocp.args.StandardSave({"obs": array}))
-        else:
-            checkpointer = ocp.StandardCheckpointer()
-            checkpointer.save(os.path.join(folder, "0"), {"obs": array})
-            checkpointer.wait_until_finished()
+        checkpointer = ocp.StandardCheckpointer()
+        checkpointer.save(os.path.join(folder, "0"), {"obs": array})
+        checkpointer.wait_until_finished()
     seconds = time.perf_counter() - t0
-    done.set()
-    thread.join()
-    print(before, peak[0], seconds)
+    print(before, status("VmHWM"), seconds)
 """)
 WAYS = ("streamed", "orbax", "orbax_async")
 
