@@ -6,6 +6,11 @@ extra settings), plus the ``metrics.csv`` of a short CLI run.
 Regenerate it (only when a change of numbers is intended, and say why in the commit) with::
 
     JAX_PLATFORMS=cpu python -m tests.fingerprint --write
+
+or only the configurations whose numbers changed (the rest of the record, its header and
+the CLI run's ``metrics.csv`` included, is kept as it is)::
+
+    JAX_PLATFORMS=cpu python -m tests.fingerprint --write --only NAME [NAME ...]
 """
 
 from __future__ import annotations
@@ -126,10 +131,18 @@ def cpu_signature() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help=f"write {PATH}")
+    parser.add_argument("--only", nargs="+", choices=sorted(configs()), metavar="NAME",
+                        help="recompute only these configurations; keep the rest of the record")
     args = parser.parse_args()
-    record = {"jax": jax.__version__, "platform": jax.default_backend(), "cpu": cpu_signature(),
-              "configs": {name: fingerprint(cfg) for name, cfg in configs().items()},
-              "cli_metrics_csv": cli_metrics()}
+    if args.only:
+        with open(PATH) as handle:
+            record = json.load(handle)
+        record["configs"].update({name: fingerprint(configs()[name]) for name in args.only})
+    else:
+        record = {"jax": jax.__version__, "platform": jax.default_backend(),
+                  "cpu": cpu_signature(),
+                  "configs": {name: fingerprint(cfg) for name, cfg in configs().items()},
+                  "cli_metrics_csv": cli_metrics()}
     text = json.dumps(record, indent=1, sort_keys=True)
     if args.write:
         with open(PATH, "w") as handle:
