@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.registry import MIXERS
@@ -35,6 +38,21 @@ def test_central_weight_is_one_at_greedy_actions_or_targets_above_qstar():
     qstar_greedy = jnp.array([[1.0, 1.0, 1.0, 9.0]])
     got = jax.jit(wqmix.central_weights, static_argnums=3)(is_greedy, y, qstar_greedy, 0.25)
     np.testing.assert_allclose(got, [[1.0, 1.0, 0.25, 1.0]])  # y == Q*: not above
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), w=st.floats(0.01, 1.0), raise_by=st.floats(0.0, 5.0))
+def test_weights_are_one_or_w_and_a_higher_target_never_lowers_them(seed, w, raise_by):
+    rng = np.random.default_rng(seed)
+    q_tot, y, star = (jnp.asarray(rng.normal(size=(3, 5)), jnp.float32) for _ in range(3))
+    is_greedy = jnp.asarray(rng.uniform(size=(3, 5)) < 0.3)
+    for weights in (lambda t: wqmix.optimistic_weights(q_tot, t, w),
+                    lambda t: wqmix.central_weights(is_greedy, t, star, w)):
+        low, high = np.asarray(weights(y)), np.asarray(weights(y + raise_by))
+        assert np.all(np.isclose(low, 1.0) | np.isclose(low, w))
+        assert np.all(high >= low)
+    assert np.all(np.asarray(wqmix.central_weights(is_greedy, y, star, w))[np.asarray(is_greedy)]
+                  == 1.0)
 
 
 @pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
@@ -97,7 +115,8 @@ def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
 def test_owqmix_updates_under_jit_and_its_qstar_learns():
     spec = value_spec(2, 3)
     algo = make_algo("owqmix", spec, dataclasses.replace(TINY, lr=1e-2))
-    update = jax.jit(algo.update)
+    chex.clear_trace_counter()
+    update = jax.jit(chex.assert_max_traces(algo.update, n=1))
     state = algo.init(jax.random.key(0))
     batch = random_episodes(jax.random.key(3), spec, LENGTHS, TERMINATED, rows=5)
     star = []
