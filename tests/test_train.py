@@ -106,3 +106,39 @@ def test_a_shorter_last_chunk_stops_at_total_env_steps(whole_run):
     np.testing.assert_allclose(np.asarray(metrics.eval_return[:, :2]),
                                np.asarray(whole_metrics.eval_return[:, :2]), rtol=1e-5, atol=1e-5)
     assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["owqmix", "macpo", "accmer"])
+def test_learners_with_qstar_train_over_seeds_with_their_samplers(algo):
+    """Tiny stag hunt, 2 seeds: OW-QMIX, MAC-PO drawing episodes by its weights (PER, the
+    tree holds the returned priorities) and AccMER's reuse window floor(C / b)."""
+    from jaxmarl_accel.algos.value import ValueConfig
+    from jaxmarl_accel.buffers import sum_tree
+    from jaxmarl_accel.config import defaults_for
+
+    config = TrainConfig(**{
+        **defaults_for(algo), "env": "stag_hunt", "algo": algo,
+        "env_kwargs": (("episode_length", 5), ("grid_size", 4), ("num_agents", 2),
+                       ("num_stags", 1)),
+        "value_config": ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8, qstar_hidden=8,
+                                    qstar_layers=1),
+        "buffer_capacity": 8, "batch_size": 2, "num_envs": 2, "total_env_steps": 40,
+        "eval_every": 20, "eval_episodes": 2})
+    trainer = make_trainer(config)
+    state, metrics = jax.jit(jax.vmap(trainer.train))(jax.random.split(jax.random.key(0), 2))
+    updated = np.asarray(metrics.updates) > 0
+    prefix = "wqmix" if algo == "owqmix" else "macpo"
+    for name in ("loss", f"{prefix}_qstar_loss", f"{prefix}_weight_mean"):
+        assert np.all(np.isfinite(np.asarray(metrics.learner[name])))
+    assert updated.any()
+    sampler = state.buffer.sampler
+    if algo == "owqmix":
+        weight = np.asarray(metrics.learner["wqmix_weight_mean"])[updated]
+        assert np.all((weight >= 0.1 - 1e-6) & (weight <= 1.0 + 1e-6))
+    elif algo == "macpo":  # alpha 1: the tree's leaves are the priorities (+ 1e-6)
+        leaves = np.asarray(jax.vmap(lambda tree: sum_tree.leaves(tree, jnp.arange(8)))(
+            sampler.tree))
+        assert np.all(np.isfinite(leaves) & (leaves > 0))
+    else:
+        np.testing.assert_array_equal(np.asarray(sampler.window), [8 // 2] * 2)
