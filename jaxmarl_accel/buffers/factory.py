@@ -308,8 +308,7 @@ def make_reuse_buffer(
     *, capacity: int, batch_size: int, layout: str = "transition_major",
     index_sharing: str = "shared", reuse_ratio: float = 0.5, reuse_window: int | None = None,
     decay: float = 0.99, reduction: str = "max", loss_weights: str = "table",
-    window_basis: str = "capacity",
-) -> Buffer:
+    window_basis: str = "capacity") -> Buffer:
     """AccMER (paper 004, Alg. 1): each batch of b is the top ``K = round(reuse_ratio * b)``
     weighted items S-, kept for a window of updates, plus ``b - K`` uniform draws S+ from
     the other filled items; see :mod:`jaxmarl_accel.buffers.reuse`.
@@ -321,12 +320,10 @@ def make_reuse_buffer(
       reuse_ratio: alpha in [0, 1] (0: uniform sampling; 1: the whole batch is reused).
       reuse_window: updates S- is kept for (a number of updates; not the neighbor sampler's
         ``window``, which is a slice shape). ``None`` (default): the paper's
-        ``n = max(floor(d / b), 1)`` with d given by ``window_basis``.
-      window_basis: d of the ``None`` window: ``"capacity"`` (default; Alg. 1's replay size
-        d) or ``"filled"`` (the filled entries, ``state.size``, when S- is ranked).
-      decay: gamma_W in (0, 1], the factor the whole weight table decays by after each
-        update before the batch's new weights are written (paper: 0.8 at punishment -1.5,
-        1.0 at punishment 0).
+        ``n = max(floor(d / b), 1)``, d by ``window_basis``: ``"capacity"`` (default; Alg.
+        1's replay size) or ``"filled"`` (the filled entries when S- is ranked).
+      decay: gamma_W in (0, 1], the table's decay after each update, before the batch's new
+        weights are written (paper: 0.8 at punishment -1.5, 1.0 at punishment 0).
       reduction: how per-agent TD errors ``[B, N]`` become one weight per item.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"`` (for a
         learner that computes its own per-item loss weights, e.g. MAC-PO).
@@ -340,7 +337,7 @@ def make_reuse_buffer(
     if reuse_window is not None and not _is_positive_int(reuse_window):
         raise ValueError(f"reuse_window must be a positive int or None, got {reuse_window!r}")
     decay = _number("decay", decay, 0.0, 1.0, open_low=True)
-    # make_reuse checks loss_weights and window_basis (one-line ValueErrors naming them)
+    # make_reuse checks loss_weights, window_basis (one-line ValueErrors naming them)
     kit = make_reuse(reuse_ratio=reuse_ratio, window=reuse_window, decay=decay,
                      loss_weights=loss_weights, window_basis=window_basis, **common)
     return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
@@ -359,8 +356,7 @@ FACTORIES: dict[str, Callable[..., Buffer]] = {
 A new sampler is its own module, its factory above and one line here."""
 SAMPLERS: tuple[str, ...] = tuple(FACTORIES)
 PRIORITIZED: tuple[str, ...] = ("per", "prioritized_locality", "reuse")
-"""The samplers whose draws follow the priorities ``update_priorities`` writes (the others
-ignore them)."""
+"""The samplers whose draws follow the priorities ``update_priorities`` writes."""
 
 
 def make_buffer(

@@ -112,6 +112,27 @@ def complement_uniform(
     return storage.slot_of(rank + shift.astype(jnp.int32), state, capacity).astype(jnp.int32)
 
 
+def decay_and_write(weights: jax.Array, slots: jax.Array, priorities: jax.Array,
+                    decay: float, capacity: int) -> jax.Array:
+    """The table after an update: ``weights [C]`` decayed by ``decay``, then ``priorities
+    [M]`` written to ``slots [M]`` (int32; -1 ignored; the last occurrence of a slot wins,
+    as in PER). ``[C]``."""
+    order = jnp.argsort(slots, stable=True)
+    sorted_slots = slots[order]
+    is_last = jnp.append(sorted_slots[1:] != sorted_slots[:-1], True)
+    targets = jnp.where(is_last & (sorted_slots >= 0), sorted_slots, capacity)
+    decayed = weights if decay == 1.0 else weights * decay
+    return decayed.at[targets].set(priorities[order], mode="drop")
+
+
+def top_slots(table: jax.Array, size: jax.Array, num: int) -> jax.Array:
+    """The ``num`` filled slots of ``table [C]`` with the largest weights, sorted, int32
+    ``[num]``; filled slots are exactly ``[0, size)``: the ring fills in order before it
+    wraps."""
+    ranked = jnp.where(jnp.arange(table.shape[0]) < size, table, -jnp.inf)
+    return jnp.sort(jax.lax.top_k(ranked, num)[1].astype(jnp.int32))
+
+
 def make_reuse(
     *,
     capacity: int,
@@ -129,9 +150,8 @@ def make_reuse(
       capacity: C slots; batch_size: b items per batch; layout: the storage layout
         (transition slots or whole episodes, one weight per slot either way).
       reuse_ratio: alpha in [0, 1]; ``K = round(alpha * b)`` items of each batch are S-.
-      window: updates per window, or ``None`` for ``max(floor(d / b), 1)``.
-      window_basis: d of the ``None`` window: ``"capacity"`` (C, Alg. 1) or ``"filled"``
-        (the filled entries at each re-rank).
+      window: updates per window, or ``None`` for ``max(floor(d / b), 1)`` with d
+        ``window_basis``'s: ``"capacity"`` (C, Alg. 1) or ``"filled"`` (at each re-rank).
       decay: gamma in (0, 1], the factor the whole table decays by after each update.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"``.
 
@@ -174,25 +194,13 @@ def make_reuse(
 
     def update(state: BufferState, slots: jax.Array, priorities: jax.Array) -> ReuseState:
         reuse = state.sampler
-        # decay everything, then write the new weights (last occurrence wins, as in PER)
-        order = jnp.argsort(slots, stable=True)
-        sorted_slots = slots[order]
-        is_last = jnp.append(sorted_slots[1:] != sorted_slots[:-1], True)
-        targets = jnp.where(is_last & (sorted_slots >= 0), sorted_slots, capacity)
-        decayed = reuse.weights if decay == 1.0 else reuse.weights * decay
-        table = decayed.at[targets].set(priorities[order], mode="drop")
+        table = decay_and_write(reuse.weights, slots, priorities, decay, capacity)
         step = reuse.window_step + 1
         rerank = step >= reuse.window
+        reused = reuse.reused  # ranking is O(C): only at a window's end (a select under vmap)
         if num_reused > 0:
-            def rank() -> jax.Array:
-                # filled slots are exactly [0, size): the ring fills in order before it wraps
-                ranked = jnp.where(jnp.arange(capacity) < state.size, table, -jnp.inf)
-                return jnp.sort(jax.lax.top_k(ranked, num_reused)[1].astype(jnp.int32))
-
-            # ranking is O(C): only at a window's end (a select of both under vmap)
-            reused = jax.lax.cond(rerank, rank, lambda: reuse.reused)
-        else:
-            reused = reuse.reused
+            reused = jax.lax.cond(rerank, lambda: top_slots(table, state.size, num_reused),
+                                  lambda: reused)
         return ReuseState(
             weights=table,
             max_weight=jnp.maximum(
