@@ -1,4 +1,4 @@
-"""MAC-PO's optimal prioritization weights (paper 004, Sec. III, Lemma 1, eq. 1-3).
+"""MAC-PO's optimal prioritization weights (paper 004, Sec. IV-A, Lemma 1, eq. 1-3).
 
 For a replayed item (one filled step of an episode, or one transition) Lemma 1 gives the
 weight of the weighted Bellman loss ``L = sum_k w_k (Q_tot - y)^2`` (paper 004, eq. 1)::
@@ -37,7 +37,7 @@ Normalization, "the necessary normalization" the paper applies without stating i
 fixes the weights up to their sum (``w = ... / Z*``). As sampling priorities the sampler
 supplies it: MAC-PO's prioritized replay draws episode i with probability
 ``p_i / sum_k p_k`` (``per`` with exponent 1 and no importance correction, whose expected
-gradient is eq. 1's, Fujimoto et al. 2020, the equivalence paper 004 Sec. III-A cites), so
+gradient is eq. 1's, Fujimoto et al. 2020, the equivalence paper 004 Sec. IV-A cites), so
 the priorities are eq. 2 as it is. As loss weights the batch supplies it
 (``macpo_normalization``, :func:`normalize`): ``"mean"`` divides by their mean over the
 batch's filled steps (the batch's estimate of ``Z*``); ``"minmax"`` maps them linearly onto

@@ -4,9 +4,9 @@ Weighted QMIX projects the targets onto QMIX's monotonic functions with a weight
 error, each step of the loss weighted 1 or ``w`` in ``(0, 1]`` (``wqmix_w``, 0.1 on the
 predator-prey tasks; alpha in the paper):
 
-* optimistic weighting (OW-QMIX, WQMIX Sec. 4.2 and 5): 1 where QMIX underestimates the
+* optimistic weighting (OW-QMIX, WQMIX Sec. 4 and 5): 1 where QMIX underestimates the
   target, ``Q_tot(s, u) < y``; ``w`` elsewhere;
-* central weighting (CW-QMIX, WQMIX Sec. 4.2 and 5): 1 where the joint action is QMIX's
+* central weighting (CW-QMIX, WQMIX Sec. 4 and 5): 1 where the joint action is QMIX's
   greedy one (every agent's greedy available action) or the target exceeds ``Q*`` at it,
   ``y > Q*(s, u^greedy)``; ``w`` elsewhere. ``Q*(s, u^greedy)`` is read from the target
   ``Q*``, as in the reference code (``max_q_learner``'s ``max_action_qtot``).
