@@ -193,7 +193,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         SHARED_BATCHES,
         SHARING,
     )
-    from jaxmarl_accel.algos.value.config import AGENTS, NORMALIZATIONS
+    from jaxmarl_accel.algos.value.config import AGENTS, MACPO_WEIGHTINGS, NORMALIZATIONS
     from jaxmarl_accel.config import (
         ALGOS,
         INDEX_SHARING,
@@ -211,7 +211,8 @@ def train_choices() -> dict[str, tuple[str, ...]]:
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
             "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS,
             "replay_obs": REPLAY_OBS, "agent": AGENTS,
-            "macpo_normalization": NORMALIZATIONS, "actor_step": ACTOR_STEP_CHOICES,
+            "macpo_normalization": NORMALIZATIONS, "macpo_weighting": MACPO_WEIGHTINGS,
+            "actor_step": ACTOR_STEP_CHOICES,
             "sharing": SHARING, "critic": CRITICS, "shared_batch": SHARED_BATCHES}
 
 
@@ -245,7 +246,8 @@ parsed values, so the family's default (:func:`jaxmarl_accel.config.defaults_for
 dataclass's applies."""
 
 FAMILY_NAMES = {"actor_critic": "the actor-critic family (maddpg, matd3, masac)",
-                "value": "the value-based family (qmix, vdn, iql, macpo, accmer)"}
+                "value": "the value-based family (qmix, vdn, iql, owqmix, cwqmix, macpo, "
+                         "accmer)"}
 SHARED_LEARNER_FIELDS = ("gamma", "grad_clip")
 """Fields both learner families have: one flag (``--gamma``) sets the chosen family's."""
 
@@ -268,8 +270,8 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
         shown[name] = f"{getattr(TrainConfig, name)}; {value} for the value family"
     for name in SHARED_LEARNER_FIELDS:
         shown[name] = (f"{getattr(AlgoConfig, name)}; {getattr(ValueConfig, name)} for "
-                       "the value family (qmix, vdn, iql, macpo, accmer)")
-    shown["sampler"] = f"{TrainConfig.sampler}; reuse for accmer"
+                       "the value family")
+    shown["sampler"] = f"{TrainConfig.sampler}; per for macpo, reuse for accmer"
     return {name: UNSET for name in shown}, shown
 
 

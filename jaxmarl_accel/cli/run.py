@@ -1,5 +1,5 @@
-"""Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / MAC-PO / AccMER) for several
-seeds at once in one compiled program.
+"""Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / OW-QMIX / CW-QMIX / MAC-PO /
+AccMER) for several seeds at once in one compiled program.
 
     jaxmarl-accel run --algo matd3 --seeds 8 --out runs/matd3
 
@@ -63,7 +63,7 @@ def distributed_parser() -> argparse.ArgumentParser:
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
-    from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.config import PRESETS, TrainConfig
 
     parser = flags.Parser(
         prog=prog, description=flags.plain_description(__doc__ or ""),
@@ -76,6 +76,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "(default: 0)")
     run.add_argument("--out", default=None,
                      help="output folder (default: runs/<env>-<algo>-<sampler>-<time>)")
+    run.add_argument("--preset", default=None, choices=PRESETS,
+                     help="paper 004's settings for a value learner on the 8-agent stag hunt "
+                          "(paper004-p0: Table II, no miscapture punishment; paper004-p1.5: "
+                          "Table III, punishment -1.5): env, env kwargs, batch, replay (capped "
+                          "at 20,000 episodes), epsilon start and AccMER's decay and window; "
+                          "flags given beside it win (default: none)")
     run.add_argument("--resume", metavar="DIR", default=None,
                      help="continue the interrupted run in DIR from its newest checkpoint that "
                           "restores (skipping unreadable ones), with the settings stored in its "
@@ -137,7 +143,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                                     choices=flags.train_choices(),
                                                     defaults=family_defaults,
                                                     shown_defaults=family_shown)
-    value = parser.add_argument_group("value-based learners: qmix, vdn, iql, macpo, accmer "
+    value = parser.add_argument_group("value-based learners: qmix, vdn, iql, owqmix, cwqmix, "
+                                      "macpo, accmer "
                                       "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
                                       "--grad-clip above apply to them too)")
     parser.fields += flags.add_dataclass_flags(value, ValueConfig,
@@ -204,7 +211,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                                        num_processes=early.num_processes,
                                        process_id=early.process_id)
         parser = build_parser(prog)
-        args = parser.parse_args(argv)
+        args = apply_preset(parser, parser.parse_args(argv), argv)
         config, options = options_from_args(parser, args)
         out_dir = options.out_dir
         from jaxmarl_accel.cli.host_loop import run_training
@@ -220,6 +227,27 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         else:
             print("interrupted before the run was stored; nothing to resume", file=sys.stderr)
         return 130
+
+
+def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                 argv: list[str] | None) -> argparse.Namespace:
+    """``args`` parsed again with ``--preset``'s settings (:func:`jaxmarl_accel.config.preset`)
+    as the defaults, so that flags given beside it win; a preset that does not fit the
+    learner is a one-line usage error."""
+    if not args.preset or args.resume:
+        return args
+    from jaxmarl_accel.algos.value.config import ValueConfig
+    from jaxmarl_accel.config import preset
+
+    try:
+        fields = preset(args.preset, args.algo)
+    except ValueError as error:
+        parser.error(f"--preset: {error}")
+    value = fields.pop("value_config")
+    defaults = {name: getattr(value, name) for name in ValueConfig.__dataclass_fields__
+                if getattr(value, name) != getattr(ValueConfig(), name)}
+    parser.set_defaults(**fields, **defaults)
+    return parser.parse_args(argv)
 
 
 def options_from_args(parser: argparse.ArgumentParser,

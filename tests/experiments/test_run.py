@@ -420,3 +420,17 @@ def test_with_scripted_prey_the_predators_are_scored(tmp_path):
         np.testing.assert_allclose(summary[f"{name}_return"],
                                    summary[f"{name}_return_per_team"]["predator"], rtol=1e-6)
     assert summary["heuristic_return"] > summary["random_return"] > 0  # predators touch prey
+
+
+def test_a_preset_sets_paper_004s_settings_and_flags_beside_it_win(capsys):
+    from jaxmarl_accel.config import preset_config
+
+    def config_of(argv):
+        parser = run.build_parser()
+        return run.config_from_args(run.apply_preset(parser, parser.parse_args(argv), argv))
+
+    argv = ["--algo", "accmer", "--preset", "paper004-p1.5"]
+    assert config_of(argv) == preset_config("paper004-p1.5", "accmer")
+    assert config_of([*argv, "--batch-size", "64"]).batch_size == 64
+    assert exit_code(["--algo", "maddpg", "--preset", "paper004-p0"]) == 2
+    assert "--preset: algo 'maddpg'" in one_line(capsys.readouterr().err)
