@@ -23,13 +23,28 @@ Four kinds:
   with clipped Gaussian noise of std ``explore_noise``.
 * squashed Gaussian (MASAC continuous; Haarnoja et al. 2018, App. C): ``out = [mean,
   log_std]``, ``a = (tanh(u) + 1) / 2`` with ``u ~ N(mean, std)``, bonus ``-log pi(a)``
-  including the change-of-variables term.
+  including the change-of-variables term ``log |da/du| = log(1/2) + log(1 - tanh(u)^2)``
+  in its overflow-free form ``2 (log 2 - u - softplus(-2u))``.
 * Gumbel-softmax on continuous actions (``continuous_policy="gumbel_softmax"``): the
   original MADDPG code on MPE. The actor's outputs are logits over the action components,
   the action is the soft sample ``softmax((out + g) / T)`` (a point of the simplex), and the
   env reads it as continuous move intensities (force ``accel * (a_right - a_left, a_up -
   a_down)``). Exploration executes and stores that soft sample; ``exploit`` is
   ``softmax(out / T)``.
+
+Which parts are ``distrax`` objects and which are computed here:
+
+* ``distrax.Categorical`` over the masked logits gives the discrete exploration sample
+  (one Gumbel draw, ``argmax(logits + g)``), the greedy action (its mode) and the entropy
+  bonus of both Gumbel-softmax heads.
+* ``distrax.Transformed(MultivariateNormalDiag(mean, std), Block(Chain([ScalarAffine(1/2,
+  1/2), Tanh()]), 1))`` is the squashed Gaussian: its ``sample_and_log_prob`` draws ``u``
+  and returns ``a`` with ``log pi(a)`` (Gaussian log-density minus the log-Jacobian of the
+  squashing), its bijector gives the greedy action ``squash(mean)``.
+* Computed here: the Gumbel-softmax relaxation (the soft sample ``softmax((z + g) / T)``
+  and its straight-through one-hot), which ``distrax`` lacks (its ``straight_through``
+  wrapper passes the gradient of the probabilities, not of a relaxed sample), and the
+  deterministic sigmoid head with clipped Gaussian noise, which is no distribution.
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import distrax
 import jax
 import jax.numpy as jnp
 
@@ -44,7 +60,10 @@ from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 _NEG = -1e9
-_LOG_2PI = jnp.log(2.0 * jnp.pi)
+# a = (tanh(u) + 1) / 2 on each action component (the Jacobian is diagonal, so the block's
+# log-determinant is the sum over the last axis).
+_SQUASH = distrax.Block(distrax.Chain([distrax.ScalarAffine(shift=0.5, scale=0.5),
+                                       distrax.Tanh()]), ndims=1)
 
 
 class ActionDistribution(NamedTuple):
@@ -86,29 +105,48 @@ def _explore_by_sampling(sample: Callable[..., tuple[jax.Array, jax.Array]]
     return explore
 
 
+def _masked_logits(out: jax.Array, mask: jax.Array) -> jax.Array:
+    """``out [..., A]`` with the actions where ``mask`` is False at -1e9."""
+    return jnp.where(mask, out, _NEG)
+
+
+def masked_categorical(out: jax.Array, mask: jax.Array) -> distrax.Categorical:
+    """The categorical over ``out [..., A]`` with the actions where ``mask`` is False at logit
+    -1e9 (probability 0); int32 samples."""
+    return distrax.Categorical(logits=_masked_logits(out, mask), dtype=jnp.int32)
+
+
+def squashed_gaussian(out: jax.Array, act_dim: int, log_std_min: float,
+                      log_std_max: float) -> distrax.Transformed:
+    """The policy ``a = (tanh(u) + 1) / 2``, ``u ~ N(mean, diag(std^2))``, of
+    ``out [..., 2 act_dim] = [mean, log_std]`` (``log_std`` clipped to its bounds); events
+    ``[..., act_dim]`` in ``(0, 1)``."""
+    mean = out[..., :act_dim]
+    log_std = jnp.clip(out[..., act_dim:], log_std_min, log_std_max)
+    return distrax.Transformed(distrax.MultivariateNormalDiag(mean, jnp.exp(log_std)), _SQUASH)
+
+
+def _gumbel_softmax(logits: jax.Array, key: jax.Array, temperature: float) -> jax.Array:
+    """The relaxed one-hot sample ``softmax((logits + g) / T)``, ``g`` standard Gumbel."""
+    return jax.nn.softmax((logits + jax.random.gumbel(key, logits.shape)) / temperature)
+
+
 def _discrete(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     num_actions = spec.num_actions
 
-    def logits(out: jax.Array, mask: jax.Array) -> jax.Array:
-        return jnp.where(mask, out, _NEG)
-
     def sample(out, mask, key):
-        z = logits(out, mask)
-        soft = jax.nn.softmax((z + jax.random.gumbel(key, z.shape)) / config.gumbel_temperature)
+        soft = _gumbel_softmax(_masked_logits(out, mask), key, config.gumbel_temperature)
         if config.straight_through:
             hard = jax.nn.one_hot(jnp.argmax(soft, axis=-1), num_actions, dtype=soft.dtype)
             soft = soft + jax.lax.stop_gradient(hard - soft)
-        logp = jax.nn.log_softmax(z)
-        entropy = -jnp.sum(jnp.where(mask, jnp.exp(logp) * logp, 0.0), axis=-1)
-        return soft, entropy
+        return soft, masked_categorical(out, mask).entropy()
 
     def explore(out, mask, key):
-        z = logits(out, mask)
-        idx = jnp.argmax(z + jax.random.gumbel(key, z.shape), axis=-1).astype(jnp.int32)
+        idx = masked_categorical(out, mask).sample(seed=key)
         return idx, jax.nn.one_hot(idx, num_actions, dtype=jnp.float32)
 
     def exploit(out, mask):
-        idx = jnp.argmax(logits(out, mask), axis=-1).astype(jnp.int32)
+        idx = masked_categorical(out, mask).mode()
         return idx, jax.nn.one_hot(idx, num_actions, dtype=jnp.float32)
 
     def reg(out, mask):
@@ -143,9 +181,8 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistr
 
     def sample(out, mask, key):
         del mask
-        soft = jax.nn.softmax((out + jax.random.gumbel(key, out.shape)) / temperature)
-        logp = jax.nn.log_softmax(out)
-        return soft, -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+        return (_gumbel_softmax(out, key, temperature),
+                distrax.Categorical(logits=out).entropy())
 
     def exploit(out, mask):
         del mask
@@ -159,29 +196,22 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistr
 def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     act_dim = spec.act_dim
 
-    def split(out):
-        mean, log_std = out[..., :act_dim], out[..., act_dim:]
-        return mean, jnp.clip(log_std, config.log_std_min, config.log_std_max)
+    def policy(out):
+        return squashed_gaussian(out, act_dim, config.log_std_min, config.log_std_max)
 
     def sample(out, mask, key):
         del mask
-        mean, log_std = split(out)
-        eps = jax.random.normal(key, mean.shape)
-        u = mean + jnp.exp(log_std) * eps
-        t = jnp.tanh(u)
-        # log N(u; mean, std) - log |da/du| with a = (tanh(u) + 1) / 2 (SAC, App. C).
-        log_prob = -0.5 * eps**2 - log_std - 0.5 * _LOG_2PI
-        log_prob = log_prob - jnp.log(0.5 * (1.0 - t**2) + 1e-6)
-        return 0.5 * (t + 1.0), -jnp.sum(log_prob, axis=-1)
+        a, log_prob = policy(out).sample_and_log_prob(seed=key)
+        return a, -log_prob
 
     def exploit(out, mask):
         del mask
-        a = 0.5 * (jnp.tanh(split(out)[0]) + 1.0)
+        a = _SQUASH.forward(out[..., :act_dim])
         return a, a
 
     def reg(out, mask):
         del mask
-        return jnp.mean(split(out)[0] ** 2)
+        return jnp.mean(out[..., :act_dim] ** 2)
 
     return ActionDistribution(2 * act_dim, act_dim, sample, _explore_by_sampling(sample),
                               exploit, reg)

@@ -1,4 +1,5 @@
-"""Action distributions under jit: shapes, valid actions, what is stored, entropy bonuses."""
+"""Action distributions under jit: shapes, valid actions, what is stored, entropy bonuses, and
+the distrax-based samples, log-probs and entropies against direct formulas."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos.distributions import make_distribution
+from jaxmarl_accel.algos.distributions import (
+    make_distribution,
+    masked_categorical,
+    squashed_gaussian,
+)
 from tests.algos.helpers import SMALL, make_spec
 
 B, N = 64, 3
@@ -107,3 +112,118 @@ def test_gumbel_softmax_continuous_head_executes_soft_samples():
     np.testing.assert_array_equal(sample, env_action)
     greedy, _ = jax.jit(dist.exploit)(out, mask)
     np.testing.assert_allclose(greedy, jax.nn.softmax(out), rtol=1e-6)
+
+
+def test_discrete_explore_is_the_gumbel_argmax_and_never_picks_masked_actions():
+    _, dist, out, mask = _discrete()
+    z = jnp.where(mask, out, -1e9)
+    keys = jax.random.split(jax.random.key(3), 256)
+    idx, _ = jax.jit(jax.vmap(dist.explore, in_axes=(None, None, 0)))(out, mask, keys)
+    direct = jax.jit(jax.vmap(
+        lambda k: jnp.argmax(z + jax.random.gumbel(k, z.shape), -1).astype(jnp.int32)))(keys)
+    np.testing.assert_array_equal(idx, direct)  # the same draw as argmax(logits + g)
+    assert idx.dtype == jnp.int32
+    m = np.broadcast_to(np.asarray(mask), out.shape)
+    assert np.all(np.take_along_axis(m[None], np.asarray(idx)[..., None], -1))
+    # one row's frequencies follow the masked softmax
+    freq = np.bincount(np.asarray(idx)[:, 0, 1], minlength=5) / len(keys)
+    p = np.asarray(jax.nn.softmax(z[0, 1]))
+    assert np.all(freq[~np.asarray(mask[1])] == 0)
+    np.testing.assert_allclose(freq, p, atol=0.1)
+
+
+def test_masked_categorical_log_probs_entropy_and_mode_match_the_masked_softmax():
+    _, _, out, mask = _discrete()
+    z = jnp.where(mask, out, -1e9)
+    actions = jnp.arange(5).reshape(5, 1, 1)
+
+    @jax.jit
+    def stats(o):
+        pi = masked_categorical(o, mask)
+        return pi.log_prob(actions), pi.entropy(), pi.mode(), pi.probs
+
+    log_prob, entropy, mode, probs = stats(out)
+    logp = jax.nn.log_softmax(z)
+    m = np.broadcast_to(np.asarray(mask), out.shape)
+    np.testing.assert_allclose(np.moveaxis(np.asarray(log_prob), 0, -1)[m], np.asarray(logp)[m],
+                               rtol=1e-5, atol=1e-6)
+    assert np.all(np.asarray(probs)[~m] == 0.0)  # masked actions have probability 0
+    p = np.exp(np.asarray(logp, np.float64))
+    expected = -np.sum(np.where(m, p * np.asarray(logp, np.float64), 0.0), -1)
+    np.testing.assert_allclose(entropy, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(mode, jnp.argmax(z, -1))
+    assert mode.dtype == jnp.int32
+
+
+def _squashed_out(mean_scale: float, log_std: float):
+    mean = mean_scale * jax.random.normal(jax.random.key(0), (B, N, 2))
+    out = jnp.concatenate([mean, jnp.full((B, N, 2), log_std)], -1)
+    return mean, out
+
+
+def _log_pi(eps: np.ndarray, u: np.ndarray, log_std: np.ndarray) -> np.ndarray:
+    """log pi(a) of a = (tanh(u) + 1) / 2, u = mean + std eps, in float64."""
+    log_n = -0.5 * eps**2 - log_std - 0.5 * np.log(2 * np.pi)
+    # log |da/du| = log(1/2) + log(1 - tanh(u)^2) = log(1/2) + 2 (log 2 - |u| - log1p(e^-2|u|))
+    log_det = np.log(0.5) + 2 * (np.log(2) - np.abs(u) - np.log1p(np.exp(-2 * np.abs(u))))
+    return np.sum(log_n - log_det, -1)
+
+
+@pytest.mark.parametrize(("mean_scale", "log_std"), [(0.3, -1.0), (3.0, 1.0), (0.5, 10.0)])
+def test_squashed_gaussian_sample_and_bonus_match_the_formula(mean_scale, log_std):
+    spec = make_spec(N, continuous=True, act_dim=2)
+    dist = make_distribution(spec, SMALL, "gaussian")
+    mean, out = _squashed_out(mean_scale, log_std)
+    key = jax.random.key(1)
+    action, bonus = jax.jit(dist.sample)(out, jnp.ones((N, 2), bool), key)
+    clipped = np.clip(log_std, SMALL.log_std_min, SMALL.log_std_max)  # 10.0 is clipped
+
+    @jax.jit
+    def direct(o, k):
+        m, s = o[..., :2], jnp.clip(o[..., 2:], SMALL.log_std_min, SMALL.log_std_max)
+        e = jax.random.normal(k, m.shape)
+        u = m + jnp.exp(s) * e
+        return 0.5 * (jnp.tanh(u) + 1.0), e, u
+
+    want, eps, u = direct(out, key)
+    np.testing.assert_array_equal(action, want)  # the same draw
+    expected = -_log_pi(np.asarray(eps, np.float64), np.asarray(u, np.float64), clipped)
+    assert np.all(np.isfinite(np.asarray(bonus)))
+    np.testing.assert_allclose(bonus, expected, rtol=1e-4, atol=2e-4)
+    env_action, stored = jax.jit(dist.explore)(out, jnp.ones((N, 2), bool), key)
+    np.testing.assert_array_equal(env_action, action)
+    np.testing.assert_array_equal(stored, action)
+
+
+def test_squashed_gaussian_log_prob_inverts_the_squashing():
+    mean, out = _squashed_out(0.5, -0.5)
+    u = mean + 0.3 * jax.random.normal(jax.random.key(2), mean.shape)
+    a = 0.5 * (jnp.tanh(u) + 1.0)
+    log_prob = jax.jit(lambda o, x: squashed_gaussian(o, 2, -5.0, 2.0).log_prob(x))(out, a)
+    u64 = np.arctanh(2 * np.asarray(a, np.float64) - 1)
+    eps = (u64 - np.asarray(mean, np.float64)) / np.exp(-0.5)
+    np.testing.assert_allclose(log_prob, _log_pi(eps, u64, -0.5), rtol=1e-3, atol=1e-3)
+
+
+def test_squashed_gaussian_bonus_gradient_is_finite_when_saturated():
+    spec = make_spec(N, continuous=True, act_dim=2)
+    dist = make_distribution(spec, SMALL, "gaussian")
+    mean, _ = _squashed_out(1.0, -5.0)
+    mean = jnp.sign(mean) * (10.0 + jnp.abs(mean))  # tanh(u) rounds to +-1 in float32
+    out = jnp.concatenate([mean, jnp.full_like(mean, -5.0)], -1)
+    grad = jax.jit(jax.grad(lambda o: jnp.sum(dist.sample(o, None, jax.random.key(1))[1])))(out)
+    assert np.all(np.isfinite(np.asarray(grad)))
+    # d(-log pi)/d mean = d log|da/du| / du = -2 tanh(u): pushes the mean back from saturation
+    np.testing.assert_allclose(grad[..., :2], -2.0 * np.sign(np.asarray(out[..., :2])),
+                               rtol=1e-5)
+
+
+def test_gumbel_softmax_continuous_bonus_is_the_softmax_entropy():
+    spec = make_spec(N, continuous=True, act_dim=5)
+    dist = make_distribution(spec, dataclasses.replace(SMALL, continuous_policy="gumbel_softmax"))
+    out = jax.random.normal(jax.random.key(0), (B, N, 5))
+    key = jax.random.key(1)
+    soft, entropy = jax.jit(dist.sample)(out, jnp.ones((N, 5), bool), key)
+    np.testing.assert_array_equal(soft, jax.nn.softmax(out + jax.random.gumbel(key, out.shape)))
+    p = np.asarray(jax.nn.softmax(out), np.float64)
+    np.testing.assert_allclose(entropy, -np.sum(p * np.log(p), -1), rtol=1e-5)

@@ -2,10 +2,16 @@
 
 All functions are pure and shape-polymorphic over leading batch axes; the trailing axes
 are named in each docstring.
+
+Epsilon-greedy draws its uniform action from a ``distrax.Categorical`` over the available
+actions; the mixture with the greedy action is computed here, because
+``distrax.EpsilonGreedy`` spreads ``epsilon`` over all actions, unavailable ones included,
+and breaks ties between maximisers at random where :func:`greedy` takes the first.
 """
 
 from __future__ import annotations
 
+import distrax
 import jax
 import jax.numpy as jnp
 
@@ -35,7 +41,8 @@ def epsilon_greedy(q: jax.Array, avail: jax.Array, eps: jax.Array, key: jax.Arra
     otherwise the greedy one. ``q [..., A]``, ``avail [..., A]`` bool, ``eps []`` ->
     ``[...]`` int32 (always an available action)."""
     explore_key, uniform_key = jax.random.split(key)
-    random = jax.random.categorical(uniform_key, jnp.where(avail, 0.0, -jnp.inf)).astype(jnp.int32)
+    uniform = distrax.Categorical(logits=jnp.where(avail, 0.0, -jnp.inf), dtype=jnp.int32)
+    random = uniform.sample(seed=uniform_key)
     explore = jax.random.uniform(explore_key, random.shape) < eps
     return jnp.where(explore, random, greedy(q, avail))
 

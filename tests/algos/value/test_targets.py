@@ -153,6 +153,27 @@ def test_epsilon_one_is_uniform_over_available_and_zero_is_greedy():
     assert np.all(np.asarray(draw(q, avail, jnp.float32(0.0), keys)) == 3)
 
 
+def test_epsilon_greedy_draws_match_the_two_key_formula():
+    """An explore coin from the first split key, a uniform available action (a Gumbel argmax
+    over logits 0 / -inf) from the second, the greedy action otherwise."""
+    k_q, k_avail = jax.random.split(jax.random.key(5))
+    q = jax.random.normal(k_q, (128, 3, 6))
+    avail = (jax.random.uniform(k_avail, (128, 3, 6)) < 0.5).at[..., 2].set(True)
+
+    @jax.jit
+    def direct(key):
+        explore_key, uniform_key = jax.random.split(key)
+        uniform = jnp.argmax(jnp.where(avail, 0.0, -jnp.inf)
+                             + jax.random.gumbel(uniform_key, avail.shape), -1)
+        explore = jax.random.uniform(explore_key, uniform.shape) < 0.3
+        return jnp.where(explore, uniform, jnp.argmax(jnp.where(avail, q, -jnp.inf), -1))
+
+    draw = jax.jit(targets.epsilon_greedy)
+    for i in range(5):
+        key = jax.random.key(10 + i)
+        np.testing.assert_array_equal(draw(q, avail, jnp.float32(0.3), key), direct(key))
+
+
 def test_epsilon_schedule_is_linear_then_flat():
     config = ValueConfig(epsilon_start=1.0, epsilon_finish=0.05, epsilon_anneal_steps=100)
     eps = jax.jit(lambda s: targets.epsilon(config, s))
