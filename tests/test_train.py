@@ -77,8 +77,8 @@ def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):
     from jaxmarl_accel import train
 
     real = train.make_algo
-    monkeypatch.setattr(train, "make_algo", lambda *a: real(*a)._replace(
-        needs=real(*a).needs._replace(replay="sequence")))
+    monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(
+        needs=real(*a, **k).needs._replace(replay="sequence")))
     with pytest.raises(ValueError, match="needs 'sequence' replay"):
         make_trainer(tiny_config())
 
@@ -87,8 +87,8 @@ def test_an_episode_learner_without_a_recurrent_carry_is_refused(monkeypatch):
     from jaxmarl_accel import train
 
     real = train.make_algo
-    monkeypatch.setattr(train, "make_algo", lambda *a: real(*a)._replace(
-        needs=real(*a).needs._replace(replay="episode")))
+    monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(
+        needs=real(*a, **k).needs._replace(replay="episode")))
     with pytest.raises(ValueError, match="replays episodes but has no initial_carry"):
         make_trainer(tiny_config())
 

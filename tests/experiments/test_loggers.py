@@ -212,6 +212,6 @@ def test_a_missing_package_is_a_usage_error_before_anything_runs(name, package, 
     out = tmp_path / "never"
     assert exit_code([*SMALL, "--out", str(out), "--logger", f"csv,{name}"]) == 2
     assert capsys.readouterr().err == (
-        f"python -m experiments.run: error: --logger {name} needs the {package} package, which "
+        f"jaxmarl-accel run: error: --logger {name} needs the {package} package, which "
         f"is not installed; pip install {package}; see --help\n")
     assert not out.exists()
