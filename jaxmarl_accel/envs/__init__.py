@@ -35,6 +35,8 @@ _SCENARIOS: dict[str, str] = {
     "simple_push": "jaxmarl_accel.envs.simple_push",
     "simple_reference": "jaxmarl_accel.envs.simple_reference",
     "stag_hunt": "jaxmarl_accel.envs.stag_hunt",
+    "tag_gridworld": "jaxmarl_accel.envs.tag_gridworld",
+    "tag_continuous": "jaxmarl_accel.envs.tag_continuous",
 }
 
 SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)
