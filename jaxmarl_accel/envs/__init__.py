@@ -16,6 +16,9 @@ and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`
 the :class:`Env` directly as :mod:`~jaxmarl_accel.envs.stag_hunt` does), then add one line
 ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules are imported on
 first use, so a scenario's import cost is paid only by those who make it.
+
+JaxMARL's environments: ``make("jaxmarl:<id>", **kwargs)`` wraps ``jaxmarl.make(<id>,
+**kwargs)`` (:mod:`~jaxmarl_accel.envs.jaxmarl_env`, which imports ``jaxmarl`` on first use).
 """
 
 from __future__ import annotations
@@ -50,8 +53,24 @@ def agent_count_kwarg(name: str) -> str:
     return _AGENT_COUNT_KWARGS.get(name, "num_agents")
 
 
+JAXMARL_PREFIX = "jaxmarl:"
+
+
+def is_valid_name(name: str) -> bool:
+    """``name`` is one of :data:`SCENARIOS` or has the form ``jaxmarl:<id>`` (the id itself
+    is checked when the env is made)."""
+    return name in _SCENARIOS or (name.startswith(JAXMARL_PREFIX) and len(name) > 8)
+
+
+def _jaxmarl_module() -> Any:
+    return importlib.import_module("jaxmarl_accel.envs.jaxmarl_env")
+
+
 def scenario_keywords(name: str) -> tuple[str, ...]:
-    """The keyword arguments that scenario ``name``'s ``make`` accepts."""
+    """The keyword arguments that scenario ``name``'s ``make`` accepts (for a ``jaxmarl:<id>``
+    env whose keywords cannot be read: none are checked, and ``()`` is returned)."""
+    if name.startswith(JAXMARL_PREFIX):
+        return _jaxmarl_module().keywords(name[len(JAXMARL_PREFIX):]) or ()
     if name not in _SCENARIOS:
         raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}")
     module = importlib.import_module(_SCENARIOS[name])
@@ -62,18 +81,21 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     """Builds the scenario ``name`` with its keyword arguments.
 
     Args:
-      name: one of :data:`SCENARIOS`.
+      name: one of :data:`SCENARIOS`, or ``"jaxmarl:<id>"`` for JaxMARL's env ``<id>``.
       **scenario_kwargs: passed to the scenario module's ``make`` (e.g. ``num_agents``,
         ``continuous_actions``, ``episode_length``, ``k_nearest``).
 
     Returns:
       ``(env, params)``: the :class:`Env` and its params pytree.
     """
+    if name.startswith(JAXMARL_PREFIX):
+        return _jaxmarl_module().make(name[len(JAXMARL_PREFIX):], **scenario_kwargs)
     if name not in _SCENARIOS:
-        raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}")
+        raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}, "
+                         f"or {JAXMARL_PREFIX}<id> for a JaxMARL env")
     module = importlib.import_module(_SCENARIOS[name])
     return module.make(**scenario_kwargs)
 
 
-__all__ = ["SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg", "make", "rollout",
-           "scenario_keywords"]
+__all__ = ["JAXMARL_PREFIX", "SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg",
+           "is_valid_name", "make", "rollout", "scenario_keywords"]

@@ -64,6 +64,8 @@ class EnvSpec:
         (``Env.physical_state``), or 0 when the env has none.
       physical_position_columns: ``(start, stop)``: the columns of that row holding the
         agent's absolute position, or ``None``.
+      scripted: ``Env.heuristic_action`` is a scripted policy; False: the env has none and
+        ``heuristic_action`` is the random policy, so no normalized score is defined.
     """
 
     name: str
@@ -84,6 +86,7 @@ class EnvSpec:
     position_columns: tuple[int, int] | None = None
     physical_state_dim: int = 0
     physical_position_columns: tuple[int, int] | None = None
+    scripted: bool = True
 
     @property
     def action_mask(self) -> jax.Array:

@@ -1,0 +1,199 @@
+"""``make("jaxmarl:<id>")``: step for step equal to JaxMARL's own envs under random actions
+(SMAX 3m against the heuristic enemy, MPE spread, Hanabi), every learner family on SMAX 3m,
+and one-line errors for an unknown id, an unsupported space and a bad keyword."""
+
+from __future__ import annotations
+
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.envs import make
+
+pytest.importorskip("jaxmarl")
+
+# (id, our kwargs, steps): short time limits so that the runs cross several resets.
+CASES = [
+    ("HeuristicEnemySMAX", {"scenario": "3m", "max_steps": 12}, 40),
+    ("MPE_simple_spread_v3", {"max_steps": 9}, 25),
+    pytest.param("hanabi", {}, 60, marks=pytest.mark.slow),
+]
+
+
+def reference(env_id: str, kwargs: dict):
+    """JaxMARL's own env, built as its baselines build it."""
+    import jaxmarl
+    from jaxmarl.environments.smax import map_name_to_scenario
+
+    kwargs = dict(kwargs)
+    if "scenario" in kwargs:
+        kwargs["scenario"] = map_name_to_scenario(kwargs["scenario"])
+    return jaxmarl.make(env_id, **kwargs)
+
+
+@pytest.mark.parametrize("env_id,kwargs,steps", CASES,
+                         ids=["smax_3m", "mpe_spread", "hanabi"])
+def test_steps_equal_jaxmarls_own_env_under_random_actions(env_id, kwargs, steps):
+    env, params = make(f"jaxmarl:{env_id}", **kwargs)
+    ref = reference(env_id, kwargs)
+    agents, spec = ref.agents, env.spec
+
+    def random_actions(key, avail):
+        if avail is None:
+            return env.random_action(key)
+        return jax.random.categorical(key, jnp.where(avail, 0.0, -jnp.inf)).astype(jnp.int32)
+
+    @jax.jit
+    def both(key):
+        reset_key, run_key = jax.random.split(key)
+        obs, state = env.reset(reset_key, params)
+        ref_obs, ref_state = ref.reset(reset_key)
+
+        def one(carry, step_key):
+            obs, state, ref_obs, ref_state = carry
+            action_key, env_key = jax.random.split(step_key)
+            avail = None if env.avail_actions is None else env.avail_actions(state, params)
+            actions = random_actions(action_key, avail)
+            obs, state, reward, terminated, truncated, info = env.step(
+                env_key, state, actions, params)
+            ref_obs, ref_state, ref_reward, ref_dones, _ = ref.step(
+                env_key, ref_state, {a: actions[i] for i, a in enumerate(agents)})
+            out = {"ours": (obs, reward, terminated | truncated, state.inner),
+                   "ref": (ref_obs, ref_reward, ref_dones["__all__"], ref_state),
+                   "info": info, "terminated": terminated, "truncated": truncated}
+            return (obs, state, ref_obs, ref_state), out
+
+        _, out = jax.lax.scan(one, (obs, state, ref_obs, ref_state),
+                              jax.random.split(run_key, steps))
+        return (obs, ref_obs), out
+
+    (first, ref_first), out = jax.device_get(both(jax.random.PRNGKey(3)))
+
+    def stacked(obs_dict):  # {agent: [T, ...]} -> [T, N, obs_dim], padded as ours
+        rows = [np.reshape(obs_dict[a], (np.shape(obs_dict[a])[0], -1)) for a in agents]
+        return np.stack([np.pad(r, ((0, 0), (0, spec.obs_dim - r.shape[1]))) for r in rows], 1)
+
+    first_rows = [np.ravel(ref_first[a]) for a in agents]
+    np.testing.assert_array_equal(first[:, :len(first_rows[0])], np.stack(first_rows))
+    obs, reward, done, inner = out["ours"]
+    ref_obs, ref_reward, ref_done, ref_inner = out["ref"]
+    np.testing.assert_array_equal(obs, stacked(ref_obs))
+    np.testing.assert_array_equal(reward, np.stack([ref_reward[a] for a in agents], 1))
+    np.testing.assert_array_equal(done, ref_done)
+    for ours, theirs in zip(jax.tree.leaves(inner), jax.tree.leaves(ref_inner), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert done.sum() >= 2, "the run should cross several episode ends"
+    assert not np.any(out["terminated"] & out["truncated"])
+    info = out["info"]
+    final = np.where(done[:, None, None], info["final_obs"], obs)
+    np.testing.assert_array_equal(final, info["final_obs"])  # equal wherever no reset
+    if "world_state" in ref_obs:
+        np.testing.assert_array_equal(info["state"], ref_obs["world_state"])
+    if "won" in info:  # JaxMARL's own win test: a team reward >= 1 on the last step
+        np.testing.assert_array_equal(info["won"], done & (reward[:, 0] >= 1.0))
+    if env.avail_actions is not None:
+        assert info["avail_actions"].shape == (steps, spec.num_agents, spec.num_actions)
+
+
+def test_smax_spec():
+    env, _ = make("jaxmarl:HeuristicEnemySMAX", scenario="3m")
+    spec = env.spec
+    assert (spec.num_agents, spec.obs_dim, spec.num_actions, spec.state_dim) == (3, 75, 8, 72)
+    assert spec.shared_reward and spec.scripted and spec.teams == ("ally",) * 3
+    assert spec.episode_stats == ("won",) and spec.episode_length == 101
+
+
+@pytest.mark.slow
+def test_smax_scripted_policy_beats_random():
+    env, params = make("jaxmarl:HeuristicEnemySMAX", scenario="3m", max_steps=40)
+    from jaxmarl_accel.envs.evaluate import evaluate_policy
+    from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+
+    key = jax.random.PRNGKey(0)
+    scripted = evaluate_policy(env, params, heuristic_policy(env), key, 8)
+    rand = evaluate_policy(env, params, random_policy(env), key, 8)
+    won = np.asarray(scripted.stats["won"])
+    assert set(np.unique(won)) <= {0.0, 1.0}
+    # The scripted policy beats the random one at its own game.
+    assert float(np.mean(scripted.episode_returns)) > float(np.mean(rand.episode_returns))
+
+
+def test_time_limit_is_truncated_and_params_shorten_it():
+    env, params = make("jaxmarl:MPE_simple_spread_v3")
+    assert env.spec.episode_length == 26 and not env.spec.scripted
+    assert env.avail_actions is None and env.state_of is None
+    params = params.replace(episode_length=jnp.int32(5))
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    step = jax.jit(env.step)
+    ends = []
+    for i in range(10):
+        obs, state, _, terminated, truncated, _ = step(
+            jax.random.PRNGKey(i), state, jnp.zeros((3,), jnp.int32), params)
+        ends.append((bool(terminated), bool(truncated)))
+    assert [i for i, (_, tr) in enumerate(ends) if tr] == [4, 9]
+    assert not any(te for te, _ in ends)
+
+
+def test_continuous_box_actions_map_onto_the_box():
+    env, params = make("jaxmarl:MPE_simple_spread_v3", action_type="Continuous")
+    assert env.spec.continuous and env.spec.act_dim == 5
+    actions = env.random_action(jax.random.PRNGKey(0))
+    assert actions.shape == (3, 5) and float(actions.min()) >= 0 and float(actions.max()) <= 1
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    obs, *_ = jax.jit(env.step)(jax.random.PRNGKey(1), state, actions, params)
+    assert obs.shape == (3, 18)
+
+
+def test_errors_are_one_line_and_name_the_argument():
+    with pytest.raises(ValueError, match="unknown JaxMARL env 'SMAC'") as error:
+        make("jaxmarl:SMAC")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="storm.*observation space dict is not supported") as error:
+        make("jaxmarl:storm")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="takes no map_name") as error:
+        make("jaxmarl:HeuristicEnemySMAX", map_name="3m")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="scenario '4m' is not a SMAX map"):
+        make("jaxmarl:SMAX", scenario="4m")
+    with pytest.raises(ValueError, match="episode_length"):
+        make("jaxmarl:MPE_simple_spread_v3", episode_length=27)
+
+
+def test_jaxmarl_is_imported_only_on_first_use():
+    import subprocess
+
+    code = ("import jaxmarl_accel, jaxmarl_accel.envs, sys; "
+            "assert 'jaxmarl' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+SMAX_TINY = (("max_steps", 6), ("scenario", "3m"))
+
+
+@pytest.mark.parametrize("algo", ["qmix", *(pytest.param(a, marks=pytest.mark.slow)
+                                            for a in ("matd3", "vdn", "iql"))])
+def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.value import ValueConfig
+    from jaxmarl_accel.train import make_trainer
+
+    settings = {**defaults_for(algo), "env": "jaxmarl:HeuristicEnemySMAX",
+                "env_kwargs": SMAX_TINY, "algo": algo, "num_envs": 2, "eval_episodes": 2}
+    if algo == "matd3":
+        settings.update(algo_config=AlgoConfig(hidden_sizes=(8, 8)), buffer_capacity=64,
+                        batch_size=8, update_every=2, learning_starts=8, total_env_steps=20,
+                        eval_every=20)
+    else:  # 7 steps per episode, 2 episodes a round: 2 rounds
+        settings.update(value_config=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8),
+                        buffer_capacity=8, batch_size=2, total_env_steps=28, eval_every=28)
+    trainer = make_trainer(TrainConfig(**settings))
+    _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    assert np.asarray(metrics.updates).sum() > 0
+    assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
+    won = np.asarray(metrics.eval_stats["won"])
+    assert np.all((won >= 0) & (won <= 1))
