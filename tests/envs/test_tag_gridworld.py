@@ -3,6 +3,7 @@ step against WarpDrive's numpy ``TagGridWorld`` (``WARPDRIVE_SRC``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 import jax
@@ -19,7 +20,13 @@ STAY, RIGHT, LEFT, UP, DOWN = range(5)
 
 
 def _env(**kwargs):
-    env, params = make("tag_gridworld", **kwargs)
+    return _cached_env(tuple(sorted(kwargs.items())))
+
+
+@functools.cache
+def _cached_env(kwargs):
+    # one compiled step per configuration for the whole module
+    env, params = make("tag_gridworld", **dict(kwargs))
     return env, params, jax.jit(env.step)
 
 
@@ -93,23 +100,28 @@ def test_runners_exit_one_by_one():
 
 
 def test_full_observation_layout():
-    env, params, step = _env(num_taggers=2, grid_length=4, episode_length=10)
+    env, params, step = _env(num_taggers=2, grid_length=4)
+    params = params.replace(episode_length=jnp.asarray(10, jnp.int32))
     state = _at(params, [[1, 2], [3, 4], [0, 1]])
     obs = tg.observe(state, params, 2, True)
     expect = [0.25, 0.75, 0.0, 0.5, 1.0, 0.25, 0, 0, 1, 0, 1, 0, 0.0]
     np.testing.assert_allclose(obs[1], expect)
 
 
-@pytest.mark.parametrize("taggers,runners,full", [(1, 1, True), (4, 1, False), (999, 1, False),
+@pytest.mark.parametrize("taggers,runners,full", [(1, 1, True), (999, 1, False),
                                                    (500, 500, False)])
 def test_shapes_jit_and_vmap(taggers, runners, full):
     env, params = make("tag_gridworld", num_taggers=taggers, num_runners=runners,
                        use_full_observation=full)
     n, envs = taggers + runners, 3
-    keys = jax.random.split(KEY, envs)
-    obs, state = jax.vmap(env.reset, (0, None))(keys, params)
-    actions = jax.vmap(env.random_action)(keys)
-    out = jax.jit(jax.vmap(env.step, (0, 0, 0, None)))(keys, state, actions, params)
+
+    @jax.jit
+    def run(keys):
+        obs, state = jax.vmap(env.reset, (0, None))(keys, params)
+        actions = jax.vmap(env.random_action)(keys)
+        return obs, jax.vmap(env.step, (0, 0, 0, None))(keys, state, actions, params)
+
+    obs, out = run(jax.random.split(KEY, envs))
     assert obs.shape == out[0].shape == (envs, n, env.spec.obs_dim)
     assert out[2].shape == (envs, n) and out[2].dtype == jnp.float32
     assert out[5]["tags"].shape == (envs,)
