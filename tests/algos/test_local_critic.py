@@ -11,6 +11,7 @@ import pytest
 
 from jaxmarl_accel.algos import AlgoConfig, make_algo
 from jaxmarl_accel.algos import local_critic as lc
+from jaxmarl_accel.algos.local_critic import update as lc_update
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
@@ -100,8 +101,8 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
     blocks = lc.samples(sk, state, batch, jnp.ones(4), jax.random.PRNGKey(2))
     k, gamma = 3, config.gamma
     for block, s in zip(sk.groups.blocks, blocks, strict=True):
-        group = lc._groups_of(sk, state, block)
-        y = jax.vmap(lambda g, smp: lc.group_target(sk, g, smp))(group, s)
+        group = lc_update._groups_of(sk, state, block)
+        y = jax.vmap(lambda g, smp: lc_update.group_target(sk, g, smp))(group, s)
         for gi in range(block.agents.shape[0]):
             g = block.first + gi
             for p in range(s.rows.shape[1]):
@@ -160,7 +161,7 @@ def test_team_loss_is_the_mean_of_its_agents_losses():
     s = jax.tree.map(lambda x: x[0], s)
     critic = jax.tree.map(lambda c: c[0], state.critic)
     y = jnp.linspace(-1, 1, s.rows.shape[0])
-    grad = lambda smp, yy: jax.grad(lambda c: lc._critic_loss(c, sk, smp, yy)[0])(critic)
+    grad = lambda smp, yy: jax.grad(lambda c: lc_update._critic_loss(c, sk, smp, yy)[0])(critic)
     whole = grad(s, y)
     per_agent = [grad(jax.tree.map(lambda x, i=i: x[s.agents == i], s), y[s.agents == i])
                  for i in range(5)]
@@ -200,12 +201,12 @@ def test_actor_gradient_flows_through_its_own_action_only():
     s0 = jax.tree.map(lambda x: x[0], s)
     actor, critics = jax.tree.map(lambda x: x[0], state.actor), jax.tree.map(
         lambda c: c[0], state.critic)
-    loss = lambda nb: lc._actor_loss(actor, sk, critics, s0._replace(neighbour_action=nb),
+    loss = lambda nb: lc_update._actor_loss(actor, sk, critics, s0._replace(neighbour_action=nb),
                                      jax.random.PRNGKey(0), jnp.zeros(()))[0]
     # the neighbours' actions are data: the actor's loss moves with them, its gradient
     # with respect to them is not part of the actor's update
     assert float(jnp.abs(jax.grad(loss)(s0.neighbour_action)).sum()) > 0
-    g = jax.grad(lambda a: lc._actor_loss(a, sk, critics, s0, jax.random.PRNGKey(0),
+    g = jax.grad(lambda a: lc_update._actor_loss(a, sk, critics, s0, jax.random.PRNGKey(0),
                                           jnp.zeros(()))[0])(actor)
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(g))
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import AlgoConfig, make_algo, pic
 from jaxmarl_accel.algos import local_critic as lc
+from jaxmarl_accel.algos.local_critic import update as lc_update
 from jaxmarl_accel.cli import run
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition
@@ -138,8 +139,8 @@ def test_actor_step_moves_only_its_own_action():
     s0 = jax.tree.map(lambda x: x[0], s)
     assert s0.neighbour_obs.shape == (s0.rows.shape[0], 3, env.spec.obs_dim)
     actor, critics = (jax.tree.map(lambda x: x[0], tree) for tree in (state.actor, state.critic))
-    loss = lambda a, nb_obs: lc._actor_loss(a, sk, critics, s0._replace(neighbour_obs=nb_obs),
-                                            jax.random.PRNGKey(0), jnp.zeros(()))[0]
+    loss = lambda a, nb_obs: lc_update._actor_loss(
+        a, sk, critics, s0._replace(neighbour_obs=nb_obs), jax.random.PRNGKey(0), jnp.zeros(()))[0]
     by_actor, by_obs = jax.jit(jax.grad(loss, argnums=(0, 1)))(actor, s0.neighbour_obs)
     assert all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree.leaves(by_actor))
     assert float(jnp.abs(by_obs).sum()) > 0
