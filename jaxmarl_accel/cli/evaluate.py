@@ -112,8 +112,11 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
     scored = host_loop.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
+    heuristic = float(base["heuristic"][scored].mean()) if spec.scripted else None
+    scripted = ({"heuristic_return_per_team": host_loop.team_means(base["heuristic"], spec.teams)}
+                if spec.scripted else {})
     result = outputs.summarize(
-        per_seed, float(base["random"][scored].mean()), float(base["heuristic"][scored].mean()),
+        per_seed, float(base["random"][scored].mean()), heuristic,
         baseline_se=(base["random_se"], base["heuristic_se"], stored["baseline_episodes"]),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "run_dir": run_dir, "checkpoint": step, "env_steps_per_seed": env_steps,
@@ -123,18 +126,20 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                "return_per_team_per_seed": [host_loop.team_means(v, spec.teams)
                                             for v in returns.mean(axis=1)],
                "random_return_per_team": host_loop.team_means(base["random"], spec.teams),
-               "heuristic_return_per_team": host_loop.team_means(base["heuristic"], spec.teams),
+               **scripted,
                "run_eval_return_per_seed": [own[s]["eval_return"] if s in own else None
                                             for s in range(seeds)],
                "run_eval_episodes": config.eval_episodes})
     if "baseline_warning" in result:
         _log(f"warning: {result['baseline_warning']}")
-    result["mean_normalized_score"] = outputs.normalized_score(
-        result["mean_return"], result["random_return"], result["heuristic_return"])
+    if spec.scripted:
+        result["mean_normalized_score"] = outputs.normalized_score(
+            result["mean_return"], result["random_return"], result["heuristic_return"])
     for name in spec.episode_stats:
         result[f"{name}_per_episode_per_seed"] = stats[name].mean(axis=1).tolist()
         result[f"random_{name}_per_episode"] = base[f"random_{name}"]
-        result[f"heuristic_{name}_per_episode"] = base[f"heuristic_{name}"]
+        if spec.scripted:
+            result[f"heuristic_{name}_per_episode"] = base[f"heuristic_{name}"]
     write_json(out, result, "--out")
     if marl_eval_path is not None:
         absolute = {seed: {"return": returns[seed].mean(axis=1).tolist(),
@@ -150,10 +155,12 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                  os.path.dirname(out) or ".",
                                  jax.random.PRNGKey(stored["seed"] + 2),
                                  (f"{stem}.gif", f"{stem}.png"))
+    score = (f"median normalized score {result['median_normalized_score']:.3f} (random "
+             f"{result['random_return']:.3f}, scripted {result['heuristic_return']:.3f})"
+             if spec.scripted else
+             f"random {result['random_return']:.3f}; {outputs.NO_SCRIPTED_NOTE}")
     _log(f"checkpoint {step}: mean return {result['mean_return']:.3f} over {seeds} seed(s) x "
-         f"{episodes} episode(s), median normalized score {result['median_normalized_score']:.3f}"
-         f" (random {result['random_return']:.3f}, scripted {result['heuristic_return']:.3f}); "
-         f"written to {out}")
+         f"{episodes} episode(s), {score}; written to {out}")
     return result
 
 

@@ -204,9 +204,9 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         REPLAY_OBS,
         SAMPLERS,
     )
-    from jaxmarl_accel.envs import SCENARIOS
+    from jaxmarl_accel.envs import ENV_NAMES
 
-    return {"env": tuple(SCENARIOS), "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
+    return {"env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
             "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS,

@@ -170,7 +170,8 @@ def episode_stats_summary(rows: list[dict[str, float]], trainer: Trainer,
         out[f"final_eval_{stat}_per_episode_per_seed"] = [
             r[f"eval_{stat}"] for r in rows if r["chunk"] == trainer.num_chunks - 1]
         out[f"random_{stat}_per_episode"] = base[f"random_{stat}"]
-        out[f"heuristic_{stat}_per_episode"] = base[f"heuristic_{stat}"]
+        if trainer.env.spec.scripted:
+            out[f"heuristic_{stat}_per_episode"] = base[f"heuristic_{stat}"]
     return out
 
 
@@ -470,9 +471,11 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
                             options.baseline_episodes)
     untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
+    scripted = ({"heuristic_return_per_team": team_means(base["heuristic"], spec.teams)}
+                if spec.scripted else {})
     summary = outputs.summarize(
         final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
-        float(base["heuristic"][scored].mean()),
+        float(base["heuristic"][scored].mean()) if spec.scripted else None,
         baseline_se=(base["random_se"], base["heuristic_se"], options.baseline_episodes),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
@@ -480,8 +483,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
                **timing,
                "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
-               "random_return_per_team": team_means(base["random"], spec.teams),
-               "heuristic_return_per_team": team_means(base["heuristic"], spec.teams),
+               "random_return_per_team": team_means(base["random"], spec.teams), **scripted,
                "updates_per_seed": updates, **untrained,
                **episode_stats_summary(rows, trainer, base)})
     if "baseline_warning" in summary:
@@ -494,10 +496,15 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
     outputs.plot_curve(options.out_dir, rows,
                        f"{config.algo} on {config.env} ({options.seeds} seeds)",
-                       summary["random_return"], summary["heuristic_return"])
+                       summary["random_return"], summary.get("heuristic_return"))
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
         render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
+    if not spec.scripted:
+        log(f"median return {summary['median_return']:.3f} (IQR {summary['iqr_return'][0]:.3f} "
+            f"to {summary['iqr_return'][1]:.3f}; {outputs.NO_SCRIPTED_NOTE}"
+            f"{'; untrained policies' if untrained else ''}); summary in {path}")
+        return
     log(f"median normalized score {summary['median_normalized_score']:.3f} "
         f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
         f"{summary['iqr_normalized_score'][1]:.3f}"

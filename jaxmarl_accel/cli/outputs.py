@@ -163,15 +163,30 @@ def baselines_apart(random_return: float, heuristic_return: float, random_se: fl
             "meaningful here; compare returns, or use more --baseline-episodes")
 
 
-def summarize(final_returns: Sequence[float], random_return: float, heuristic_return: float,
-              extra: dict[str, Any] | None = None,
+NO_SCRIPTED_NOTE = ("the env has no scripted policy, so no normalized score is defined; "
+                    "compare returns (and the random policy's)")
+
+
+def summarize(final_returns: Sequence[float], random_return: float,
+              heuristic_return: float | None, extra: dict[str, Any] | None = None,
               baseline_se: tuple[float, float, int] | None = None) -> dict[str, Any]:
     """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS.
 
-    ``baseline_se``: the standard errors of the random and scripted returns and the episodes
-    behind each; with it the summary holds them, and a ``baseline_warning`` when the two
-    baselines are not told apart (:func:`baselines_apart`)."""
+    ``heuristic_return``: the scripted policy's, or ``None`` when the env has none
+    (``spec.scripted`` False): the summary then has no normalized score, and
+    ``normalized_score_note`` says why. ``baseline_se``: the standard errors of the random
+    and scripted returns and the episodes behind each; with it the summary holds them, and a
+    ``baseline_warning`` when the two baselines are not told apart (:func:`baselines_apart`)."""
     values = np.asarray(final_returns, dtype=np.float64)
+    if heuristic_return is None:
+        q25, q50, q75 = np.percentile(values, [25, 50, 75])
+        summary = {"final_eval_return_per_seed": values.tolist(), "median_return": float(q50),
+                   "iqr_return": [float(q25), float(q75)], "random_return": random_return,
+                   "normalized_score_note": NO_SCRIPTED_NOTE}
+        if baseline_se is not None:
+            summary.update(random_return_se=baseline_se[0], baseline_episodes=baseline_se[2])
+        summary.update(extra or {})
+        return summary
     scores = [normalized_score(v, random_return, heuristic_return) for v in values]
     q25, q50, q75 = np.percentile(values, [25, 50, 75])
     s25, s50, s75 = np.percentile(scores, [25, 50, 75])
@@ -202,8 +217,9 @@ def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
 
 
 def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
-               random_return: float, heuristic_return: float) -> str:
-    """Learning curve: median evaluation return over seeds with an interquartile band."""
+               random_return: float, heuristic_return: float | None) -> str:
+    """Learning curve: median evaluation return over seeds with an interquartile band (and
+    the scripted policy's return, when there is one)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,7 +234,8 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
     ax.plot(steps, median, color="tab:blue", label="median over seeds")
     ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25, label="interquartile range")
     ax.axhline(random_return, color="tab:red", ls="--", label="random policy")
-    ax.axhline(heuristic_return, color="tab:green", ls="--", label="scripted policy")
+    if heuristic_return is not None:
+        ax.axhline(heuristic_return, color="tab:green", ls="--", label="scripted policy")
     ax.set_xlabel("environment steps per seed")
     ax.set_ylabel("evaluation return per agent per episode")
     ax.set_title(title)

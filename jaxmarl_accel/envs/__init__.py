@@ -62,6 +62,18 @@ def is_valid_name(name: str) -> bool:
     return name in _SCENARIOS or (name.startswith(JAXMARL_PREFIX) and len(name) > 8)
 
 
+class EnvNames(tuple):
+    """The valid ``--env`` values for a command line's ``choices``: iterates over
+    :data:`SCENARIOS` and ``jaxmarl:<id>`` (as shown in help), and contains every name
+    :func:`is_valid_name` accepts."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and is_valid_name(name)
+
+
+ENV_NAMES = EnvNames((*SCENARIOS, f"{JAXMARL_PREFIX}<id>"))
+
+
 def _jaxmarl_module() -> Any:
     return importlib.import_module("jaxmarl_accel.envs.jaxmarl_env")
 
@@ -97,5 +109,5 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     return module.make(**scenario_kwargs)
 
 
-__all__ = ["JAXMARL_PREFIX", "SCENARIOS", "Env", "EnvSpec", "Rollout", "agent_count_kwarg",
-           "is_valid_name", "make", "rollout", "scenario_keywords"]
+__all__ = ["ENV_NAMES", "JAXMARL_PREFIX", "SCENARIOS", "Env", "EnvSpec", "Rollout",
+           "agent_count_kwarg", "is_valid_name", "make", "rollout", "scenario_keywords"]

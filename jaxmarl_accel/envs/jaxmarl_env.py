@@ -50,6 +50,8 @@ import contextlib
 import dataclasses
 import inspect
 import io
+import os
+import sys
 from typing import Any
 
 import jax
@@ -94,9 +96,21 @@ class JaxMARLState:
 
 
 def _jaxmarl() -> Any:
-    """``jaxmarl``, imported on first use (its import prints a line; kept off stdout)."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        import jaxmarl
+    """``jaxmarl``, imported on first use. Its import prints two lines on the process's
+    standard output (past ``contextlib.redirect_stdout``); they are sent to the null device."""
+    if "jaxmarl" in sys.modules:
+        return sys.modules["jaxmarl"]
+    sys.stdout.flush()
+    saved, null = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            import jaxmarl
+        sys.stdout.flush()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
     return jaxmarl
 
 

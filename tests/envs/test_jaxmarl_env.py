@@ -197,3 +197,23 @@ def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
     assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
     won = np.asarray(metrics.eval_stats["won"])
     assert np.all((won >= 0) & (won <= 1))
+
+
+def test_summary_without_a_scripted_policy_has_no_normalized_score():
+    from jaxmarl_accel.cli import outputs
+
+    summary = outputs.summarize([1.0, 2.0, 3.0], 0.5, None, baseline_se=(0.1, 0.1, 10))
+    assert not any("normalized_score" in key and key != "normalized_score_note"
+                   for key in summary)
+    assert "scripted" in summary["normalized_score_note"] and summary["median_return"] == 2.0
+
+
+def test_command_line_takes_jaxmarl_envs_and_their_keywords():
+    from jaxmarl_accel.cli.run import scenario_kwargs
+    from jaxmarl_accel.envs import ENV_NAMES
+
+    assert "jaxmarl:HeuristicEnemySMAX" in ENV_NAMES and "smax" not in ENV_NAMES
+    given = (("max_steps", 50), ("scenario", "3m"))
+    assert scenario_kwargs("jaxmarl:HeuristicEnemySMAX", given, None) == given
+    with pytest.raises(ValueError, match="takes no bogus"):
+        scenario_kwargs("jaxmarl:HeuristicEnemySMAX", (("bogus", 1),), None)
