@@ -23,6 +23,8 @@ SUBCOMMANDS = {
     "hangs": "short value-learner runs (2 and 4 seeds, repeated) under a timeout: any hang?",
     "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
              "and rollout alone",
+    "warpdrive": "our Tag envs (vmapped) against WarpDrive's numpy Tag envs, env steps/s at 5 "
+                 "and 1,000 agents (paper 003)",
 }
 
 
