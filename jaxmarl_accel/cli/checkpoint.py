@@ -337,7 +337,8 @@ class Checkpoints:
     def index(self, step: int) -> dict[str, Any]:
         """Checkpoint ``step``'s ``checkpoint.json``; ``ValueError`` (one line, naming the
         file) when it is missing, unreadable or not of this format, and when the replay's
-        manifest or data files are (a truncated write: a data file of another size)."""
+        manifest or data files are (a truncated write: a data file of another size). The
+        replay's manifest, read and checked once here, is under the key ``"manifest"``."""
         path = os.path.join(self.path(step), INDEX_NAME)
         if not os.path.exists(path):
             found = ("a checkpoint of an earlier version (raw files without orbax)"
@@ -346,7 +347,7 @@ class Checkpoints:
             raise ValueError(f"{path} is missing ({found})")
         index = _read_json(path, "arrays")
         if any(entry["part"] == STREAMED_NAME for entry in index["arrays"].values()):
-            self.manifest(step)
+            index["manifest"] = self.manifest(step)
         return index
 
     def manifest(self, step: int) -> dict[str, Any]:
@@ -420,7 +421,7 @@ class Checkpoints:
                 raise _orbax_error(path, error) from None
             out.update(_from_nested(tree, learned))
         streamed = [n for n in present if index["arrays"][n]["part"] == STREAMED_NAME]
-        manifest = self.manifest(step) if streamed else {"arrays": {}}
+        manifest = index.get("manifest", {"arrays": {}})
         fill = into is not None and fills_in_place()
         folder = os.path.join(self.path(step), STREAMED_NAME)
         for name in streamed:
