@@ -86,8 +86,8 @@ from flax import struct
 
 from jaxmarl_accel.envs import core, moves
 from jaxmarl_accel.envs import tag_continuous_setup as setup
-from jaxmarl_accel.envs.base import Env, EnvSpec
-from jaxmarl_accel.envs.tag_continuous_setup import TagContinuousParams
+from jaxmarl_accel.envs.base import Env
+from jaxmarl_accel.envs.tag_continuous_setup import TagContinuousParams, join_action, split_action
 
 NAME = "tag_continuous"
 NUM_FEATURES = 7
@@ -114,21 +114,6 @@ class TagContinuousState:
     acceleration: jax.Array
     in_game: jax.Array
     step: jax.Array
-
-
-def split_action(actions: jax.Array, num_turns: int) -> tuple[jax.Array, jax.Array]:
-    """Joint indices ``[...]`` -> (acceleration index, turn index), each ``[...]``.
-
-    Args:
-      actions: int joint indices ``acc * num_turns + turn``.
-      num_turns: static ``num_turn_levels + 1``.
-    """
-    return actions // num_turns, actions % num_turns
-
-
-def join_action(acc: jax.Array, turn: jax.Array, num_turns: int) -> jax.Array:
-    """(acceleration index, turn index) ``[...]`` -> joint index ``[...]`` int32."""
-    return (acc * num_turns + turn).astype(jnp.int32)
 
 
 def initial_state(key: jax.Array, params: TagContinuousParams, random_start: bool
@@ -299,6 +284,46 @@ def scripted_actions(state: TagContinuousState, params: TagContinuousParams,
     return jnp.where(state.in_game, joint, 0).astype(jnp.int32)
 
 
+def env_step(key: jax.Array, state: TagContinuousState, actions: jax.Array,
+             params: TagContinuousParams, num_taggers: int, k: int | None, exits: bool,
+             random_start: bool) -> tuple[jax.Array, TagContinuousState, jax.Array, jax.Array,
+                                          jax.Array, dict]:
+    """One step of the rules with the time limit and the auto-reset (``Env.step``).
+
+    Args:
+      key: PRNG key of a random start after the episode ends.
+      state: the state before the step.
+      actions: ``[N]`` int joint actions.
+      params: the settings.
+      num_taggers: static T.
+      k: static number of nearest agents observed (``None``: full observations).
+      exits: static ``runner_exits_game_after_tagged``.
+      random_start: static: a reset draws the start from ``key``.
+
+    Returns:
+      ``(obs [N, obs_dim], state, reward [N], terminated [], truncated [], info)`` with
+      ``info["final_obs"]`` ``[N, obs_dim]``, ``info["still_in_the_game"]`` ``[N]`` and
+      ``info["tags"]`` ``[]`` int32.
+    """
+    t = num_taggers
+    moved, crossed = move(state, actions, params)
+    tagged, nearest = runner_tags(moved, params, t)
+    out = tagged if exits else jnp.zeros_like(tagged)
+    in_game = moved.in_game.at[t:].set(moved.in_game[t:] & ~out)
+    rew = reward(moved, crossed, tagged, nearest, in_game, params, t)
+    reached = moved.replace(in_game=in_game)
+    terminated = ~jnp.any(in_game[t:])
+    truncated = ~terminated & (reached.step >= params.episode_length)
+    done = terminated | truncated
+    fresh = initial_state(key, params, random_start)
+    new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, reached)
+    final_obs = observe(moved, params, t, k)
+    obs = jnp.where(done, observe(fresh, params, t, k), final_obs)
+    info = {"final_obs": final_obs, "still_in_the_game": in_game,
+            "tags": jnp.sum(tagged).astype(jnp.int32)}
+    return obs, new_state, rew, terminated, truncated, info
+
+
 def make(
     num_taggers: int = 10,
     num_runners: int = 100,
@@ -330,9 +355,21 @@ def make(
 ) -> tuple[Env, TagContinuousParams]:
     """Builds continuous Tag (rules in the module docstring; keys and defaults WarpDrive's).
 
-    Args: WarpDrive's env-config keys (module docstring); counts are T taggers and M
-    runners, ``N = T + M``; ``tagging_distance`` is a fraction of ``grid_length`` in
-    ``(0, 1]``; ``num_other_agents_observed`` is k in ``[1, N - 1]`` (partial observations).
+    Args:
+      num_taggers, num_runners: T >= 1 taggers (agents ``0..T-1``), M >= 1 runners.
+      grid_length, episode_length: side of the square field (> 0); steps per episode.
+      starting_location_x, starting_location_y, starting_directions, seed: the start
+        (module docstring); ``None`` each: a random start at every reset.
+      max_speed, skill_level_runner, skill_level_tagger: speed cap ``max_speed * skill``.
+      max_acceleration, min_acceleration, num_acceleration_levels: acceleration choices.
+      max_turn, min_turn, num_turn_levels: turn choices (radians).
+      edge_hit_penalty: added (<= 0) when an agent is clipped at an edge.
+      use_full_observation, num_other_agents_observed: observe every agent, or the k in
+        ``[1, N - 1]`` nearest.
+      tagging_distance: fraction of ``grid_length`` in ``(0, 1]`` within which a tag counts.
+      tag_reward_for_tagger, step_penalty_for_tagger, tag_penalty_for_runner,
+        step_reward_for_runner, end_of_game_reward_for_runner: the rewards (rules 4 and 6).
+      runner_exits_game_after_tagged: a tagged runner leaves the game.
 
     Returns:
       ``(env, params)``.
@@ -342,15 +379,8 @@ def make(
     n, t = num_taggers + num_runners, num_taggers
     k = None if use_full_observation else num_other_agents_observed
     params, random_start = setup.make_params(config)
-    num_turns = num_turn_levels + 1
-    num_actions = (num_acceleration_levels + 1) * num_turns
-    obs_dim = NUM_FEATURES * (n - 1 if k is None else k) + 1
-    spec = EnvSpec(
-        name=NAME, num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
-        teams=("tagger",) * t + ("runner",) * num_runners, continuous=False,
-        num_actions=num_actions, action_sizes=(num_actions,) * n, act_dim=num_actions,
-        episode_length=episode_length, terminates=runner_exits_game_after_tagged,
-        episode_stats=("tags",))
+    spec = setup.make_spec(NAME, config, NUM_FEATURES)
+    num_actions = spec.num_actions
 
     def reset(key: jax.Array, params: TagContinuousParams):
         state = initial_state(key, params, random_start)
@@ -359,22 +389,8 @@ def make(
     def step(key: jax.Array, state: TagContinuousState, actions: jax.Array,
              params: TagContinuousParams):
         moves.validate_actions(actions, (n,), False, NAME)
-        moved, crossed = move(state, actions, params)
-        tagged, nearest = runner_tags(moved, params, t)
-        out = tagged if runner_exits_game_after_tagged else jnp.zeros_like(tagged)
-        in_game = moved.in_game.at[t:].set(moved.in_game[t:] & ~out)
-        rew = reward(moved, crossed, tagged, nearest, in_game, params, t)
-        reached = moved.replace(in_game=in_game)
-        terminated = ~jnp.any(in_game[t:])
-        truncated = ~terminated & (reached.step >= params.episode_length)
-        done = terminated | truncated
-        fresh = initial_state(key, params, random_start)
-        new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, reached)
-        final_obs = observe(moved, params, t, k)
-        obs = jnp.where(done, observe(fresh, params, t, k), final_obs)
-        info = {"final_obs": final_obs, "still_in_the_game": in_game,
-                "tags": jnp.sum(tagged).astype(jnp.int32)}
-        return obs, new_state, rew, terminated, truncated, info
+        return env_step(key, state, actions, params, t, k, runner_exits_game_after_tagged,
+                        random_start)
 
     def random_action(key: jax.Array) -> jax.Array:
         return jax.random.randint(key, (n,), 0, num_actions, jnp.int32)

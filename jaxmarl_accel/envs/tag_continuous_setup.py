@@ -1,5 +1,6 @@
 """Settings of continuous Tag (:mod:`~jaxmarl_accel.envs.tag_continuous`): the params
-pytree, the make-time checks and WarpDrive's seeded start.
+pytree, the make-time checks, the spec, the joint action encoding and WarpDrive's seeded
+start.
 
 The seeded start repeats, call for call, what WarpDrive's ``TagContinuous`` constructor
 draws after ``np.random.seed(seed)``: the tagger indices (``choice`` without replacement),
@@ -17,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+
+from jaxmarl_accel.envs.base import EnvSpec
 
 HEADINGS = (0.0, np.pi / 2, np.pi, np.pi * 3 / 2)
 
@@ -102,6 +105,36 @@ def check(c: dict[str, Any]) -> None:
     if c["seed"] is None and given[0] != (c["starting_directions"] is not None):
         raise ValueError("starting_directions must be given together with starting_location_x"
                          " and _y unless seed is set")
+
+
+def split_action(actions: jax.Array, num_turns: int) -> tuple[jax.Array, jax.Array]:
+    """Joint indices ``[...]`` -> (acceleration index, turn index), each ``[...]``.
+
+    Args:
+      actions: int joint indices ``acc * num_turns + turn``.
+      num_turns: static ``num_turn_levels + 1``.
+    """
+    return actions // num_turns, actions % num_turns
+
+
+def join_action(acc: jax.Array, turn: jax.Array, num_turns: int) -> jax.Array:
+    """(acceleration index, turn index) ``[...]`` -> joint index ``[...]`` int32."""
+    return (acc * num_turns + turn).astype(jnp.int32)
+
+
+def make_spec(name: str, c: dict[str, Any], num_features: int) -> EnvSpec:
+    """The static :class:`~.base.EnvSpec` of ``make``'s (checked) arguments ``c``."""
+    t, m = c["num_taggers"], c["num_runners"]
+    n = t + m
+    seen = n - 1 if c["use_full_observation"] else c["num_other_agents_observed"]
+    obs_dim = num_features * seen + 1
+    num_actions = (c["num_acceleration_levels"] + 1) * (c["num_turn_levels"] + 1)
+    return EnvSpec(
+        name=name, num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
+        teams=("tagger",) * t + ("runner",) * m, continuous=False, num_actions=num_actions,
+        action_sizes=(num_actions,) * n, act_dim=num_actions,
+        episode_length=c["episode_length"], terminates=c["runner_exits_game_after_tagged"],
+        episode_stats=("tags",))
 
 
 def warpdrive_order(seed: int, num_taggers: int, num_runners: int) -> np.ndarray:

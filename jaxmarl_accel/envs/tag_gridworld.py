@@ -240,6 +240,41 @@ def scripted_actions(state: GridTagState, params: GridTagParams, num_taggers: in
     return jnp.where(state.in_game, jnp.where(is_tagger, chase, flee), 0).astype(jnp.int32)
 
 
+def env_step(state: GridTagState, actions: jax.Array, params: GridTagParams, num_taggers: int,
+             full: bool) -> tuple[jax.Array, GridTagState, jax.Array, jax.Array, jax.Array,
+                                  dict]:
+    """One step of the rules with the time limit and the auto-reset (``Env.step``).
+
+    Args:
+      state: the state before the step.
+      actions: ``[N]`` int actions.
+      params: the settings.
+      num_taggers: static T.
+      full: static ``use_full_observation``.
+
+    Returns:
+      ``(obs [N, obs_dim], state, reward [N], terminated [], truncated [], info)`` with
+      ``info["final_obs"]`` ``[N, obs_dim]``, ``info["still_in_the_game"]`` ``[N]`` and
+      ``info["tags"]`` ``[]`` int32.
+    """
+    t = num_taggers
+    pos, hit_wall = move(state.pos, actions, state.in_game, params.grid_length)
+    tagged = tagged_runners(pos, state.in_game, t)
+    rew = reward(tagged, hit_wall, state.in_game, params, t)
+    in_game = state.in_game.at[t:].set(state.in_game[t:] & ~tagged)
+    reached = GridTagState(pos=pos, in_game=in_game, step=state.step + 1)
+    terminated = ~jnp.any(in_game[t:])
+    truncated = ~terminated & (reached.step >= params.episode_length)
+    done = terminated | truncated
+    fresh = initial_state(params)
+    new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, reached)
+    final_obs = observe(reached.replace(in_game=state.in_game), params, t, full)
+    obs = jnp.where(done, observe(fresh, params, t, full), final_obs)
+    info = {"final_obs": final_obs, "still_in_the_game": in_game,
+            "tags": jnp.sum(tagged).astype(jnp.int32)}
+    return obs, new_state, rew, terminated, truncated, info
+
+
 def _check_int(name: str, value: object, low: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
         raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
@@ -339,22 +374,7 @@ def make(
 
     def step(key: jax.Array, state: GridTagState, actions: jax.Array, params: GridTagParams):
         moves.validate_actions(actions, (n,), False, NAME)
-        pos, hit_wall = move(state.pos, actions, state.in_game, params.grid_length)
-        tagged = tagged_runners(pos, state.in_game, t)
-        rew = reward(tagged, hit_wall, state.in_game, params, t)
-        in_game = state.in_game.at[t:].set(state.in_game[t:] & ~tagged)
-        reached = GridTagState(pos=pos, in_game=in_game, step=state.step + 1)
-        terminated = ~jnp.any(in_game[t:])
-        truncated = ~terminated & (reached.step >= params.episode_length)
-        done = terminated | truncated
-        fresh = initial_state(params)
-        new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, reached)
-        final_obs = observe(reached.replace(in_game=state.in_game), params, t,
-                            use_full_observation)
-        obs = jnp.where(done, observe(fresh, params, t, use_full_observation), final_obs)
-        info = {"final_obs": final_obs, "still_in_the_game": in_game,
-                "tags": jnp.sum(tagged).astype(jnp.int32)}
-        return obs, new_state, rew, terminated, truncated, info
+        return env_step(state, actions, params, t, use_full_observation)
 
     def random_action(key: jax.Array) -> jax.Array:
         return jax.random.randint(key, (n,), 0, NUM_ACTIONS, jnp.int32)
