@@ -270,7 +270,8 @@ def scripted_actions(state: TagContinuousState, params: TagContinuousParams,
     tagger = jnp.argmin(dist, axis=0)
     rows = jnp.arange(t)
     cols = jnp.arange(dist.shape[1])
-    gx = jnp.concatenate([dx[rows, runner], dx[tagger, cols]])  # chase: +gap, flee: +gap
+    # runner minus tagger: towards the runner for a tagger, away from the tagger for a runner
+    gx = jnp.concatenate([dx[rows, runner], dx[tagger, cols]])
     gy = jnp.concatenate([dy[rows, runner], dy[tagger, cols]])
     reach = jnp.concatenate([dist[rows, runner], jnp.full(dist.shape[1], jnp.inf)])
     wanted = jnp.arctan2(gy, gx)
