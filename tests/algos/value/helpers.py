@@ -48,3 +48,18 @@ def random_episodes(key: jax.Array, spec: EnvSpec, lengths: tuple[int, ...],
         avail=jnp.asarray(avail), action=jnp.asarray(action, jnp.int32),
         reward=jax.random.normal(k_rew, (bsz, rows)) * filled,
         terminated=jnp.asarray(term), filled=jnp.asarray(filled))
+
+
+def train_on_one_batch(algo, batch, updates: int, metric: str):
+    """``updates`` jitted updates of ``algo`` (traced once) on one fixed batch of 2 rows
+    with unit weights; returns the final state, metrics and priorities ``[2]``, and the
+    metric ``metric`` after every update (a list of floats)."""
+    import chex
+
+    chex.clear_trace_counter()
+    update = jax.jit(chex.assert_max_traces(algo.update, n=1))
+    state, values = algo.init(jax.random.key(0)), []
+    for i in range(updates):
+        state, metrics, td = update(state, batch, jnp.ones(2), jax.random.key(i))
+        values.append(float(metrics[metric]))
+    return state, metrics, td, values

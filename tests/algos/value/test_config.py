@@ -44,7 +44,7 @@ def test_families_and_config_types():
     assert {name: family_of(name) for name in ALGOS} == {
         "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
         "qmix": "value", "vdn": "value", "iql": "value", "owqmix": "value", "cwqmix": "value",
-        "macpo": "value", "accmer": "value"}
+        "macpo": "value", "accmer": "value", "a2c": "on_policy", "ppo": "on_policy"}
     assert config_type("matd3") is AlgoConfig and config_type("qmix") is ValueConfig
     with pytest.raises(ValueError, match="name"):
         family_of("dqn")

@@ -20,7 +20,7 @@ from jaxmarl_accel.algos.registry import MIXERS, check_weighting, weighting_mode
 from jaxmarl_accel.algos.value import central, macpo
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
 from tests.algos.helpers import assert_trees_close
-from tests.algos.value.helpers import SMALL, random_episodes, value_spec
+from tests.algos.value.helpers import SMALL, random_episodes, train_on_one_batch, value_spec
 
 LENGTHS, TERMINATED = (4, 2), (False, True)
 SMALL_MACPO = dataclasses.replace(SMALL, qstar_hidden=8, qstar_layers=2)
@@ -187,13 +187,8 @@ def test_where_the_weights_act_auto_resolves_per_learner_and_sampler():
 def test_macpo_trains_q_star_and_returns_nonnegative_priorities():
     spec = value_spec(2, 3)
     algo = make_algo("macpo", spec, dataclasses.replace(SMALL_MACPO, lr=1e-2))
-    update = jax.jit(algo.update)
-    state = algo.init(jax.random.key(0))
     batch = random_episodes(jax.random.key(5), spec, LENGTHS, TERMINATED, rows=5)
-    star = []
-    for i in range(30):
-        state, metrics, td = update(state, batch, jnp.ones(2), jax.random.key(i))
-        star.append(float(metrics["macpo_qstar_loss"]))
+    _, metrics, td, star = train_on_one_batch(algo, batch, 30, "macpo_qstar_loss")
     assert td.shape == (2,) and bool(jnp.all(jnp.isfinite(td) & (td >= 0)))
     assert star[-1] < 0.3 * star[0]
     assert {"macpo_f_pi_mean", "macpo_weight_mean", "macpo_bellman_error"} <= set(metrics)
