@@ -10,6 +10,8 @@ import dataclasses
 from typing import Any, NamedTuple
 
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
     ALGOS,
     check_sampler,
@@ -22,7 +24,7 @@ from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
 
 PREY_MODES = ("trained", "heuristic")
-REPLAY_MODES = ("auto", "transition", "episode")
+REPLAY_MODES = ("auto", "transition", "episode", "rollout")
 REPLAY_OBS = ("observation", "physical_state")
 
 
@@ -42,11 +44,14 @@ class TrainConfig:
       algo_config: hyperparameters of the actor-critic learners (MADDPG, MATD3, MASAC).
       value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL, OW-QMIX,
         CW-QMIX, MAC-PO, AccMER).
+      on_policy_config: hyperparameters of the on-policy learners (A2C, PPO).
       replay: ``"transition"`` (single joint transitions), ``"episode"`` (whole episodes,
         for recurrent learners) or ``"auto"``: what the learner needs (episode for
         recurrent value learners, transition otherwise). For episode replay
         ``buffer_capacity`` and ``batch_size`` count episodes, one round runs one episode
-        per env and then one update, and ``update_every`` is not used.
+        per env and then one update, and ``update_every`` is not used. On-policy learners
+        (A2C, PPO) keep no replay (``"rollout"``): a round collects ``rollout_length``
+        steps of every env and learns from them; the replay's fields keep their defaults.
       sampler: replay sampler name, one of :data:`SAMPLERS`.
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
@@ -88,6 +93,7 @@ class TrainConfig:
     algo: str = "maddpg"
     algo_config: AlgoConfig = dataclasses.field(default_factory=AlgoConfig)
     value_config: ValueConfig = dataclasses.field(default_factory=ValueConfig)
+    on_policy_config: OnPolicyConfig = dataclasses.field(default_factory=OnPolicyConfig)
     replay: str = "auto"
     sampler: str = "uniform"
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
@@ -122,6 +128,9 @@ class TrainConfig:
             if value not in valid:
                 raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
+        if replay_of(self) == "rollout":
+            self._check_rollout()
+            return
         if family_of(self.algo) == "value":
             check_weighting(self.algo, self.value_config, self.sampler)
         if (family_of(self.algo) == "actor_critic" and self.algo_config.critic != "joint"
@@ -150,6 +159,26 @@ class TrainConfig:
                              f"({self.buffer_capacity})")
 
 
+    def _check_rollout(self) -> None:
+        """What the on-policy learners accept: no replay, trained teams, minibatches that
+        divide the rollout, PPO's fields only on PPO."""
+        check_on_policy(self.algo, self.on_policy_config)
+        default = TrainConfig()
+        for name in ROLLOUT_UNUSED:
+            if getattr(self, name) != getattr(default, name):
+                raise ValueError(f"{name} ({getattr(self, name)!r}) must keep its default: "
+                                 f"algo {self.algo!r} keeps no replay and learns from its "
+                                 "rollouts of rollout_length steps in num_envs envs")
+        if self.prey != "trained":
+            raise ValueError(f"prey {self.prey!r}: algo {self.algo!r} trains every team "
+                             "(scripted prey are not supported by the on-policy learners)")
+        joint_steps = self.num_envs * self.on_policy_config.rollout_length
+        if self.algo == "ppo" and joint_steps % self.on_policy_config.minibatches:
+            raise ValueError(f"minibatches ({self.on_policy_config.minibatches}) must divide "
+                             f"the rollout's {joint_steps} joint steps (rollout_length "
+                             f"{self.on_policy_config.rollout_length} x num_envs "
+                             f"{self.num_envs})")
+
     def _check_episode_replay(self) -> None:
         """What episode replay accepts (its rounds do not use update_every)."""
         if self.layout not in ("transition_major", "episode"):
@@ -169,14 +198,22 @@ class TrainConfig:
                              f"({self.buffer_capacity} episodes)")
 
 
+ROLLOUT_UNUSED = ("sampler", "sampler_kwargs", "layout", "index_sharing", "replay_next_obs",
+                  "replay_obs", "buffer_capacity", "batch_size", "update_every",
+                  "learning_starts")
+"""TrainConfig fields of the replay, which on-policy learners do not have."""
+
+
 def replay_of(config: TrainConfig) -> str:
-    """The replay kind a run uses: ``"episode"`` or ``"transition"`` (``config.replay``
-    resolved). ``ValueError`` when the learner cannot use the kind asked for."""
+    """The replay kind a run uses: ``"episode"``, ``"transition"`` or ``"rollout"``
+    (``config.replay`` resolved). ``ValueError`` when the learner cannot use the kind asked
+    for."""
     needed = replay_needed(algo_config_of(config))
     if config.replay not in ("auto", needed):
-        why = ("a recurrent learner (value_config.agent='rnn') learns from whole episodes; "
-               "use agent 'mlp' for transition replay" if needed == "episode" else
-               f"algo {config.algo!r} learns from single transitions")
+        why = {"episode": "a recurrent learner (value_config.agent='rnn') learns from whole "
+                          "episodes; use agent 'mlp' for transition replay",
+               "rollout": f"algo {config.algo!r} learns from the rollouts it collects"}.get(
+            needed, f"algo {config.algo!r} learns from single transitions")
         raise ValueError(f"replay {config.replay!r}: {why}")
     return needed
 
@@ -188,12 +225,18 @@ code (pymarl2's QMIX): 5000 episodes of replay, batches of 128 episodes, 8 envs,
 steps; updates start once the replay holds a batch."""
 
 
+ON_POLICY_DEFAULTS: dict[str, Any] = {"num_envs": 32}
+"""TrainConfig fields whose defaults differ for on-policy learners: 32 envs (a rollout of
+100 steps is then 3,200 joint steps, PPO's 4 minibatches of 800)."""
+
+
 def defaults_for(algo: str) -> dict[str, Any]:
     """The ``TrainConfig`` fields whose defaults depend on the learner family of ``algo``
     (empty for actor-critic learners, whose defaults are the dataclass's) or on the learner
     itself (MAC-PO's and AccMER's ``sampler``):
     ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
-    defaults = dict(VALUE_DEFAULTS) if family_of(algo) == "value" else {}
+    defaults = {"value": dict(VALUE_DEFAULTS), "on_policy": dict(ON_POLICY_DEFAULTS)}.get(
+        family_of(algo), {})
     own = sampler_defaults(algo)
     if own is not None:
         defaults["sampler"] = own[0]
@@ -279,10 +322,12 @@ def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
     return {**defaults, **dict(config.sampler_kwargs)}
 
 
-def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig:
+def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig | OnPolicyConfig:
     """The hyperparameters of the run's learner family (``algo_config`` for actor-critic
-    learners, ``value_config`` for value-based ones)."""
-    return config.value_config if family_of(config.algo) == "value" else config.algo_config
+    learners, ``value_config`` for value-based ones, ``on_policy_config`` for A2C and
+    PPO)."""
+    return {"value": config.value_config, "on_policy": config.on_policy_config}.get(
+        family_of(config.algo), config.algo_config)
 
 
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
@@ -302,6 +347,10 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
                                          for k, v in train["algo_config"].items()})
     if "value_config" in train:
         train["value_config"] = ValueConfig(**train["value_config"])
+    if "on_policy_config" in train:
+        train["on_policy_config"] = OnPolicyConfig(
+            **{k: tuple(v) if isinstance(v, list) else v
+               for k, v in train["on_policy_config"].items()})
     train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
     train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
     return TrainConfig(**train)

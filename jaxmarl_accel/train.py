@@ -9,7 +9,10 @@ for (``algo.needs.replay``, :data:`jaxmarl_accel.rounds.ROUNDS`):
   per ``update_every`` env steps;
 * the episode round (:mod:`~jaxmarl_accel.rounds.episode`; QMIX, VDN, IQL, MAC-PO,
   AccMER, paper 004): one whole episode in each of the ``E`` envs, add them, one update
-  (pymarl2's schedule), on a clock every seed shares.
+  (pymarl2's schedule), on a clock every seed shares;
+* the rollout round (:mod:`~jaxmarl_accel.rounds.rollout`; A2C, PPO, paper 003): ``T``
+  steps of the ``E`` envs under the learner's policy, then the update on that rollout
+  (no replay).
 
 The shell writes once what every kind shares: the initial state, the chunk (a scan over
 its rounds, then a greedy evaluation through

@@ -7,7 +7,9 @@ its round from ``needs.replay`` (:data:`jaxmarl_accel.rounds.ROUNDS`). The actor
 family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic`) replays single
 transitions and needs nothing else from the env; the value-based family (QMIX, VDN, IQL:
 recurrent agents on whole episodes, paper 004) declares ``replay="episode"``, the env's
-available-action masks and its global state.
+available-action masks and its global state; the on-policy family (A2C, PPO: one network
+per team, paper 003) declares ``replay="rollout"``: it learns from the rollout it just
+collected.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, NamedTuple
 import jax
 
 PyTree = Any
-REPLAY_KINDS = ("transition", "episode")
+REPLAY_KINDS = ("transition", "episode", "rollout")
 
 
 class Needs(NamedTuple):
@@ -26,7 +28,8 @@ class Needs(NamedTuple):
 
     Attributes:
       replay: ``"transition"`` (batches of single joint transitions ``[B, N, ...]``) or
-        ``"episode"`` (batches of whole episodes ``[B, T, N, ...]``).
+        ``"episode"`` (batches of whole episodes ``[B, T, N, ...]``) or ``"rollout"`` (no
+        replay: the ``[T, E, ...]`` steps just collected, then the update).
       avail_actions: needs the env's available-action mask ``[N, A]`` (bool) with every
         observation (``info["avail_actions"]``).
       global_state: needs the env's global state (``info["state"]``), e.g. for a mixer.
@@ -60,11 +63,18 @@ class Algo(NamedTuple):
       initial_carry: for recurrent learners (episode replay), ``() -> carry`` of one env at
         an episode start (leaves ``[N, ...]``: hidden state, previous action); their ``act``
         is then ``(state, carry, obs [N, obs_dim], avail [N, A] bool, key, explore: bool)
-        -> (env_action [N] int32, carry)`` for one env. ``None`` for stateless policies.
+        -> (env_action [N] int32, carry)`` for one env. On-policy learners have the empty
+        carry ``()`` and act in that form too (their policies read the available actions).
+        ``None`` for stateless policies.
       observe: ``(state, env_steps [] int32, episodes [] int32) -> state``, told by the
         trainer how many env steps and finished episodes it has seen before acting and
         updating (for schedules such as epsilon-greedy and target updates every K
         episodes); ``None`` for learners whose schedules count their own updates.
+      on_policy: for ``needs.replay == "rollout"``, what the rollout round calls besides
+        ``update`` (:class:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns`: sampling
+        with log-probabilities and values); ``None`` for replay learners. ``update`` then
+        takes the round's :class:`~jaxmarl_accel.algos.on_policy.learner.Rollout` (leaves
+        ``[T, E, ...]``), weights ``None``, and returns td_errors ``[]`` (unused).
     """
 
     init: Callable[[jax.Array], PyTree]
@@ -75,3 +85,4 @@ class Algo(NamedTuple):
     needs: Needs = Needs()
     initial_carry: Callable[[], PyTree] | None = None
     observe: Callable[[PyTree, jax.Array, jax.Array], PyTree] | None = None
+    on_policy: Any = None

@@ -13,7 +13,10 @@
   (:mod:`jaxmarl_accel.algos.value.central`) and a weighting of QMIX's loss plugged in
   (:mod:`~jaxmarl_accel.algos.value.wqmix`, :mod:`~jaxmarl_accel.algos.value.macpo`);
   MAC-PO samples by its weights by default (``per``), AccMER only with the reuse sampler
-  (:func:`sampler_defaults`).
+  (:func:`sampler_defaults`);
+* on-policy (A2C, PPO; :class:`OnPolicyConfig`): one policy-value network per team,
+  learning from the rollout it just collected (paper 003's trainer,
+  :mod:`jaxmarl_accel.algos.on_policy`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ from jaxmarl_accel.algos import local_critic, maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+from jaxmarl_accel.algos.on_policy import learner as on_policy_learner
+from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.value import learner as value_learner
 from jaxmarl_accel.algos.value import macpo, mixers, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
@@ -67,8 +73,11 @@ Alg. 1: reuse ratio 0.5, decay 1.0 as at punishment 0; the learner applies the M
 weights, so the sampler's own loss weights are ones)."""
 SAMPLER_REQUIRED: tuple[str, ...] = ("accmer",)
 """Learners defined by their sampler: only their default sampler is accepted."""
-ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS)
-FAMILIES = ("actor_critic", "value")
+ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
+"""The on-policy learners (paper 003's trainer: A2C; and PPO)."""
+ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
+FAMILIES = ("actor_critic", "value", "on_policy")
+LearnerConfig = AlgoConfig | ValueConfig | OnPolicyConfig
 
 
 def _check_name(name: str) -> None:
@@ -77,15 +86,19 @@ def _check_name(name: str) -> None:
 
 
 def family_of(name: str) -> str:
-    """The family of algorithm ``name``: ``"actor_critic"`` or ``"value"``."""
+    """The family of algorithm ``name``: ``"actor_critic"``, ``"value"`` or
+    ``"on_policy"``."""
     _check_name(name)
+    if name in ON_POLICY:
+        return "on_policy"
     return "actor_critic" if name in VARIANTS else "value"
 
 
-def config_type(name: str) -> type[AlgoConfig] | type[ValueConfig]:
-    """The hyperparameter class of algorithm ``name`` (:class:`AlgoConfig` or
-    :class:`ValueConfig`)."""
-    return AlgoConfig if family_of(name) == "actor_critic" else ValueConfig
+def config_type(name: str) -> type[AlgoConfig] | type[ValueConfig] | type[OnPolicyConfig]:
+    """The hyperparameter class of algorithm ``name`` (:class:`AlgoConfig`,
+    :class:`ValueConfig` or :class:`OnPolicyConfig`)."""
+    return {"actor_critic": AlgoConfig, "value": ValueConfig,
+            "on_policy": OnPolicyConfig}[family_of(name)]
 
 
 def variant_of(name: str, spec: EnvSpec, config: AlgoConfig) -> Variant:
@@ -95,19 +108,24 @@ def variant_of(name: str, spec: EnvSpec, config: AlgoConfig) -> Variant:
     return VARIANTS[name](spec, config)
 
 
-def replay_needed(config: AlgoConfig | ValueConfig) -> str:
+def replay_needed(config: LearnerConfig) -> str:
     """The replay kind a learner with ``config`` learns from: ``"episode"`` for recurrent
-    value learners, ``"transition"`` for actor-critic and feed-forward value learners."""
+    value learners, ``"rollout"`` (none: its own rollouts) for on-policy learners,
+    ``"transition"`` for actor-critic and feed-forward value learners."""
+    if isinstance(config, OnPolicyConfig):
+        return "rollout"
     return "episode" if isinstance(config, ValueConfig) and config.agent == "rnn" else "transition"
 
 
-def check_replay(name: str, config: AlgoConfig | ValueConfig, replay: str) -> None:
+def check_replay(name: str, config: LearnerConfig, replay: str) -> None:
     """Raise a one-line ValueError if algorithm ``name`` with ``config`` cannot learn from
     ``replay`` (``"transition"`` or ``"episode"``, :func:`replay_needed`)."""
     wanted = replay_needed(config)
     if replay != wanted:
-        why = ("a recurrent agent learns from whole episodes; use agent='mlp' for transitions"
-               if wanted == "episode" else f"algo {name!r} learns from single transitions")
+        why = {"episode": "a recurrent agent learns from whole episodes; use agent='mlp' for "
+                          "transitions",
+               "rollout": f"algo {name!r} learns from the rollouts it collects",
+               }.get(wanted, f"algo {name!r} learns from single transitions")
         raise ValueError(f"replay must be {wanted!r} for algo {name!r}, got {replay!r}: {why}")
 
 
@@ -144,14 +162,15 @@ def _check_state(name: str, spec: EnvSpec, config: ValueConfig) -> None:
                          "replay does not store; use agent 'rnn'")
 
 
-def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig,
+def make_algo(name: str, spec: EnvSpec, config: LearnerConfig,
               observe_at: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
               sampler: str | None = None) -> Algo:
     """The learner ``name`` for environment ``spec`` as a bundle of pure functions.
 
     Args:
       name: one of :data:`ALGOS` (``"maddpg"``, ``"matd3"``, ``"masac"``, ``"qmix"``,
-        ``"vdn"``, ``"iql"``, ``"owqmix"``, ``"cwqmix"``, ``"macpo"``, ``"accmer"``).
+        ``"vdn"``, ``"iql"``, ``"owqmix"``, ``"cwqmix"``, ``"macpo"``, ``"accmer"``,
+        ``"a2c"``, ``"ppo"``).
       spec: static environment spec (agents, observation and action spaces).
       config: learner hyperparameters of the algorithm's family (:func:`config_type`).
       observe_at: neighbourhood critics only (``config.critic != "joint"``): the env's
@@ -176,6 +195,9 @@ def make_algo(name: str, spec: EnvSpec, config: AlgoConfig | ValueConfig,
         raise ValueError(f"observe_at: algo {name!r} with critic "
                          f"{getattr(config, 'critic', None)!r} learns from observations; only "
                          "the neighbourhood critics observe physical states themselves")
+    if name in ON_POLICY:
+        check_on_policy(name, config)
+        return on_policy_learner.build(name, spec, config)
     if name in VARIANTS:
         if config.critic != "joint":
             return local_critic.build(spec, config, variant_of(name, spec, config), observe_at)

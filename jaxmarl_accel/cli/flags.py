@@ -219,8 +219,6 @@ def train_choices() -> dict[str, tuple[str, ...]]:
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
     ``fixed`` sets fields the command decides itself); ``AlgoConfig`` likewise."""
-    from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
     from jaxmarl_accel.config import TrainConfig, defaults_for, family_of
 
     values = {**dataclass_values(TrainConfig, args), **fixed}
@@ -230,14 +228,37 @@ def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
                           **defaults_for(values.get("algo", TrainConfig.algo))}.items():
         if values.get(name, UNSET) is UNSET:
             values[name] = default
-    configs = {}
-    for cls, cls_family in ((AlgoConfig, "actor_critic"), (ValueConfig, "value")):
+    shared = shared_learner_fields()
+    for cls_family, cls in learner_classes().items():
         own = dataclass_values(cls, args)
         if cls_family != family:  # a shared flag (--gamma) sets the chosen family's only
-            own = {k: v for k, v in own.items() if k not in SHARED_LEARNER_FIELDS}
-        configs[cls_family] = cls(**own)
-    values["algo_config"], values["value_config"] = configs["actor_critic"], configs["value"]
+            own = {k: v for k, v in own.items() if k not in shared}
+        values[CONFIG_FIELDS[cls_family]] = cls(**own)
     return TrainConfig(**values)
+
+
+CONFIG_FIELDS = {"actor_critic": "algo_config", "value": "value_config",
+                 "on_policy": "on_policy_config"}
+"""The ``TrainConfig`` field holding each learner family's hyperparameters."""
+
+
+def learner_classes() -> dict[str, type]:
+    """Each learner family's hyperparameter class, by family name."""
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+
+    return {"actor_critic": AlgoConfig, "value": ValueConfig, "on_policy": OnPolicyConfig}
+
+
+def shared_learner_fields() -> tuple[str, ...]:
+    """Fields that more than one learner family has (``gamma``, ``grad_clip``,
+    ``hidden_sizes``, ``lr``): one flag each, which sets the chosen family's."""
+    counts: dict[str, int] = {}
+    for cls in learner_classes().values():
+        for name in _dataclass_defaults(cls):
+            counts[name] = counts.get(name, 0) + 1
+    return tuple(name for name, count in counts.items() if count > 1)
 
 
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
@@ -247,9 +268,8 @@ dataclass's applies."""
 
 FAMILY_NAMES = {"actor_critic": "the actor-critic family (maddpg, matd3, masac)",
                 "value": "the value-based family (qmix, vdn, iql, owqmix, cwqmix, macpo, "
-                         "accmer)"}
-SHARED_LEARNER_FIELDS = ("gamma", "grad_clip")
-"""Fields both learner families have: one flag (``--gamma``) sets the chosen family's."""
+                         "accmer)",
+                "on_policy": "the on-policy family (a2c, ppo)"}
 
 
 def _dataclass_defaults(cls: type) -> dict[str, Any]:
@@ -259,47 +279,58 @@ def _dataclass_defaults(cls: type) -> dict[str, Any]:
 
 def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
-    whose default depends on the learner family and the fields both families share start
-    as :data:`UNSET`; their help shows both defaults."""
+    whose default depends on the learner family and the fields several families share start
+    as :data:`UNSET`; their help shows each family's default."""
     from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
-    from jaxmarl_accel.config import VALUE_DEFAULTS, TrainConfig
+    from jaxmarl_accel.config import ON_POLICY_DEFAULTS, VALUE_DEFAULTS, TrainConfig
 
     shown = {}
     for name, value in VALUE_DEFAULTS.items():
         shown[name] = f"{getattr(TrainConfig, name)}; {value} for the value family"
-    for name in SHARED_LEARNER_FIELDS:
-        shown[name] = (f"{getattr(AlgoConfig, name)}; {getattr(ValueConfig, name)} for "
-                       "the value family")
+    for name, value in ON_POLICY_DEFAULTS.items():
+        shown[name] = (shown.get(name, str(getattr(TrainConfig, name)))
+                       + f"; {value} for the on-policy family")
+    for name in shared_learner_fields():
+        text = [_shown(getattr(cls, name)) + ("" if family == "actor_critic"
+                                              else f" for the {family.replace('_', '-')} family")
+                for family, cls in (("actor_critic", AlgoConfig), ("value", ValueConfig),
+                                    ("on_policy", OnPolicyConfig)) if hasattr(cls, name)]
+        shown[name] = "; ".join(text)
     shown["sampler"] = f"{TrainConfig.sampler}; per for macpo, reuse for accmer"
     return {name: UNSET for name in shown}, shown
 
 
-def check_family_flags(args: argparse.Namespace, family: str, algo: str) -> None:
-    """``ValueError`` (one line, naming the flag) when a flag of the other learner family
-    was changed from its default: ``--actor-lr`` means nothing to QMIX."""
-    from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
+def _shown(value: Any) -> str:
+    """A default as the help shows it (tuples as space-separated values)."""
+    return " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
-    other = ValueConfig if family == "actor_critic" else AlgoConfig
-    other_family = "value" if family == "actor_critic" else "actor_critic"
-    own = AlgoConfig if family == "actor_critic" else ValueConfig
-    own_fields = {f.name for f in dataclasses.fields(own)}
-    for name, default in _dataclass_defaults(other).items():
-        if name in own_fields or not hasattr(args, name):
-            continue
-        value = getattr(args, name)
-        value = tuple(value) if isinstance(value, list) else value
-        if value is not UNSET and value != default:
-            raise ValueError(f"--{name.replace('_', '-')} applies to {FAMILY_NAMES[other_family]}"
-                             f"; algo {algo!r} does not use it")
+
+def check_family_flags(args: argparse.Namespace, family: str, algo: str) -> None:
+    """``ValueError`` (one line, naming the flag) when a flag of another learner family
+    was changed from its default: ``--actor-lr`` means nothing to QMIX, ``--clip-eps``
+    nothing to MADDPG."""
+    classes = learner_classes()
+    own_fields = set(_dataclass_defaults(classes[family]))
+    for other_family, other in classes.items():
+        for name, default in _dataclass_defaults(other).items():
+            if other_family == family or name in own_fields or not hasattr(args, name):
+                continue
+            value = getattr(args, name)
+            value = tuple(value) if isinstance(value, list) else value
+            if value is not UNSET and value != default:
+                users = " and ".join(FAMILY_NAMES[f] for f, cls in classes.items()
+                                     if name in _dataclass_defaults(cls))
+                raise ValueError(f"--{name.replace('_', '-')} applies to {users}; algo "
+                                 f"{algo!r} does not use it")
 
 
 def dataclass_values(cls: type, namespace: argparse.Namespace) -> dict[str, Any]:
     """The parsed values of ``cls``'s flags, lists turned back into tuples."""
     values = {}
     for field in dataclasses.fields(cls):
-        if field.name not in ("algo_config", "value_config") and hasattr(namespace, field.name):
+        if field.name not in CONFIG_FIELDS.values() and hasattr(namespace, field.name):
             value = getattr(namespace, field.name)
             if value is not UNSET:
                 values[field.name] = tuple(value) if isinstance(value, list) else value

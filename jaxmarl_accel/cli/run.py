@@ -1,5 +1,5 @@
 """Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / OW-QMIX / CW-QMIX / MAC-PO /
-AccMER) for several seeds at once in one compiled program.
+AccMER, A2C / PPO) for several seeds at once in one compiled program.
 
     jaxmarl-accel run --algo matd3 --seeds 8 --out runs/matd3
 
@@ -62,6 +62,7 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
     from jaxmarl_accel.config import PRESETS, TrainConfig
 
@@ -148,8 +149,19 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                       "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
                                       "--grad-clip above apply to them too)")
     parser.fields += flags.add_dataclass_flags(value, ValueConfig,
-                                                    skip=flags.SHARED_LEARNER_FIELDS,
-                                                    choices=flags.train_choices())
+                                                    skip=tuple(parser.fields),
+                                                    choices=flags.train_choices(),
+                                                    defaults=family_defaults,
+                                                    shown_defaults=family_shown)
+    on_policy = parser.add_argument_group("on-policy learners: a2c, ppo "
+                                          "(jaxmarl_accel.algos.on_policy.OnPolicyConfig; "
+                                          "--hidden-sizes, --gamma, --grad-clip and --lr above "
+                                          "apply to them too)")
+    parser.fields += flags.add_dataclass_flags(on_policy, OnPolicyConfig,
+                                               skip=tuple(parser.fields),
+                                               choices=flags.train_choices(),
+                                               defaults=family_defaults,
+                                               shown_defaults=family_shown)
     return parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jaxmarl_accel.rounds.episode import make_episode_round
+from jaxmarl_accel.rounds.rollout import make_rollout_round
 from jaxmarl_accel.rounds.state import (
     EpisodeEnds,
     Round,
@@ -22,8 +23,9 @@ from jaxmarl_accel.rounds.state import (
 from jaxmarl_accel.rounds.transition import make_transition_round
 
 ROUNDS: dict[str, Callable[..., Round]] = {"transition": make_transition_round,
-                                           "episode": make_episode_round}
+                                           "episode": make_episode_round,
+                                           "rollout": make_rollout_round}
 """The round of each replay kind: ``make(config, env, env_params, algo) -> Round``."""
 
 __all__ = ["ROUNDS", "EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState",
-           "make_episode_round", "make_transition_round", "within_run"]
+           "make_episode_round", "make_rollout_round", "make_transition_round", "within_run"]

@@ -10,7 +10,14 @@ import jaxmarl_accel.algos as algos
 from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
 from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
-from jaxmarl_accel.algos.registry import ALGOS, MIXERS, QSTAR_ALGOS, VARIANTS, variant_of
+from jaxmarl_accel.algos.registry import (
+    ALGOS,
+    MIXERS,
+    ON_POLICY,
+    QSTAR_ALGOS,
+    VARIANTS,
+    variant_of,
+)
 from tests.algos.helpers import SMALL, make_spec
 
 # name: (num_critics, next_actors, actor_critics, alpha, continuous_default)
@@ -23,8 +30,8 @@ PLUG_INS = {
 
 def test_names_are_registered_once_and_exported():
     assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
-                     "macpo", "accmer")
-    assert (*VARIANTS, *MIXERS, *QSTAR_ALGOS) == ALGOS
+                     "macpo", "accmer", "a2c", "ppo")
+    assert (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY) == ALGOS
     assert algos.ALGOS is ALGOS
 
 
@@ -50,7 +57,7 @@ def test_actor_critic_learners_declare_what_they_need(name):
     assert algo.needs.replay in REPLAY_KINDS
     assert algo.phases._fields == ("target_q", "critic_step", "actor_step", "target_update")
     assert algo._fields == ("init", "act", "update", "action_dim", "phases", "needs",
-                            "initial_carry", "observe")
+                            "initial_carry", "observe", "on_policy")
     assert algo.initial_carry is None and algo.observe is None
 
 

@@ -1,0 +1,103 @@
+"""Hyperparameters of the on-policy learners (A2C, PPO), one network per team.
+
+Defaults follow paper 003's trainer (WarpDrive's Tag run configs: Adam, learning rate 1e-3,
+gamma 0.98, value-loss coefficient 1, entropy coefficient 0.05, gradient norm clipped at 0.5,
+no normalization of returns or advantages for A2C) and, for what only PPO has, Schulman et
+al. 2017 (clip 0.2, Table 3's Mujoco setting; GAE lambda 0.95, 4 epochs of 4 minibatches as
+in MAPPO, Yu et al. 2022).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+PPO_ONLY = ("clip_eps", "gae_lambda", "epochs", "minibatches")
+"""Fields only PPO reads; set on A2C they are a one-line error (:func:`check_for`)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OnPolicyConfig:
+    """On-policy learner hyperparameters (frozen; shared by A2C and PPO).
+
+    Attributes:
+      hidden_sizes: widths of the hidden ReLU layers of each team's policy-value network
+        (one torso, a policy head and a value head, as WarpDrive's fully connected model).
+      lr: Adam learning rate of every team's network.
+      gamma: discount factor.
+      grad_clip: maximum global gradient norm of each team's network per update, or
+        ``None`` for no clipping.
+      rollout_length: env steps T of one rollout in each of the ``num_envs`` envs; one
+        round collects ``T x num_envs`` joint steps, then learns from them (WarpDrive's
+        ``train_batch_size / num_envs``: 100 in its gridworld Tag config).
+      value_coef: weight of the squared value error in the loss.
+      entropy_coef: weight of the policy entropy bonus in the loss.
+      normalize_advantage: standardize the advantages of each team (per minibatch) before
+        the policy loss; ``None``: off for A2C (WarpDrive's configs), on for PPO.
+      clip_eps: PPO only: the clip range epsilon of the probability ratio (Schulman et al.
+        2017, eq. 7).
+      gae_lambda: PPO only: lambda of the generalized advantage estimate (Schulman et al.
+        2016, eq. 16); A2C uses n-step returns (lambda 1).
+      epochs: PPO only: passes over each rollout.
+      minibatches: PPO only: minibatches per epoch, each of ``T x num_envs / minibatches``
+        joint steps (every agent of each).
+      log_std_init: continuous actions: initial log standard deviation of the Gaussian
+        policy (a learned vector per team, independent of the observation).
+    """
+
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    lr: float = 1e-3
+    gamma: float = 0.98
+    grad_clip: float | None = 0.5
+    rollout_length: int = 100
+    value_coef: float = 1.0
+    entropy_coef: float = 0.05
+    normalize_advantage: bool | None = None
+    clip_eps: float = 0.2
+    gae_lambda: float = 0.95
+    epochs: int = 4
+    minibatches: int = 4
+    log_std_init: float = -1.0
+
+    def __post_init__(self) -> None:
+        if not self.hidden_sizes or any(
+                isinstance(h, bool) or not isinstance(h, int) or h <= 0
+                for h in self.hidden_sizes):
+            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes!r}")
+        for name in ("rollout_length", "epochs", "minibatches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {getattr(self, name)!r}")
+        if not 0.0 < self.clip_eps < 1.0:
+            raise ValueError(f"clip_eps must lie in (0, 1), got {self.clip_eps!r}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"grad_clip must be > 0 or None, got {self.grad_clip!r}")
+        for name in ("value_coef", "entropy_coef"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+
+
+def check_for(algo: str, config: OnPolicyConfig) -> None:
+    """A one-line ValueError naming the field when ``config`` sets a PPO-only field
+    (:data:`PPO_ONLY`) away from its default for ``algo`` ``"a2c"``."""
+    if algo != "a2c":
+        return
+    default = OnPolicyConfig()
+    for name in PPO_ONLY:
+        if getattr(config, name) != getattr(default, name):
+            raise ValueError(f"{name} ({getattr(config, name)!r}) applies to algo 'ppo'; "
+                             "algo 'a2c' does not use it")
+
+
+def normalizes_advantage(algo: str, config: OnPolicyConfig) -> bool:
+    """Whether ``algo``'s advantages are standardized (``normalize_advantage`` resolved)."""
+    if config.normalize_advantage is None:
+        return algo == "ppo"
+    return config.normalize_advantage
+
+
+__all__ = ["PPO_ONLY", "OnPolicyConfig", "check_for", "normalizes_advantage"]

@@ -1,0 +1,97 @@
+"""The on-policy learner: one network per team shared by its agents, gradients that stay
+within a team, masked and clipped actions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+from jaxmarl_accel.algos.on_policy.learner import Minibatch
+from jaxmarl_accel.algos.on_policy.networks import merge_teams, team_rows, teams_of
+from tests.algos.helpers import make_spec
+
+SMALL = OnPolicyConfig(hidden_sizes=(8,), epochs=2, minibatches=2, rollout_length=3)
+TEAMS = ("hunter", "runner", "hunter", "runner", "runner")  # interleaved: gathered rows
+
+
+def spec_with_teams(continuous: bool):
+    return dataclasses.replace(make_spec(len(TEAMS), continuous), teams=TEAMS)
+
+
+def test_teams_gather_and_merge_back_in_agent_order():
+    teams = teams_of(spec_with_teams(False))
+    assert teams.names == ("hunter", "runner") and teams.slices == (None, None)
+    x = jnp.arange(2 * 5).reshape(2, 5)
+    parts = [team_rows(teams, k, x, 1) for k in range(2)]
+    np.testing.assert_array_equal(parts[0], x[:, [0, 2]])
+    np.testing.assert_array_equal(merge_teams(teams, parts, 1), x)
+    contiguous = teams_of(dataclasses.replace(make_spec(3, False), teams=("a", "a", "b")))
+    assert contiguous.slices == (slice(0, 2), slice(2, 3)) and contiguous.inverse is None
+
+
+def random_minibatch(key, spec, batch=6):
+    k_obs, k_act, k_adv, k_tgt = jax.random.split(key, 4)
+    n = spec.num_agents
+    return Minibatch(obs=jax.random.normal(k_obs, (batch, n, spec.obs_dim)),
+                     action=jax.random.randint(k_act, (batch, n), 0, spec.num_actions),
+                     log_prob=jnp.full((batch, n), -jnp.log(spec.num_actions)),
+                     advantage=jax.random.normal(k_adv, (batch, n)),
+                     target=jax.random.normal(k_tgt, (batch, n)), avail=None)
+
+
+@pytest.mark.parametrize("name", ["a2c", "ppo"])
+def test_one_team_per_network_and_gradients_stay_within_a_team(name):
+    spec = spec_with_teams(False)
+    config = SMALL if name == "ppo" else dataclasses.replace(SMALL, epochs=4, minibatches=4)
+    algo = make_algo(name, spec, config)
+    state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+    assert len(state.params) == 2  # hunters and runners; no agent axis in the leaves
+    kernel = state.params[0]["net"]["params"]["Dense_0"]["kernel"]
+    assert kernel.shape == (spec.obs_dim, 8)
+    batch = random_minibatch(jax.random.PRNGKey(1), spec)
+    runners = np.asarray([t == "runner" for t in TEAMS])
+    # the runners' samples change, the hunters' stay: the hunters' step must not change
+    other = batch._replace(advantage=jnp.where(runners, -3.0 * batch.advantage, batch.advantage),
+                           target=jnp.where(runners, batch.target + 5.0, batch.target),
+                           obs=jnp.where(runners[:, None], -batch.obs, batch.obs))
+    step = jax.jit(algo.phases.minibatch_step)
+    (first, metrics), (second, _) = step(state, batch), step(state, other)
+    same = jax.tree.map(np.array_equal, first.params[0], second.params[0])
+    assert all(jax.tree.leaves(same))
+    moved = jax.tree.map(lambda a, b: not np.array_equal(a, b), first.params[1],
+                         second.params[1])
+    assert any(jax.tree.leaves(moved))
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    assert int(first.updates) == 1
+
+
+def test_actions_respect_availability_and_the_unit_interval():
+    spec = spec_with_teams(False)
+    algo = make_algo("ppo", spec, SMALL)
+    state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (4, spec.num_agents, spec.obs_dim))
+    avail = jnp.zeros((4, spec.num_agents, spec.num_actions), bool).at[..., 2].set(True)
+    step = jax.jit(algo.on_policy.sample)(state, obs, avail, jax.random.PRNGKey(2))
+    assert step.env_action.shape == (4, spec.num_agents) and step.value.shape == (4, 5)
+    np.testing.assert_array_equal(step.env_action, 2)
+    np.testing.assert_allclose(step.log_prob, 0.0, atol=1e-6)
+    greedy, carry = jax.jit(algo.act, static_argnums=5)(state, (), obs[0], avail[0],
+                                                        jax.random.PRNGKey(3), False)
+    np.testing.assert_array_equal(greedy, 2)
+    assert carry == () and algo.initial_carry() == ()
+
+    continuous = spec_with_teams(True)
+    algo = make_algo("a2c", continuous, dataclasses.replace(SMALL, epochs=4, minibatches=4,
+                                                            log_std_init=1.0))
+    state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (4, 5, continuous.obs_dim))
+    step = jax.jit(algo.on_policy.sample)(state, obs, None, jax.random.PRNGKey(2))
+    assert step.action.shape == (4, 5, continuous.act_dim)
+    assert float(jnp.min(step.env_action)) >= 0.0 and float(jnp.max(step.env_action)) <= 1.0
+    assert bool(jnp.any(step.action != step.env_action))  # stored unclipped for log pi
