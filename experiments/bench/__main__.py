@@ -14,6 +14,8 @@ SUBCOMMANDS = {
     "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
     "train": "end-to-end training throughput (env steps/s including learning)",
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
+    "qmix_smax": "QMIX on JaxMARL's SMAX (heuristic enemy, 3m) against JaxMARL's qmix_rnn.py: "
+                 "greedy win rate over seeds, steps/s, compile",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
     "chunk_memory": "the compiled chunk's state, temporaries and estimated peak against the "

@@ -1,0 +1,285 @@
+"""Our QMIX on JaxMARL's SMAX (``jaxmarl:HeuristicEnemySMAX``, 3m by default) against
+JaxMARL's own ``baselines/QLearning/qmix_rnn.py`` at its SMAX settings, side by side.
+
+``python -m experiments.bench qmix_smax --jaxmarl-src PATH --env-steps 2e6 --seeds 4
+--json docs/results/qmix_smax_3m.json`` trains each seed on both sides for the same number of
+env steps and records, per seed and side: the greedy win rate at the end, env steps per
+second of the compiled program (learning and the final greedy test included), and compile
+time (tracing and lowering, then XLA, after ``jax.clear_caches()``); then the median and
+interquartile range of the win rates over seeds.
+
+* ours: ``make_trainer(config).train`` with ``algo="qmix"`` on
+  ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then one
+  update on a batch of episodes); the greedy win rate is the ``won`` counter of the final
+  evaluation's ``--test-envs`` deterministic episodes.
+* theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py`` with its
+  ``config/config.yaml`` and ``config/alg/ql_rnn_smax.yaml`` (the map set by ``--map``), run
+  on the installed ``jaxmarl``; logging modules stubbed for the import as in
+  :mod:`experiments.bench.qmix`. Its greedy test (``TEST_NUM_ENVS`` envs for
+  ``TEST_NUM_STEPS`` steps) runs before training and after the last update only
+  (``TEST_INTERVAL`` 1.0), and its win rate is ``returned_won_episode`` of that last test.
+
+Every seed is one compiled program of one seed, called once per seed, on both sides:
+JaxMARL's program vmapped over 2 or more seeds hangs on jaxlib's CPU backend (batched LAPACK
+QR under ``vmap``, see :mod:`experiments.bench.qmix`). With ``--ours-vmapped`` our program
+over all seeds at once is timed as well (the way our runs train).
+
+Settings matched (ours from theirs): 16 envs, replay 5000 episodes, batches of 32 episodes,
+agent GRU width 512, mixer embedding 64 and hypernetworks of 256, learning rate 5e-5,
+gradient clipping at norm 10, gamma 0.99, double-Q one-step targets, epsilon 1.0 -> 0.05
+over the first 10% of the env steps, learning from 10,000 env steps, target copy every 10
+rounds (ours: 10 x 16 episodes), the env's keywords (``see_enemy_actions``,
+``walls_cause_death``, ``attack_mode``).
+
+Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
+episodes) followed by ``NUM_EPOCHS`` = 8 updates; ours is one whole episode per env (101
+rows) and one update, so the two make different numbers of updates (both recorded);
+theirs scales rewards by ``REW_SCALE`` = 10 and uses RAdam, ours the env's reward and
+Adam; theirs feeds the agent id, ours also the previous action; evaluation episodes: theirs
+every episode that ends within 128 steps of 512 envs, ours 512 whole episodes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from experiments.bench.qmix import (
+    _logging_stand_ins,
+    compile_program,
+    our_updates,
+    reference_updates,
+    timed_call,
+)
+from jaxmarl_accel.algos.value.config import ValueConfig
+from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.train import make_trainer
+
+REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
+REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
+                     Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
+ENV_ID = "HeuristicEnemySMAX"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """JaxMARL's ``ql_rnn_smax.yaml`` values (read from the reference's files when given).
+
+    Attributes:
+      num_envs, num_steps, buffer_size, batch_size, hidden, mixer_embed, hypernet_hidden,
+      lr, gamma, max_grad_norm, target_update_interval, eps_start, eps_finish, eps_decay,
+      learning_starts, test_num_envs: NUM_ENVS, NUM_STEPS, BUFFER_SIZE, BUFFER_BATCH_SIZE,
+        HIDDEN_SIZE, MIXER_EMBEDDING_DIM, MIXER_HYPERNET_HIDDEN_DIM, LR, GAMMA, MAX_GRAD_NORM,
+        TARGET_UPDATE_INTERVAL (rounds), EPS_START, EPS_FINISH, EPS_DECAY (fraction of the
+        run), LEARNING_STARTS (env steps), TEST_NUM_ENVS.
+    """
+
+    num_envs: int = 16
+    num_steps: int = 128
+    buffer_size: int = 5000
+    batch_size: int = 32
+    hidden: int = 512
+    mixer_embed: int = 64
+    hypernet_hidden: int = 256
+    lr: float = 5e-5
+    gamma: float = 0.99
+    max_grad_norm: float = 10.0
+    target_update_interval: int = 10
+    eps_start: float = 1.0
+    eps_finish: float = 0.05
+    eps_decay: float = 0.1
+    learning_starts: int = 10_000
+    test_num_envs: int = 512
+
+
+KEYS = {"batch_size": "BUFFER_BATCH_SIZE", "hidden": "HIDDEN_SIZE",
+        "mixer_embed": "MIXER_EMBEDDING_DIM", "hypernet_hidden": "MIXER_HYPERNET_HIDDEN_DIM"}
+
+
+def settings_from(config: dict[str, Any]) -> Settings:
+    """:class:`Settings` from JaxMARL's merged config dict."""
+    return Settings(**{f.name: type(f.default)(config.get(KEYS.get(f.name, f.name.upper()),
+                                                           f.default))
+                       for f in dataclasses.fields(Settings)})
+
+
+def env_kwargs(config: dict[str, Any], map_name: str) -> tuple[tuple[str, Any], ...]:
+    """Our ``--env-kwargs`` for JaxMARL's ``ENV_KWARGS`` and the map."""
+    return tuple(sorted({**config.get("ENV_KWARGS", {}), "scenario": map_name}.items()))
+
+
+def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps: int
+               ) -> TrainConfig:
+    """Our QMIX run of about ``env_steps`` env steps (whole rounds of ``num_envs`` episodes
+    of ``episode_steps`` rows)."""
+    per_round = settings.num_envs * episode_steps
+    total = max(1, round(env_steps / per_round)) * per_round
+    value = ValueConfig(
+        hidden=settings.hidden, mixer_embed=settings.mixer_embed,
+        hypernet_hidden=settings.hypernet_hidden, lr=settings.lr, gamma=settings.gamma,
+        td_lambda=0.0, grad_clip=settings.max_grad_norm,
+        target_update_episodes=settings.target_update_interval * settings.num_envs,
+        epsilon_start=settings.eps_start, epsilon_finish=settings.eps_finish,
+        epsilon_anneal_steps=max(1, int(settings.eps_decay * total)), double_q=True)
+    return TrainConfig(env=f"jaxmarl:{ENV_ID}", env_kwargs=kwargs, algo="qmix",
+                       value_config=value, buffer_capacity=settings.buffer_size,
+                       batch_size=settings.batch_size, num_envs=settings.num_envs,
+                       total_env_steps=total, eval_every=total,
+                       eval_episodes=settings.test_num_envs,
+                       learning_starts=settings.learning_starts)
+
+
+def reference_config(base: dict[str, Any], settings: Settings, map_name: str,
+                     env_steps: int) -> dict[str, Any]:
+    """JaxMARL's config: its own with ``settings``, the map, ``env_steps`` and one greedy
+    test after the last update."""
+    config = copy.deepcopy(base)
+    config.update({KEYS.get(f.name, f.name.upper()): getattr(settings, f.name)
+                   for f in dataclasses.fields(Settings)})
+    config.update(TOTAL_TIMESTEPS=env_steps, MAP_NAME=map_name, ENV_NAME=ENV_ID,
+                  TEST_DURING_TRAINING=True, TEST_INTERVAL=1.0, WANDB_MODE="disabled",
+                  NUM_SEEDS=1)
+    return config
+
+
+def load_reference(src: str) -> tuple[Any, dict[str, Any]]:
+    """The reference script as a module and its merged SMAX config."""
+    import yaml  # a dependency of flax
+
+    config: dict[str, Any] = {}
+    for path in REFERENCE_CONFIGS:
+        with open(Path(src) / path) as handle:
+            config.update(yaml.safe_load(handle))
+    spec = importlib.util.spec_from_file_location("jaxmarl_qmix_rnn_smax",
+                                                  Path(src) / REFERENCE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    with _logging_stand_ins():
+        spec.loader.exec_module(module)
+    return module, config
+
+
+def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
+             win_rate_of: Any, updates_of: Any) -> dict[str, Any]:
+    """Compile ``train`` for one seed, call it once per key; the side's record."""
+    compiled, lower_s, xla_s = compile_program(train, keys[:1])
+    seconds, wins, updates = [], [], 0
+    for index in range(keys.shape[0]):
+        elapsed, out = timed_call(compiled, keys[index:index + 1])
+        seconds.append(elapsed)
+        wins.append(win_rate_of(out))
+        updates = updates_of(out)
+        print(f"  {name} seed {index}: win rate {wins[-1]:.3f}, "
+              f"{steps_per_seed / elapsed:,.0f} env steps/s", flush=True)
+    q25, q50, q75 = np.percentile(wins, [25, 50, 75])
+    return {f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
+            f"{name}_xla_compile_s": xla_s, f"{name}_env_steps_per_seed": steps_per_seed,
+            f"{name}_updates_per_seed": updates,
+            f"{name}_seconds": seconds, f"{name}_win_rate_per_seed": wins,
+            f"{name}_win_rate_median": float(q50),
+            f"{name}_win_rate_iqr": [float(q25), float(q75)],
+            f"{name}_steps_per_s_median": steps_per_seed / float(np.median(seconds))}
+
+
+def our_win_rate(out: Any) -> float:
+    """Seed 0's greedy win rate at the final evaluation of our program's output."""
+    return float(np.asarray(out[1].eval_stats["won"])[0, -1])
+
+
+def reference_win_rate(out: Any) -> float:
+    """Seed 0's greedy win rate at the last test of theirs."""
+    return float(np.asarray(out["runner_state"][2]["returned_won_episode"])[0])
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench's flags."""
+    parser.add_argument("--jaxmarl-src", default=None,
+                        help=f"root of a local copy of the JaxMARL repository (holding "
+                             f"{REFERENCE_SCRIPT}); without it only ours runs")
+    parser.add_argument("--json", default=None, help="write the record to this JSON file")
+    parser.add_argument("--map", default="3m", help="SMAX map (default: 3m)")
+    parser.add_argument("--env-steps", type=float, default=2e6,
+                        help="env steps per seed on both sides (default: 2e6)")
+    parser.add_argument("--seeds", type=int, default=4, help="seeds per side (default: 4)")
+    parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
+    parser.add_argument("--ours-vmapped", action="store_true",
+                        help="also time our program over all seeds at once")
+    small = parser.add_argument_group("settings for a quick check (both sides; default: "
+                                      "JaxMARL's ql_rnn_smax.yaml)")
+    for name in ("num_envs", "num_steps", "batch_size", "hidden", "learning_starts",
+                 "test_num_envs", "max_steps"):
+        small.add_argument(f"--{name.replace('_', '-')}", type=int, default=None)
+
+
+def main(args: argparse.Namespace) -> None:
+    if args.seeds < 1 or args.env_steps < 1:
+        raise ValueError("--seeds and --env-steps must be >= 1")
+    reference = None
+    if args.jaxmarl_src and (Path(args.jaxmarl_src) / REFERENCE_SCRIPT).is_file():
+        reference = load_reference(args.jaxmarl_src)
+    else:
+        print(f"reference skipped: no {REFERENCE_SCRIPT} under --jaxmarl-src "
+              f"({args.jaxmarl_src!r}); running ours only", flush=True)
+    base = reference[1] if reference else {
+        "ENV_KWARGS": {"see_enemy_actions": True, "walls_cause_death": True,
+                       "attack_mode": "closest"}}
+    if args.max_steps is not None:
+        base = {**base, "ENV_KWARGS": {**base["ENV_KWARGS"], "max_steps": args.max_steps}}
+    settings = settings_from(base) if reference else Settings()
+    settings = dataclasses.replace(settings, **{
+        name: getattr(args, name) for name in ("num_envs", "num_steps", "batch_size", "hidden",
+                                               "learning_starts", "test_num_envs")
+        if getattr(args, name) is not None})
+    kwargs = env_kwargs(base, args.map)
+    from jaxmarl_accel.envs import make
+
+    episode_steps = make(f"jaxmarl:{ENV_ID}", **dict(kwargs))[0].spec.episode_length
+    config = our_config(settings, kwargs, int(args.env_steps), episode_steps)
+    steps = config.total_env_steps  # both sides train for our whole rounds
+    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
+    record: dict[str, Any] = {
+        "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
+        "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
+        "seeds": args.seeds, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
+        "load_average_start": list(os.getloadavg())}
+    print(f"QMIX on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
+          flush=True)
+    record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rate,
+                           our_updates))
+    _write(args.json, record)
+    if args.ours_vmapped:
+        compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys)
+        elapsed, _ = timed_call(compiled, keys)
+        record.update(ours_vmapped_compile_s=lower_s + xla_s,
+                      ours_vmapped_steps_per_s=args.seeds * steps / elapsed)
+    if reference is not None:
+        module = reference[0]
+        ref_config = reference_config(base, settings, args.map, steps)
+        env, _ = module.env_from_config(copy.deepcopy(ref_config))
+        record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
+                               steps, reference_win_rate, reference_updates))
+        record["steps_ratio_median"] = (record["ours_steps_per_s_median"]
+                                        / record["ref_steps_per_s_median"])
+    record["load_average_end"] = list(os.getloadavg())
+    _write(args.json, record)
+    for side in ("ours", "ref") if reference else ("ours",):
+        low, high = record[f"{side}_win_rate_iqr"]
+        print(f"{side}: win rate median {record[f'{side}_win_rate_median']:.3f} (IQR "
+              f"{low:.3f} to {high:.3f}), {record[f'{side}_steps_per_s_median']:,.0f} env "
+              f"steps/s, compile {record[f'{side}_compile_s']:.1f} s, "
+              f"{record[f'{side}_updates_per_seed']} updates per seed", flush=True)
+
+
+def _write(path: str | None, record: dict[str, Any]) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(record, handle, indent=2)
