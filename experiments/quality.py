@@ -42,6 +42,18 @@ SUITE: dict[str, list[str]] = {
     "tag-3v1": ["--env", "simple_tag", "--agents", "3", "--algo", "maddpg", "--prey",
                 "heuristic"],
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
+    # on-policy learners (paper 003's trainer), one network per team
+    "ppo": [*SPREAD, "--algo", "ppo"],
+    "a2c": [*SPREAD, "--algo", "a2c"],
+    # paper 003's Tag tasks with WarpDrive's A2C settings: the gridworld config (fc 32 32,
+    # gradient norm 3) and Fig. 10's continuous Tag of 2 taggers and 10 runners (fc 256 256)
+    "a2c-tag-gridworld": ["--env", "tag_gridworld", "--algo", "a2c", "--hidden-sizes", "32",
+                          "32", "--grad-clip", "3"],
+    "a2c-tag-continuous": ["--env", "tag_continuous", "--env-kwargs",
+                           "num_taggers=2,num_runners=10", "--algo", "a2c", "--hidden-sizes",
+                           "256", "256"],
+    "ppo-tag-continuous": ["--env", "tag_continuous", "--env-kwargs",
+                           "num_taggers=2,num_runners=10", "--algo", "ppo"],
 }
 for _algo in ("qmix", "vdn", "iql", "macpo", "accmer"):  # paper 004: N agents, N stags
     for _agents in (8, 16, 32):
@@ -82,8 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=8, help="seeds per entry (default: 8)")
     parser.add_argument("--total-env-steps", type=int, default=None,
                         help="env steps per seed (default: each learner's run default: "
-                             "1500000 = 60K MPE episodes of 25 for actor-critic learners, "
-                             "1050000 for qmix / vdn / iql)")
+                             "1500000 = 60K MPE episodes of 25 for actor-critic and "
+                             "on-policy learners, 1050000 for qmix / vdn / iql)")
     parser.add_argument("--table", action="store_true",
                         help="do not train; rebuild the table from the summaries present")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
