@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "AlgoConfig": "jaxmarl_accel.algos",
     "AlgoState": "jaxmarl_accel.algos",
     "ValueConfig": "jaxmarl_accel.algos",
+    "OnPolicyConfig": "jaxmarl_accel.algos",
     "Episode": "jaxmarl_accel.types",
     "collect_episodes": "jaxmarl_accel.steps",
     "make_train": "jaxmarl_accel.train",
@@ -84,6 +85,7 @@ __all__ = [
     "EnvSpec",
     "EvalResult",
     "DeviceLayout",
+    "OnPolicyConfig",
     "SampleBatch",
     "ShardedTrainer",
     "TrainConfig",
@@ -107,7 +109,14 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from jaxmarl_accel.algos import Algo, AlgoConfig, AlgoState, ValueConfig, make_algo
+    from jaxmarl_accel.algos import (
+        Algo,
+        AlgoConfig,
+        AlgoState,
+        OnPolicyConfig,
+        ValueConfig,
+        make_algo,
+    )
     from jaxmarl_accel.buffers import Buffer, BufferState, SampleBatch, make_buffer
     from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.envs import Env, EnvSpec, make
