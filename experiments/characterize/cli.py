@@ -168,6 +168,9 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
         args.sampler = defaults_for(args.algo).get("sampler", TrainConfig.sampler)
     if family_of(args.algo) == "value":
         return cv.resolve(args, parser)
+    if family_of(args.algo) == "on_policy":
+        parser.error(f"--algo {args.algo}: the characterization times the phases of the "
+                     "replay learners; the on-policy learners have no replay")
     if args.env == "stag_hunt" or args.env_kwargs:
         parser.error("--env stag_hunt and --env-kwargs are for the value learners "
                      "(qmix, vdn, iql)")
