@@ -84,3 +84,12 @@ def test_bad_flags_are_one_line_usage_errors(argv, message, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not (tmp_path / "run").exists()
+
+
+def test_help_groups_the_on_policy_flags():
+    text = run.build_parser().format_help()
+    group = text.index("on-policy learners: a2c, ppo")
+    for flag in ("--rollout-length", "--clip-eps", "--gae-lambda", "--epochs", "--minibatches",
+                 "--value-coef", "--entropy-coef"):
+        assert text.index(f"  {flag}") > group
+    assert "0.98 for the on-policy family" in text  # --gamma's default for a2c and ppo
