@@ -238,23 +238,11 @@ def collect_episodes(
       :class:`EpisodeBatch` with leaves ``[E, ...]``.
     """
     spec = env.spec
-    views = jax.vmap(env_views, in_axes=(None, 0, 0, None))
     act = jax.vmap(algo.act, in_axes=(None, 0, 0, 0, 0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     template = example_episode(spec)
 
-    key, reset_key = jax.random.split(key)
-    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
-        jax.random.split(reset_key, num_envs), env_params)
-    state, avail = views(env, env_state, obs, env_params)
-    carry = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (num_envs, *leaf.shape)),
-                         algo.initial_carry())
-    start = _Running(
-        env_state=env_state, obs=obs, rec=(obs, state, avail), carry=carry,
-        alive=jnp.ones((num_envs,), bool),
-        returns=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
-        stats={name: jnp.zeros((num_envs,), jnp.float32) for name in spec.episode_stats},
-        key=key)
+    start = _start_episodes(env, env_params, algo, key, num_envs)
     cast = lambda value, like: value.astype(like.dtype)
 
     def one_step(run: _Running, _: None) -> tuple[_Running, Any]:
@@ -288,9 +276,36 @@ def collect_episodes(
                         stats=stats, key=key), row
 
     end, rows = jax.lax.scan(one_step, start, None, length=spec.episode_length)  # [T, E, ...]
+    return _close_episodes(end, rows, template)
+
+
+def _start_episodes(env: Env, env_params: PyTree, algo: Any, key: jax.Array,
+                    num_envs: int) -> _Running:
+    """The loop carry of :func:`collect_episodes` at the start: E envs reset, the learner's
+    initial recurrent carry broadcast to ``[E, ...]``, every episode alive."""
+    spec = env.spec
+    key, reset_key = jax.random.split(key)
+    obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
+        jax.random.split(reset_key, num_envs), env_params)
+    state, avail = jax.vmap(env_views, in_axes=(None, 0, 0, None))(env, env_state, obs,
+                                                                    env_params)
+    carry = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (num_envs, *leaf.shape)),
+                         algo.initial_carry())
+    return _Running(
+        env_state=env_state, obs=obs, rec=(obs, state, avail), carry=carry,
+        alive=jnp.ones((num_envs,), bool),
+        returns=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
+        stats={name: jnp.zeros((num_envs,), jnp.float32) for name in spec.episode_stats},
+        key=key)
+
+
+def _close_episodes(end: _Running, rows: Any, template: Any) -> EpisodeBatch:
+    """The :class:`EpisodeBatch` from the loop's last carry and its rows ``[T, E, ...]``:
+    rows made env-major, plus row ``T`` holding the observation each episode ended in."""
     rec_obs, rec_state, rec_avail = end.rec
     last = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[1:], leaf.dtype), rows).replace(
-        obs=cast(rec_obs, template.obs), state=cast(rec_state, template.state), avail=rec_avail)
+        obs=rec_obs.astype(template.obs.dtype), state=rec_state.astype(template.state.dtype),
+        avail=rec_avail)
     episodes = jax.tree.map(lambda body, tail: jnp.concatenate(
         [jnp.swapaxes(body, 0, 1), tail[:, None]], axis=1), rows, last)  # [E, T + 1, ...]
     lengths = jnp.sum(episodes.filled, axis=1).astype(jnp.int32)
