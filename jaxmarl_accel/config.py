@@ -24,7 +24,6 @@ from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
 
 PREY_MODES = ("trained", "heuristic")
-REPLAY_MODES = ("auto", "transition", "episode", "rollout")
 REPLAY_OBS = ("observation", "physical_state")
 
 
@@ -45,13 +44,6 @@ class TrainConfig:
       value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL, OW-QMIX,
         CW-QMIX, MAC-PO, AccMER).
       on_policy_config: hyperparameters of the on-policy learners (A2C, PPO).
-      replay: ``"transition"`` (single joint transitions), ``"episode"`` (whole episodes,
-        for recurrent learners) or ``"auto"``: what the learner needs (episode for
-        recurrent value learners, transition otherwise). For episode replay
-        ``buffer_capacity`` and ``batch_size`` count episodes, one round runs one episode
-        per env and then one update, and ``update_every`` is not used. On-policy learners
-        (A2C, PPO) keep no replay (``"rollout"``): a round collects ``rollout_length``
-        steps of every env and learns from them; the replay's fields keep their defaults.
       sampler: replay sampler name, one of :data:`SAMPLERS`.
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
@@ -94,7 +86,6 @@ class TrainConfig:
     algo_config: AlgoConfig = dataclasses.field(default_factory=AlgoConfig)
     value_config: ValueConfig = dataclasses.field(default_factory=ValueConfig)
     on_policy_config: OnPolicyConfig = dataclasses.field(default_factory=OnPolicyConfig)
-    replay: str = "auto"
     sampler: str = "uniform"
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
     layout: str = "transition_major"
@@ -122,7 +113,6 @@ class TrainConfig:
                                    ("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES),
-                                   ("replay", self.replay, REPLAY_MODES),
                                    ("replay_next_obs", self.replay_next_obs, NEXT_OBS),
                                    ("replay_obs", self.replay_obs, REPLAY_OBS)):
             if value not in valid:
@@ -205,17 +195,13 @@ ROLLOUT_UNUSED = ("sampler", "sampler_kwargs", "layout", "index_sharing", "repla
 
 
 def replay_of(config: TrainConfig) -> str:
-    """The replay kind a run uses: ``"episode"``, ``"transition"`` or ``"rollout"``
-    (``config.replay`` resolved). ``ValueError`` when the learner cannot use the kind asked
-    for."""
-    needed = replay_needed(algo_config_of(config))
-    if config.replay not in ("auto", needed):
-        why = {"episode": "a recurrent learner (value_config.agent='rnn') learns from whole "
-                          "episodes; use agent 'mlp' for transition replay",
-               "rollout": f"algo {config.algo!r} learns from the rollouts it collects"}.get(
-            needed, f"algo {config.algo!r} learns from single transitions")
-        raise ValueError(f"replay {config.replay!r}: {why}")
-    return needed
+    """The replay kind a run uses, the one its learner needs (:func:`replay_needed`):
+    ``"episode"`` for recurrent value learners (``buffer_capacity`` and ``batch_size`` then
+    count episodes; a round runs one episode per env, then one update; ``update_every`` is
+    not used), ``"rollout"`` for the on-policy learners (no replay: a round collects
+    ``rollout_length`` steps of every env and learns from them) and ``"transition"``
+    (single joint transitions) for the others."""
+    return replay_needed(algo_config_of(config))
 
 
 VALUE_DEFAULTS: dict[str, Any] = {"buffer_capacity": 5000, "batch_size": 128, "num_envs": 8,
@@ -343,6 +329,7 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     """The :class:`TrainConfig` of :func:`config_to_dict`'s output (also after a JSON round
     trip, which turns tuples into lists); ``TypeError`` names unknown fields."""
     train = dict(data)
+    train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
     train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in train["algo_config"].items()})
     if "value_config" in train:

@@ -67,7 +67,7 @@ def toy_algo() -> Algo:
         return jnp.ones((N,), jnp.int32), {"calls": carry["calls"] + 1}
 
     return Algo(init=lambda key: {}, act=act, update=None, action_dim=A, phases=None,
-                needs=Needs(replay="episode", avail_actions=True, global_state=True),
+                needs=Needs(replay="episode"),
                 initial_carry=lambda: {"calls": jnp.zeros((N,), jnp.int32)})
 
 

@@ -8,9 +8,9 @@ from jaxmarl_accel.algos.actor_critic import ActorInfo, AlgoState, CriticInfo, P
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.config import AlgoConfig
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-from jaxmarl_accel.algos.registry import ALGOS, check_replay, config_type, family_of, make_algo
+from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, make_algo
 from jaxmarl_accel.algos.value import ValueConfig, ValueState
 
 __all__ = ["ALGOS", "ActorInfo", "Algo", "AlgoConfig", "AlgoState", "CriticInfo", "Needs",
-           "OnPolicyConfig", "Phases", "ValueConfig", "ValueState", "check_replay", "config_type",
+           "OnPolicyConfig", "Phases", "ValueConfig", "ValueState", "config_type",
            "family_of", "make_algo"]

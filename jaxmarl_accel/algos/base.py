@@ -29,15 +29,12 @@ class Needs(NamedTuple):
     Attributes:
       replay: ``"transition"`` (batches of single joint transitions ``[B, N, ...]``) or
         ``"episode"`` (batches of whole episodes ``[B, T, N, ...]``) or ``"rollout"`` (no
-        replay: the ``[T, E, ...]`` steps just collected, then the update).
-      avail_actions: needs the env's available-action mask ``[N, A]`` (bool) with every
-        observation (``info["avail_actions"]``).
-      global_state: needs the env's global state (``info["state"]``), e.g. for a mixer.
+        replay: the ``[T, E, ...]`` steps just collected, then the update). What else a
+        learner reads (available actions, the global state) the trainer takes from the env
+        whenever the env has it.
     """
 
     replay: str = "transition"
-    avail_actions: bool = False
-    global_state: bool = False
 
 
 class Algo(NamedTuple):

@@ -76,7 +76,6 @@ SAMPLER_REQUIRED: tuple[str, ...] = ("accmer",)
 ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
 """The on-policy learners (paper 003's trainer: A2C; and PPO)."""
 ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
-FAMILIES = ("actor_critic", "value", "on_policy")
 LearnerConfig = AlgoConfig | ValueConfig | OnPolicyConfig
 
 
@@ -115,18 +114,6 @@ def replay_needed(config: LearnerConfig) -> str:
     if isinstance(config, OnPolicyConfig):
         return "rollout"
     return "episode" if isinstance(config, ValueConfig) and config.agent == "rnn" else "transition"
-
-
-def check_replay(name: str, config: LearnerConfig, replay: str) -> None:
-    """Raise a one-line ValueError if algorithm ``name`` with ``config`` cannot learn from
-    ``replay`` (``"transition"`` or ``"episode"``, :func:`replay_needed`)."""
-    wanted = replay_needed(config)
-    if replay != wanted:
-        why = {"episode": "a recurrent agent learns from whole episodes; use agent='mlp' for "
-                          "transitions",
-               "rollout": f"algo {name!r} learns from the rollouts it collects",
-               }.get(wanted, f"algo {name!r} learns from single transitions")
-        raise ValueError(f"replay must be {wanted!r} for algo {name!r}, got {replay!r}: {why}")
 
 
 def weighting_mode(name: str, config: ValueConfig, sampler: str | None = None) -> str:

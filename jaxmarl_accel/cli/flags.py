@@ -200,7 +200,6 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         LAYOUTS,
         NEXT_OBS,
         PREY_MODES,
-        REPLAY_MODES,
         REPLAY_OBS,
         SAMPLERS,
     )
@@ -209,7 +208,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     return {"env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
             "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
-            "replay": REPLAY_MODES, "replay_next_obs": NEXT_OBS,
+            "replay_next_obs": NEXT_OBS,
             "replay_obs": REPLAY_OBS, "agent": AGENTS,
             "macpo_normalization": NORMALIZATIONS, "macpo_weighting": MACPO_WEIGHTINGS,
             "actor_step": ACTOR_STEP_CHOICES,

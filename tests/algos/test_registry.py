@@ -53,7 +53,7 @@ def test_each_algorithm_chooses_its_plug_ins(name):
 @pytest.mark.parametrize("name", ["maddpg", "matd3", "masac"])
 def test_actor_critic_learners_declare_what_they_need(name):
     algo = make_algo(name, make_spec(2, continuous=False), SMALL)
-    assert algo.needs == Needs(replay="transition", avail_actions=False, global_state=False)
+    assert algo.needs == Needs(replay="transition")
     assert algo.needs.replay in REPLAY_KINDS
     assert algo.phases._fields == ("target_q", "critic_step", "actor_step", "target_update")
     assert algo._fields == ("init", "act", "update", "action_dim", "phases", "needs",

@@ -391,6 +391,5 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
     def initial_carry_fn() -> Carry:
         return initial_carry(spec, config)
 
-    needs = Needs(replay="episode", avail_actions=True,
-                  global_state=mixer.reads_state and sk.state_dim > 0)
-    return Algo(act=act_rnn_fn, needs=needs, initial_carry=initial_carry_fn, **common)
+    return Algo(act=act_rnn_fn, needs=Needs(replay="episode"), initial_carry=initial_carry_fn,
+                **common)

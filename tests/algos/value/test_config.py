@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jaxmarl_accel.algos import AlgoConfig, make_algo
-from jaxmarl_accel.algos.registry import ALGOS, check_replay, config_type, family_of
+from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, replay_needed
 from jaxmarl_accel.algos.value import ValueConfig
 from tests.algos.value.helpers import SMALL, SMALL_MLP, value_spec
 
@@ -59,13 +59,7 @@ def test_make_algo_refuses_a_config_of_the_other_family():
         make_algo("maddpg", spec, SMALL)
 
 
-def test_check_replay_names_the_argument_and_why():
-    check_replay("qmix", SMALL, "episode")
-    check_replay("qmix", SMALL_MLP, "transition")
-    check_replay("maddpg", AlgoConfig(), "transition")
-    with pytest.raises(ValueError, match="replay must be 'episode' for algo 'qmix', got "
-                                         "'transition': a recurrent agent") as info:
-        check_replay("qmix", SMALL, "transition")
-    assert "\n" not in str(info.value)
-    with pytest.raises(ValueError, match="replay must be 'transition' for algo 'vdn'"):
-        check_replay("vdn", SMALL_MLP, "episode")
+def test_the_replay_kind_follows_the_learner():
+    assert replay_needed(SMALL) == "episode"
+    assert replay_needed(SMALL_MLP) == "transition"
+    assert replay_needed(AlgoConfig()) == "transition"

@@ -49,8 +49,7 @@ def test_value_learners_declare_their_replay_and_protocol(name, agent):
     if agent == "mlp":
         assert algo.needs == Needs(replay="transition") and algo.initial_carry is None
         return
-    assert algo.needs == Needs(replay="episode", avail_actions=True,
-                               global_state=name == "qmix")
+    assert algo.needs == Needs(replay="episode")
     carry = algo.initial_carry()
     assert isinstance(carry, Carry)
     chex.assert_trees_all_equal(carry, Carry(jnp.zeros((3, SMALL.hidden)), jnp.zeros((3, 4))))
