@@ -114,7 +114,7 @@ def _worker(out_root: str) -> None:
     import jax.numpy as jnp
 
     from jaxmarl_accel.cli import run
-    from jaxmarl_accel.cli.host_loop import checkpoint_items
+    from jaxmarl_accel.cli.run_store import checkpoint_items
     from jaxmarl_accel.sharding import make_sharded_trainer
     from jaxmarl_accel.train import make_trainer
 

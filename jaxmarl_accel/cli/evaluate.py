@@ -93,7 +93,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     import jax
     import numpy as np
 
-    from jaxmarl_accel.cli import host_loop, marl_eval
+    from jaxmarl_accel.cli import marl_eval, summary
 
     config, stored = load_run(run_dir)
     trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
@@ -106,14 +106,14 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                     episodes)
     _log(f"evaluating the random and scripted baselines ({stored['baseline_episodes']} episodes "
          "each)...")
-    base = host_loop.baseline_returns(trainer, jax.random.PRNGKey(stored["seed"] + 1),
+    base = summary.baseline_returns(trainer, jax.random.PRNGKey(stored["seed"] + 1),
                                       stored["baseline_episodes"])
     rows = outputs.read_rows(run_dir)
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
-    scored = host_loop.scored_agents(config, spec)  # the learners (predators if prey scripted)
+    scored = summary.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
     heuristic = float(base["heuristic"][scored].mean()) if spec.scripted else None
-    scripted = ({"heuristic_return_per_team": host_loop.team_means(base["heuristic"], spec.teams)}
+    scripted = ({"heuristic_return_per_team": summary.team_means(base["heuristic"], spec.teams)}
                 if spec.scripted else {})
     result = outputs.summarize(
         per_seed, float(base["random"][scored].mean()), heuristic,
@@ -123,9 +123,9 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                "episodes": episodes, "seeds": seeds,
                "mean_return": float(per_seed.mean()),
                "episode_return_per_seed": returns[..., scored].mean(axis=2).tolist(),  # [S][E]
-               "return_per_team_per_seed": [host_loop.team_means(v, spec.teams)
+               "return_per_team_per_seed": [summary.team_means(v, spec.teams)
                                             for v in returns.mean(axis=1)],
-               "random_return_per_team": host_loop.team_means(base["random"], spec.teams),
+               "random_return_per_team": summary.team_means(base["random"], spec.teams),
                **scripted,
                "run_eval_return_per_seed": [own[s]["eval_return"] if s in own else None
                                             for s in range(seeds)],
@@ -151,7 +151,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     if render:
         stem = os.path.splitext(os.path.basename(out))[0]
         _log(f"rendering {stem}.gif...")
-        host_loop.render_episode(trainer, jax.device_get(sharded.first_seed(state.algo)),
+        summary.render_episode(trainer, jax.device_get(sharded.first_seed(state.algo)),
                                  os.path.dirname(out) or ".",
                                  jax.random.PRNGKey(stored["seed"] + 2),
                                  (f"{stem}.gif", f"{stem}.png"))
@@ -167,13 +167,13 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
 def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
     """The training config and stored run options of ``run_dir``; ``ValueError`` (one line)
     when it is not a run folder."""
-    from jaxmarl_accel.cli import host_loop
+    from jaxmarl_accel.cli import run_store
 
     if not os.path.isfile(os.path.join(run_dir, outputs.CONFIG_NAME)):
         what = "does not exist" if not os.path.exists(run_dir) else (
             f"is not a run folder (no {outputs.CONFIG_NAME})")
         raise ValueError(f"RUN_DIR {run_dir} {what}")
-    return host_loop.stored_run(run_dir)
+    return run_store.stored_run(run_dir)
 
 
 def restore_checkpoint(run_dir: str, config: Any, seeds: int,
@@ -186,7 +186,7 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     evaluating needs the memory of the learners, not of the training state. ``ValueError``
     (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
     them, or it does not restore."""
-    from jaxmarl_accel.cli import host_loop
+    from jaxmarl_accel.cli import host_loop, run_store
     from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
     from jaxmarl_accel.sharding import make_sharded_trainer
     from jaxmarl_accel.train import make_trainer
@@ -207,8 +207,8 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     sharded = make_sharded_trainer(
         trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds)
     abstract = sharded.abstract_state
-    target = host_loop.checkpoint_items(abstract)
-    replay = {name: leaf for name, leaf in target.items() if name.startswith(host_loop.REPLAY)}
+    target = run_store.checkpoint_items(abstract)
+    replay = {name: leaf for name, leaf in target.items() if name.startswith(run_store.REPLAY)}
     try:
         manager.check(step, target)
         items = manager.restore(step, {n: v for n, v in target.items() if n not in replay})
@@ -217,8 +217,8 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     except (OSError, ValueError) as error:
         raise ValueError(f"the checkpoint after chunk {step} "
                          f"({os.path.join(folder, str(step))}) cannot be restored: "
-                         f"{host_loop.first_line(error)}") from None
-    state = host_loop.state_from_items(abstract, {**replay, **items})
+                         f"{run_store.first_line(error)}") from None
+    state = run_store.state_from_items(abstract, {**replay, **items})
     return trainer, sharded, state, step
 
 

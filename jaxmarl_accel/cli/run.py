@@ -276,7 +276,7 @@ def options_from_args(parser: argparse.ArgumentParser,
     if args.resume and args.overwrite:
         parser.error("--resume and --overwrite exclude each other")
     devices = parse_devices(parser, args.devices)
-    from jaxmarl_accel.cli.host_loop import RunOptions, stored_run
+    from jaxmarl_accel.cli.run_store import RunOptions, stored_run
 
     if args.resume:
         config, stored = stored_run(args.resume)

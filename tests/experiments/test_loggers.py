@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli import host_loop, loggers, outputs, run
+from jaxmarl_accel.cli import host_loop, loggers, outputs, run, run_store
 
 pytest.importorskip("tensorboardX")
 from tensorboardX.proto import event_pb2  # noqa: E402
@@ -117,10 +117,10 @@ def test_the_choice_is_stored_and_old_configs_resume_with_csv(logged_run, tmp_pa
     out = logged_run[0]
     record = json.loads((out / "config.json").read_text())
     assert record["loggers"] == ["csv", "tensorboard", "wandb"]
-    assert host_loop.stored_run(str(out))[1]["loggers"] == ("csv", "tensorboard", "wandb")
+    assert run_store.stored_run(str(out))[1]["loggers"] == ("csv", "tensorboard", "wandb")
     del record["loggers"]
     (tmp_path / "config.json").write_text(json.dumps(record))
-    assert host_loop.stored_run(str(tmp_path))[1]["loggers"] == ("csv",)
+    assert run_store.stored_run(str(tmp_path))[1]["loggers"] == ("csv",)
 
 
 def test_tensorboard_holds_each_seeds_metrics_csv_and_the_config(logged_run):

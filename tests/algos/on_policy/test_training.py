@@ -12,7 +12,7 @@ import pytest
 
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.cli import run
-from jaxmarl_accel.cli.host_loop import checkpoint_items, state_from_items
+from jaxmarl_accel.cli.run_store import checkpoint_items, state_from_items
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.train import make_trainer
 

@@ -1,0 +1,238 @@
+"""A run's folder: the options stored with it (``config.json``), preparing the folder,
+checkpoint items by tree path, and restoring the newest checkpoint that can be read
+(:mod:`jaxmarl_accel.cli.checkpoint` writes and reads the files)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxmarl_accel import config as cfg
+from jaxmarl_accel.cli import outputs
+from jaxmarl_accel.cli.checkpoint import (
+    CheckpointMismatch,
+    Checkpoints,
+    fills_in_place,
+    sync_processes,
+)
+from jaxmarl_accel.sharding import (
+    ShardedTrainer,
+)
+
+STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers",
+                  "checkpoint_replay")
+"""The :class:`RunOptions` that change a run's outputs: stored in ``config.json`` with the
+training config, and taken from there on ``--resume``."""
+
+
+STORED_DEFAULTS = {"loggers": ("csv",), "checkpoint_replay": True}
+"""The :data:`STORED_OPTIONS` that a ``config.json`` written before them lacks: such a run
+resumes with these."""
+
+
+REPLAY = ".buffer"
+"""The name prefix of the replay's arrays among :func:`checkpoint_items`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is executed and recorded (what the trained numbers do not depend on).
+
+    Attributes:
+      seeds: seeds trained at once (vmapped).
+      seed: base PRNG seed; seed i uses ``split(PRNGKey(seed))[i]``.
+      out_dir: output folder.
+      resume: continue from the newest checkpoint of ``out_dir`` that restores (if any).
+      overwrite: replace the run that ``out_dir`` holds (without it, and without
+        ``resume``, a folder that holds a run is refused).
+      render: render one evaluation episode of seed 0 to ``episode.gif`` / ``.png``.
+      baseline_episodes: episodes of the random and scripted baselines of the score.
+      checkpoint_every: save a checkpoint every this many chunks.
+      checkpoint_replay: include the replay in checkpoints (False: smaller checkpoints; a
+        resumed run starts with an empty replay and refills it before it learns again).
+      quiet: no progress output.
+      devices: devices to shard the seeds over (a count, or ``"auto"``).
+      env_shards: devices each seed's envs are split over (None: chosen automatically).
+      loggers: the metric streams (:data:`jaxmarl_accel.cli.loggers.LOGGERS`); ``metrics.csv`` is
+        written whatever they are.
+    """
+
+    seeds: int
+    seed: int
+    out_dir: str
+    resume: bool = False
+    overwrite: bool = False
+    render: bool = False
+    baseline_episodes: int = 1000
+    checkpoint_every: int = 1
+    checkpoint_replay: bool = True
+    quiet: bool = False
+    devices: int | str = 1
+    env_shards: int | None = None
+    loggers: tuple[str, ...] = ("csv",)
+
+
+class Started(NamedTuple):
+    """A run ready to train: its state, the metric rows so far and the next chunk."""
+
+    state: Any
+    rows: list[dict[str, float]]
+    start: int
+
+
+def checkpoint_items(state: Any, names: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The state's leaves keyed by tree path, without zero-size leaves (nothing to save).
+
+    ``state`` may also be a tree of the same structure with other leaves (the state's
+    shardings): then ``names`` (the state's own items) chooses the paths kept."""
+    leaves = jax.tree_util.tree_flatten_with_path(state)[0]
+    if names is not None:
+        return {key: leaf for path, leaf in leaves
+                if (key := jax.tree_util.keystr(path)) in names}
+    return {jax.tree_util.keystr(path): leaf for path, leaf in leaves if leaf.size}
+
+
+def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool = True) -> None:
+    """Save the state after ``chunk`` (without the replay's arrays unless ``replay``)."""
+    items = checkpoint_items(state)
+    if not replay:
+        items = {name: leaf for name, leaf in items.items() if not name.startswith(REPLAY)}
+    manager.save(chunk, items, omitted=() if replay else (REPLAY,))
+
+
+def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
+    """Inverse of :func:`checkpoint_items` given the abstract state."""
+    paths, treedef = jax.tree_util.tree_flatten_with_path(abstract)
+    leaves = [items[jax.tree_util.keystr(path)] if leaf.size else jnp.zeros(leaf.shape, leaf.dtype)
+              for path, leaf in paths]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def run_record(config: cfg.TrainConfig, options: RunOptions) -> dict[str, Any]:
+    """What ``config.json`` stores: the training config and the :data:`STORED_OPTIONS`."""
+    return {"train": cfg.config_to_dict(config),
+            **{name: getattr(options, name) for name in STORED_OPTIONS}}
+
+
+def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
+    """The training config and the :data:`STORED_OPTIONS` of the run in ``out_dir``;
+    ``ValueError`` (one line) when ``config.json`` is missing, unreadable or incomplete."""
+    required = [name for name in STORED_OPTIONS if name not in STORED_DEFAULTS]
+    record = {**STORED_DEFAULTS, **outputs.read_run_config(out_dir, ("train", *required))}
+    try:
+        config = cfg.config_from_dict(record["train"])
+    except (TypeError, KeyError, AttributeError) as error:
+        raise ValueError(f"{os.path.join(out_dir, outputs.CONFIG_NAME)}: the training config "
+                         f"cannot be read ({error})") from None
+    return config, {name: tuple(record[name]) if isinstance(record[name], list) else record[name]
+                    for name in STORED_OPTIONS}
+
+
+def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -> None:
+    """Make sure the run may write to ``options.out_dir`` and store its config there.
+
+    A new run refuses a folder that holds another run unless ``options.overwrite`` (which
+    removes that run's files first); a resumed run keeps its stored config. Under
+    ``jax.distributed`` every process checks the folder before process 0 writes to it.
+    """
+    out_dir = options.out_dir
+    if writer:
+        outputs.ensure_writable_folder(out_dir)
+    present = outputs.run_entries(out_dir)
+    if not options.resume and present and not options.overwrite:
+        raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
+                         f"it with --resume {out_dir}, or replace it with --overwrite")
+    sync_processes("output folder checked")
+    if writer and not options.resume:
+        outputs.clear_run(out_dir)
+        outputs.write_run_config(out_dir, run_record(config, options))
+    sync_processes("output folder ready")
+
+
+def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
+                    manager: Checkpoints, warn: Callable[..., None],
+                    log: Callable[..., None]) -> Started:
+    """The newest restorable checkpoint's state and metric rows when resuming
+    (:func:`restore_newest`), else a fresh state."""
+    if options.resume:
+        started = restore_newest(config, options, sharded, manager, warn)
+        if started is not None:
+            log(f"resuming {options.out_dir} after chunk {started.start - 1}")
+            return started
+        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
+    return Started(fresh_state(sharded, options.seed), [], 0)
+
+
+def fresh_state(sharded: ShardedTrainer, seed: int) -> Any:
+    """The initial training state of every seed, placed on the devices."""
+    return sharded.init(np.asarray(jax.random.PRNGKey(seed)))
+
+
+def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
+                   manager: Checkpoints, warn: Callable[..., None]) -> Started | None:
+    """Restore the newest checkpoint that can be read, newest first (None: there is none).
+
+    A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
+    warning naming it and the reason, and removed once an older one restored, so that the
+    chunks after it are saved again. A checkpoint that reads but does not fit the stored
+    config (another number of chunks, other shapes, too few metric rows) is an error: the
+    folder holds something other than the run its ``config.json`` describes.
+    """
+    folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
+    abstract = sharded.abstract_state
+    target = checkpoint_items(abstract)
+    steps = manager.steps()[::-1]
+    skipped: list[str] = []
+    for step in steps:
+        if step >= sharded.trainer.num_chunks:
+            raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
+                             f"its config.json has {sharded.trainer.num_chunks} chunks")
+        # a fresh state to overwrite in place; with several processes only for the parts a
+        # checkpoint may omit, built once one is known to be missing
+        fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
+        try:
+            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
+                                    into=fresh or None)
+        except CheckpointMismatch:
+            raise
+        except (OSError, ValueError) as error:
+            reason = f"chunk {step} ({os.path.join(folder, str(step))}): {first_line(error)}"
+            warn(f"warning: skipping the checkpoint after {reason}")
+            skipped.append(reason)
+            del fresh
+            continue
+        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
+        if len(rows) != (step + 1) * options.seeds:
+            raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
+                             f"{len(rows)} rows up to chunk {step}, not "
+                             f"{(step + 1) * options.seeds} ({options.seeds} seeds)")
+        for newer in (s for s in steps if s > step):
+            manager.delete(newer)
+        missing = target.keys() - items.keys()
+        if missing:  # a checkpoint without the replay: the fresh state's empty one
+            warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "
+                 f"false): the resumed run refills it and learns again from "
+                 f"{sharded.trainer.first_update_step:,} env steps after the restart on, so it "
+                 "does not repeat the uninterrupted run")
+            fresh = fresh or checkpoint_items(fresh_state(sharded, options.seed))
+            items = {**{name: fresh[name] for name in missing}, **items}
+        del fresh
+        # placed already: device_put only moves the zero-size leaves state_from_items adds
+        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
+        return Started(state, rows, step + 1)
+    if skipped:
+        raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
+    return None
+
+
+def first_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (at most 160 characters)."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    text = text if len(text) <= 160 else text[:157] + "..."
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__

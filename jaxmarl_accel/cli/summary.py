@@ -1,0 +1,182 @@
+"""The end of a run: scores against the random and scripted baselines, the summary, the
+marl-eval export, the learning curve and one rendered episode."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmarl_accel.cli import marl_eval, outputs
+from jaxmarl_accel.cli.run_store import RunOptions
+from jaxmarl_accel.envs.evaluate import evaluate_policy
+from jaxmarl_accel.envs.policies import (
+    heuristic_policy,
+    learner_step_policy,
+    random_policy,
+    scripted_team,
+)
+from jaxmarl_accel.envs.rollout import rollout
+from jaxmarl_accel.sharding import (
+    DeviceLayout,
+    ShardedTrainer,
+)
+from jaxmarl_accel.train import Trainer
+
+
+def scored_agents(config: Any, spec: Any) -> np.ndarray:
+    """Bool ``[N]``: the agents a run is scored on, its learners. With scripted prey
+    (``config.prey == "heuristic"``) the predators; every agent otherwise."""
+    if getattr(config, "prey", "trained") == "heuristic":
+        return np.asarray([team == "predator" for team in spec.teams])
+    return np.ones(spec.num_agents, bool)
+
+
+def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
+    """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies
+    (``"random"``, ``"heuristic"``), and the standard error of each one's mean return
+    over the scored agents (:func:`scored_agents`) and episodes (``"random_se"``,
+    ``"heuristic_se"``; episodes are independent).
+
+    With scripted prey (``--prey heuristic``) the prey are scripted in both baselines too,
+    so the trained predators are compared with random and scripted predators against the
+    same prey.
+    """
+    env, params = trainer.env, trainer.env_params
+    random_key, heuristic_key = jax.random.split(key)
+    random_fn = random_policy(env)
+    if trainer.config.prey == "heuristic":
+        random_fn = scripted_team(env, random_fn, "prey")
+    results = {
+        "random": evaluate_policy(env, params, random_fn, random_key, episodes),
+        "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
+                                     episodes)}
+    out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
+    scored = scored_agents(trainer.config, env.spec)
+    for name, result in results.items():
+        per_episode = np.asarray(result.episode_returns)[:, scored].mean(axis=1)  # [episodes]
+        spread = per_episode.std(ddof=1) if episodes > 1 else math.inf
+        out[f"{name}_se"] = float(spread / math.sqrt(episodes))
+    for name, result in results.items():  # per-episode counters of the env, e.g. captures
+        out.update({f"{name}_{stat}": float(np.mean(v)) for stat, v in result.stats.items()})
+    return out
+
+
+def episode_stats_summary(rows: list[dict[str, float]], trainer: Trainer,
+                          base: dict[str, Any]) -> dict[str, Any]:
+    """The env's per-episode counters (``spec.episode_stats``, e.g. stag hunt captures) in
+    the summary: each seed's final greedy evaluation and the random and scripted
+    baselines', per episode."""
+    out: dict[str, Any] = {}
+    for stat in trainer.env.spec.episode_stats:
+        out[f"final_eval_{stat}_per_episode_per_seed"] = [
+            r[f"eval_{stat}"] for r in rows if r["chunk"] == trainer.num_chunks - 1]
+        out[f"random_{stat}_per_episode"] = base[f"random_{stat}"]
+        if trainer.env.spec.scripted:
+            out[f"heuristic_{stat}_per_episode"] = base[f"heuristic_{stat}"]
+    return out
+
+
+def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
+    """Mean of a per-agent vector ``[N]`` per team label."""
+    return {team: float(np.mean([v for v, t in zip(values, teams, strict=True) if t == team]))
+            for team in dict.fromkeys(teams)}
+
+
+def untrained_note(trainer: Trainer) -> str:
+    """Why a run that ends before its first update has scores of untrained policies."""
+    config = trainer.config
+    return (f"the run ends at {trainer.total_steps:,} env steps per seed, before the first "
+            f"update (after {trainer.first_update_step:,}: --learning-starts "
+            f"{config.learning_starts:,}, --batch-size {config.batch_size:,}); the learners "
+            "are never trained and the scores are those of their initial policies")
+
+
+def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer, state: Any,
+                  rows: list[dict[str, float]], layout: DeviceLayout, timing: dict[str, float],
+                  writer: bool, log: Callable[..., None]) -> None:
+    """Final scores against the random and scripted baselines: ``summary.json``, the
+    marl-eval export (``marl_eval.json``), the learning curve and (with
+    ``options.render``) one rendered episode. The summary gives each seed's number of
+    updates and, when there were none, a ``warning``."""
+    config, spec = trainer.config, trainer.env.spec
+    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
+                        for r in rows if r["chunk"] == trainer.num_chunks - 1])
+    scored = scored_agents(config, spec)
+    updates = [int(sum(r["updates"] for r in rows if r["seed"] == seed))
+               for seed in range(options.seeds)]
+    log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
+        "episodes each)...")
+    base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
+                            options.baseline_episodes)
+    untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
+    scripted = ({"heuristic_return_per_team": team_means(base["heuristic"], spec.teams)}
+                if spec.scripted else {})
+    summary = outputs.summarize(
+        final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
+        float(base["heuristic"][scored].mean()) if spec.scripted else None,
+        baseline_se=(base["random_se"], base["heuristic_se"], options.baseline_episodes),
+        extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
+               "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
+               "devices": layout.num_devices,
+               "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
+               **timing,
+               "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
+               "random_return_per_team": team_means(base["random"], spec.teams), **scripted,
+               "updates_per_seed": updates, **untrained,
+               **episode_stats_summary(rows, trainer, base)})
+    if "baseline_warning" in summary and writer:
+        print(f"warning: {summary['baseline_warning']}", file=sys.stderr)
+    first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
+    if not writer:
+        return
+    path = outputs.write_summary(options.out_dir, summary)
+    marl_eval.write(os.path.join(options.out_dir, outputs.MARL_EVAL_NAME), marl_eval.run_export(
+        marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
+    outputs.plot_curve(options.out_dir, rows,
+                       f"{config.algo} on {config.env} ({options.seeds} seeds)",
+                       summary["random_return"], summary.get("heuristic_return"))
+    if options.render:
+        log(f"rendering {outputs.GIF_NAME}...")
+        render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
+    if not spec.scripted:
+        log(f"median return {summary['median_return']:.3f} (IQR {summary['iqr_return'][0]:.3f} "
+            f"to {summary['iqr_return'][1]:.3f}; {outputs.NO_SCRIPTED_NOTE}"
+            f"{'; untrained policies' if untrained else ''}); summary in {path}")
+        return
+    log(f"median normalized score {summary['median_normalized_score']:.3f} "
+        f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
+        f"{summary['iqr_normalized_score'][1]:.3f}"
+        f"{'; untrained policies' if untrained else ''}); summary in {path}")
+
+
+def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array,
+                   names: tuple[str, str] = (outputs.GIF_NAME, outputs.PNG_NAME)) -> None:
+    """Roll out one deterministic episode with the learners ``algo_state`` of one seed
+    (no seed axis) and save it in ``out_dir`` as GIF and PNG (the middle frame) under
+    ``names``."""
+    from jaxmarl_accel.cli.render import write_gif, write_png
+    from jaxmarl_accel.envs.render import render_rollout
+
+    env, params = trainer.env, trainer.env_params
+    steps = int(params.episode_length)
+    policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "heuristic",
+                                 explore=False)
+
+    def policy_fn(key, obs, env_state, params, carry):
+        action, _, carry = policy.step(algo_state, carry, key, obs, env_state, params)
+        return action, carry
+
+    record = jax.jit(lambda: rollout(env, params, policy_fn, key, steps,
+                                     initial_carry=policy.initial_carry))()
+    ended = np.asarray(record.terminated | record.truncated)
+    shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
+    states = jax.tree.map(lambda leaf: leaf[:shown], record.states)
+    frames = render_rollout(states, params, env.spec)
+    write_gif(os.path.join(out_dir, names[0]), frames)
+    write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])
