@@ -10,11 +10,13 @@ episodes and key), so the normalized score NS = (R - R_random) / (R_scripted - R
 is the one of ``summary.json``. Outputs: ``--out`` (default RUN_DIR/evaluation.json:
 the checkpoint and its env steps, each seed's mean return and NS with their median and
 interquartile range, each episode's return, the run's own evaluation of that checkpoint
-from ``metrics.csv``, the baselines, and the env's episode counters such as the stag hunt's
-captures), ``--marl-eval`` (default RUN_DIR/marl_eval.json: the run's curve from
-``metrics.csv`` in marl-eval's format, with this evaluation's episodes as its
-``absolute_metrics``) and, with ``--render``, seed 0's greedy episode as a GIF and PNG
-beside ``--out`` (``evaluation.gif``, ``evaluation.png``). Nothing else in RUN_DIR changes.
+from ``metrics.csv``, the baselines, the env's episode counters such as the stag hunt's
+captures, and for envs of several teams ``cross_play``: each team's learners against random
+and against scripted agents in the other teams), ``--marl-eval`` (default
+RUN_DIR/marl_eval.json: the run's curve from ``metrics.csv`` in marl-eval's format, with this
+evaluation's episodes as its ``absolute_metrics``) and, with ``--render``, seed 0's greedy
+episode as a GIF and PNG beside ``--out`` (``evaluation.gif``, ``evaluation.png``). Nothing
+else in RUN_DIR changes.
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
         result[f"random_{name}_per_episode"] = base[f"random_{name}"]
         if spec.scripted:
             result[f"heuristic_{name}_per_episode"] = base[f"heuristic_{name}"]
+    result.update(cross_play(trainer, state.algo, jax.random.PRNGKey(stored["seed"] + 4),
+                             episodes))
     write_json(out, result, "--out")
     if marl_eval_path is not None:
         absolute = {seed: {"return": returns[seed].mean(axis=1).tolist(),
@@ -245,6 +249,57 @@ def evaluate_seeds(trainer: Any, algo_states: Any, key: Any, episodes: int) -> t
     per_seed = jax.jit(jax.vmap(per_episode, in_axes=(0, None)))  # -> [S, E, N], {name: [S, E]}
     returns, stats = jax.device_get(per_seed(algo_states, jax.random.split(key, episodes)))
     return returns, stats
+
+
+def cross_play(trainer: Any, algo_states: Any, key: Any, episodes: int) -> dict[str, Any]:
+    """Each team's greedy learners against random and against scripted agents in the other
+    teams' rows, for envs of several teams whose learners play every team (not with scripted
+    prey); ``{}`` otherwise. E.g. on Tag: trained taggers against random runners tag more
+    than random taggers do when the taggers learned to chase, and trained runners against
+    random taggers are tagged less when the runners learned to flee.
+
+    Args:
+      trainer: the run's ``Trainer``.
+      algo_states: the learners' states, each leaf ``[S, ...]`` (seeds first).
+      key: PRNG key of the episodes (every seed and matchup plays the same start states).
+      episodes: episodes per seed and matchup ``E``.
+
+    Returns:
+      ``{"cross_play": {"<team>_vs_<opponent>": {"team_return_per_seed": [S] the team's mean
+      return per agent and episode, "<stat>_per_episode_per_seed": [S] for each env
+      counter}}}``.
+    """
+    import functools
+
+    import jax
+    import numpy as np
+
+    from jaxmarl_accel.envs.evaluate import evaluate_policy
+    from jaxmarl_accel.envs.policies import against_opponents, learner_step_policy, team_rows
+
+    env, params, spec = trainer.env, trainer.env_params, trainer.env.spec
+    teams = tuple(dict.fromkeys(spec.teams))
+    if len(teams) < 2 or trainer.config.prey == "heuristic":
+        return {}
+    policy = learner_step_policy(env, trainer.algo, False, explore=False)
+    matchups = {}
+    for team in teams:
+        rows = np.asarray(team_rows(env, team))
+        for opponent in ("random", "scripted") if spec.scripted else ("random",):
+            step = against_opponents(env, policy, team, opponent)
+
+            def one_seed(algo_state, key, step=step):
+                return evaluate_policy(env, params, functools.partial(step, algo_state), key,
+                                       episodes, initial_carry=policy.initial_carry)
+
+            result = jax.device_get(jax.jit(jax.vmap(one_seed, in_axes=(0, None)))(
+                algo_states, key))
+            matchups[f"{team}_vs_{opponent}"] = {
+                "team_return_per_seed": np.asarray(result.episode_returns)[..., rows].mean(
+                    axis=(1, 2)).tolist(),
+                **{f"{name}_per_episode_per_seed": np.asarray(v).mean(axis=1).tolist()
+                   for name, v in result.stats.items()}}
+    return {"cross_play": matchups}
 
 
 def write_json(path: str, record: dict[str, Any], flag: str) -> None:

@@ -164,3 +164,31 @@ def learner_step_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool
         return env_action, action_vector(env, env_action), carry
 
     return StepPolicy(algo.initial_carry, recurrent)
+
+
+def against_opponents(env: Env, policy: StepPolicy, team: str, opponent: str
+                      ) -> Callable[..., tuple[jax.Array, Any]]:
+    """The learners of ``team`` (``policy``, a learner's :class:`StepPolicy`) against
+    ``opponent`` agents in every other team's rows: ``"random"`` (uniform over valid actions)
+    or ``"scripted"`` (the env's scripted policy). Cross-play for envs of several teams,
+    e.g. trained taggers against random runners.
+
+    Returns ``(algo_state, key, obs [N, obs_dim], state, params, carry) -> (actions, carry)``
+    with actions ``[N]`` or ``[N, act_dim]``; ``policy.initial_carry`` is its carry.
+    """
+    if opponent not in ("random", "scripted"):
+        raise ValueError(f"opponent must be 'random' or 'scripted', got {opponent!r}")
+    if team not in env.spec.teams:
+        raise ValueError(f"team {team!r}: {env.spec.name} has teams "
+                         f"{', '.join(dict.fromkeys(env.spec.teams))}")
+    others = ~team_rows(env, team)
+
+    def step(algo_state, key, obs, state, params, carry):
+        own_key, other_key = jax.random.split(key)
+        actions, _, carry = policy.step(algo_state, carry, own_key, obs, state, params)
+        other = (env.random_action(other_key) if opponent == "random"
+                 else env.heuristic_action(other_key, state, params))
+        return jnp.where(others.reshape((-1,) + (1,) * (actions.ndim - 1)), other,
+                         actions), carry
+
+    return step

@@ -80,3 +80,30 @@ def test_scripted_team_replaces_only_that_teams_rows(continuous):
                                atol=1e-6)
     with pytest.raises(ValueError, match="team 'goalkeeper'"):
         scripted_team(env, random_policy(env), "goalkeeper")
+
+
+@pytest.mark.parametrize("opponent", ["random", "scripted"])
+def test_against_opponents_keeps_the_teams_rows_and_replaces_the_others(opponent):
+    from jaxmarl_accel.envs.policies import StepPolicy, against_opponents, team_rows
+
+    env, params = make("tag_gridworld", num_taggers=3, num_runners=2)
+    marker = 4  # a learner that always plays action 4 in every row, carrying a step count
+    policy = StepPolicy(lambda: 0, lambda algo_state, carry, key, obs, state, params: (
+        jax.numpy.full((env.spec.num_agents,), marker, jax.numpy.int32), None, carry + 1))
+    step = jax.jit(against_opponents(env, policy, "tagger", opponent))
+    obs, state = env.reset(jax.random.key(0), params)
+    rows = np.asarray(team_rows(env, "tagger"))
+    seen = []
+    for i in range(20):
+        key = jax.random.key(i)
+        actions, carry = step(None, key, obs, state, params, i)
+        actions = np.asarray(actions)
+        assert carry == i + 1 and (actions[rows] == marker).all()
+        other_key = jax.random.split(key)[1]
+        expected = (env.random_action(other_key) if opponent == "random"
+                    else env.heuristic_action(other_key, state, params))
+        np.testing.assert_array_equal(actions[~rows], np.asarray(expected)[~rows])
+        seen.extend(actions[~rows].tolist())
+    assert opponent == "scripted" or len(set(seen)) > 1
+    with pytest.raises(ValueError, match="team 'prey': tag_gridworld has teams tagger, runner"):
+        against_opponents(env, policy, "prey", opponent)

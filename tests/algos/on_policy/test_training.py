@@ -65,6 +65,15 @@ def test_a_tiny_run_trains_every_team_under_jit_and_vmap(algo, env, env_kwargs):
         assert any(jax.tree.leaves(changed))
     kernel = final.algo.params[0]["net"]["params"]["Dense_0"]["kernel"]
     assert not np.array_equal(kernel[0], kernel[1])  # the seeds differ
+    if env == "simple_tag":  # each team's learners against random and scripted others
+        from jaxmarl_accel.cli.evaluate import cross_play
+
+        matchups = cross_play(trainer, final.algo, jax.random.key(0), 3)["cross_play"]
+        assert set(matchups) == {f"{team}_vs_{opponent}" for team in ("predator", "prey")
+                                 for opponent in ("random", "scripted")}
+        for record in matchups.values():
+            assert len(record["team_return_per_seed"]) == 2
+            assert np.all(np.isfinite(record["team_return_per_seed"]))
 
 
 @pytest.mark.parametrize(("argv", "message"), [
