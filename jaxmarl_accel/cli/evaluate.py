@@ -159,13 +159,18 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                  os.path.dirname(out) or ".",
                                  jax.random.PRNGKey(stored["seed"] + 2),
                                  (f"{stem}.gif", f"{stem}.png"))
-    score = (f"median normalized score {result['median_normalized_score']:.3f} (random "
-             f"{result['random_return']:.3f}, scripted {result['heuristic_return']:.3f})"
-             if spec.scripted else
-             f"random {result['random_return']:.3f}; {outputs.NO_SCRIPTED_NOTE}")
     _log(f"checkpoint {step}: mean return {result['mean_return']:.3f} over {seeds} seed(s) x "
-         f"{episodes} episode(s), {score}; written to {out}")
+         f"{episodes} episode(s), {_score_text(result, spec.scripted)}; written to {out}")
     return result
+
+
+def _score_text(result: dict[str, Any], scripted: bool) -> str:
+    """The evaluation's score for the log line: NS with its baselines, or the random
+    return when the env has no scripted policy."""
+    if not scripted:
+        return f"random {result['random_return']:.3f}; {outputs.NO_SCRIPTED_NOTE}"
+    return (f"median normalized score {result['median_normalized_score']:.3f} (random "
+            f"{result['random_return']:.3f}, scripted {result['heuristic_return']:.3f})")
 
 
 def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
