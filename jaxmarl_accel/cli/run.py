@@ -61,9 +61,6 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
-    from jaxmarl_accel.algos import AlgoConfig
-    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
     from jaxmarl_accel.config import PRESETS, TrainConfig
 
     parser = flags.Parser(
@@ -138,31 +135,32 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config", "value_config"),
         choices=flags.train_choices(), defaults=family_defaults,
         shown_defaults=family_shown)
-    algo = parser.add_argument_group("actor-critic learners: maddpg, matd3, masac "
-                                     "(jaxmarl_accel.algos.AlgoConfig)")
-    parser.fields += flags.add_dataclass_flags(algo, AlgoConfig,
-                                                    choices=flags.train_choices(),
-                                                    defaults=family_defaults,
-                                                    shown_defaults=family_shown)
-    value = parser.add_argument_group("value-based learners: qmix, vdn, iql, owqmix, cwqmix, "
-                                      "macpo, accmer "
-                                      "(jaxmarl_accel.algos.value.ValueConfig; --gamma and "
-                                      "--grad-clip above apply to them too)")
-    parser.fields += flags.add_dataclass_flags(value, ValueConfig,
-                                                    skip=tuple(parser.fields),
-                                                    choices=flags.train_choices(),
-                                                    defaults=family_defaults,
-                                                    shown_defaults=family_shown)
-    on_policy = parser.add_argument_group("on-policy learners: a2c, ppo "
-                                          "(jaxmarl_accel.algos.on_policy.OnPolicyConfig; "
-                                          "--hidden-sizes, --gamma, --grad-clip and --lr above "
-                                          "apply to them too)")
-    parser.fields += flags.add_dataclass_flags(on_policy, OnPolicyConfig,
-                                               skip=tuple(parser.fields),
-                                               choices=flags.train_choices(),
-                                               defaults=family_defaults,
-                                               shown_defaults=family_shown)
+    add_learner_flags(parser, family_defaults, family_shown)
     return parser
+
+
+def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
+                      family_shown: dict) -> None:
+    """One flag group per learner family (actor-critic, value-based, on-policy), generated
+    from its config dataclass; a field the groups before it have already (e.g. --gamma) is
+    shared, not repeated. ``parser.fields`` collects every generated field name."""
+    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+    from jaxmarl_accel.algos.value.config import ValueConfig
+
+    for config_type, title in (
+            (AlgoConfig, "actor-critic learners: maddpg, matd3, masac "
+                         "(jaxmarl_accel.algos.AlgoConfig)"),
+            (ValueConfig, "value-based learners: qmix, vdn, iql, owqmix, cwqmix, macpo, accmer "
+                          "(jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip "
+                          "above apply to them too)"),
+            (OnPolicyConfig, "on-policy learners: a2c, ppo "
+                             "(jaxmarl_accel.algos.on_policy.OnPolicyConfig; --hidden-sizes, "
+                             "--gamma, --grad-clip and --lr above apply to them too)")):
+        parser.fields += flags.add_dataclass_flags(
+            parser.add_argument_group(title), config_type, skip=tuple(parser.fields),
+            choices=flags.train_choices(), defaults=family_defaults,
+            shown_defaults=family_shown)
 
 
 def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
