@@ -117,6 +117,8 @@ def _flag_kwargs(annotation: Any, default: Any) -> dict[str, Any] | None:
     """argparse keywords for a field of type ``annotation``; None for unsupported types."""
     args = typing.get_args(annotation)
     if typing.get_origin(annotation) is tuple and args and args[-1] is Ellipsis:
+        if typing.get_origin(args[0]) is tuple:  # (name, value) pairs: "a=1,b=2"
+            return {"type": parse_key_values, "metavar": "NAME=VALUE[,...]"}
         return {"type": parse_int if args[0] is int else args[0], "nargs": "+"}
     optional = type(None) in args
     base = next((a for a in args if a is not type(None)), annotation) if args else annotation
@@ -157,7 +159,8 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tup
         flags = ["--" + field.name.replace("_", "-"), *(aliases or {}).get(field.name, ())]
         help_text = flag_message(plain_text(docs.get(field.name, field.name.replace("_", " "))),
                                  compound)
-        shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
+        shown = (" ".join(map(str, default)) if isinstance(default, tuple) and default
+                 else "none" if default == () else default)
         shown = str(shown).lower() if isinstance(shown, bool) or shown is None else shown
         shown = (shown_defaults or {}).get(field.name, shown)
         parser.add_argument(*flags, dest=field.name, default=default,

@@ -18,8 +18,15 @@ with :attr:`OnPolicyFns.sample` (actions, their log-probabilities and values) an
   ratio is always 1 and its gradient A2C's.)
 
 Every team's loss is a mean over its own agents' samples; their sum is differentiated, so
-team k's gradient comes from its agents only. Each team has its own Adam state and its
-gradient is clipped by its own global norm (WarpDrive's per-policy ``clip_grad_norm_``).
+team k's gradient comes from its agents only. Each team has its own Adam state, its own
+learning rate (``team_lr``, WarpDrive's per-policy ``lr``) and its gradient is clipped by
+its own global norm (WarpDrive's per-policy ``clip_grad_norm_``).
+
+With ``normalize_value`` each team's value head learns its targets in units of their
+running mean and standard deviation (MAPPO's ValueNorm, :class:`~.losses.ValueNorm`): the
+moments take in the rollout's targets once per ``update``, before its gradient steps (MAPPO
+folds in each minibatch's), and every value the rollout round or the advantages read is
+mapped back, ``V = mu + sigma v``.
 """
 
 from __future__ import annotations
@@ -34,7 +41,11 @@ from flax import struct
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.on_policy import losses
 from jaxmarl_accel.algos.on_policy import networks as nets
-from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig, normalizes_advantage
+from jaxmarl_accel.algos.on_policy.config import (
+    OnPolicyConfig,
+    normalizes_advantage,
+    team_learning_rates,
+)
 from jaxmarl_accel.envs.base import EnvSpec
 
 PyTree = Any
@@ -48,11 +59,14 @@ class OnPolicyState:
       params: one parameter tree per team (:func:`~.networks.init_params`).
       opt_state: one Adam state per team.
       updates: ``[]`` int32 gradient steps taken.
+      value_norm: with ``normalize_value``, one :class:`~.losses.ValueNorm` per team (its
+        value targets' running moments); else ``()``.
     """
 
     params: tuple[PyTree, ...]
     opt_state: tuple[PyTree, ...]
     updates: jax.Array
+    value_norm: tuple[losses.ValueNorm, ...] = ()
 
 
 class PolicyStep(NamedTuple):
@@ -162,13 +176,24 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     lam = config.gae_lambda if ppo else 1.0
     normalize = normalizes_advantage(name, config)
     clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip else []
-    tx = optax.chain(*clip, optax.adam(config.lr))
+    txs = tuple(optax.chain(*clip, optax.adam(lr))
+                for lr in team_learning_rates(config, teams.names))
     action_mask = spec.action_mask  # [N, A]
+    norm_values = config.normalize_value
 
     def init(key: jax.Array) -> OnPolicyState:
         params = nets.init_params(policy, key, spec.obs_dim, config.log_std_init)
-        return OnPolicyState(params=params, opt_state=tuple(tx.init(p) for p in params),
-                             updates=jnp.zeros((), jnp.int32))
+        return OnPolicyState(
+            params=params, opt_state=tuple(tx.init(p) for tx, p in zip(txs, params)),
+            updates=jnp.zeros((), jnp.int32),
+            value_norm=tuple(losses.value_norm_init() for _ in txs) if norm_values else ())
+
+    def unnormalized(state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
+        """The teams' value-head outputs ``[..., N_k]`` as values (ValueNorm undone)."""
+        if not norm_values:
+            return vals
+        moments = [losses.value_norm_moments(norm) for norm in state.value_norm]
+        return [mu + sigma * v for v, (mu, sigma) in zip(vals, moments, strict=True)]
 
     def team_mask(k: int, avail: jax.Array | None) -> jax.Array | None:
         if spec.continuous:
@@ -178,6 +203,7 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     def sample(state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
                key: jax.Array) -> PolicyStep:
         outs, vals = nets.forward(policy, state.params, obs)
+        vals = unnormalized(state, vals)
         steps = []
         for k, team_key in enumerate(jax.random.split(key, len(teams.names))):
             dist = nets.distribution(policy, state.params[k], outs[k], team_mask(k, avail))
@@ -190,7 +216,8 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
                           merge(vals, -1))
 
     def value(state: OnPolicyState, obs: jax.Array) -> jax.Array:
-        return nets.values(policy, state.params, obs)
+        return nets.merge_teams(teams, unnormalized(state, nets.forward(
+            policy, state.params, obs)[1]), -1)
 
     def act(state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
             key: jax.Array, explore: bool) -> tuple[jax.Array, tuple]:
@@ -209,7 +236,7 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
                           rollout.terminated[..., None], rollout.ended[..., None],
                           config.gamma, lam)
 
-    def team_loss(k: int, params: PyTree, batch: Minibatch
+    def team_loss(k: int, params: PyTree, batch: Minibatch, norm: losses.ValueNorm | None
                   ) -> tuple[jax.Array, dict[str, jax.Array]]:
         rows = lambda x, axis=1: nets.team_rows(teams, k, x, axis)
         out, val = nets.team_forward(policy, params, rows(batch.obs))
@@ -228,21 +255,29 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
             metrics = {"clip_fraction": clipped.clip_fraction, "approx_kl": clipped.approx_kl}
         else:
             policy_loss = losses.a2c_policy_loss(log_prob, advantage)
-        v_loss = losses.value_loss(val, rows(batch.target))
+        target = rows(batch.target)
+        if norm is not None:
+            mu, sigma = losses.value_norm_moments(norm)
+            target = (target - mu) / sigma
+        v_loss = losses.value_loss(val, target)
         loss = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
         return loss, {"loss": loss, "policy_loss": policy_loss, "value_loss": v_loss,
                       "entropy": entropy, **metrics}
 
-    def total_loss(params: tuple[PyTree, ...], batch: Minibatch
+    def total_loss(params: tuple[PyTree, ...], batch: Minibatch,
+                   norms: tuple[losses.ValueNorm, ...]
                    ) -> tuple[jax.Array, list[dict[str, jax.Array]]]:
-        results = [team_loss(k, params[k], batch) for k in range(len(params))]
+        results = [team_loss(k, params[k], batch, norms[k] if norms else None)
+                   for k in range(len(params))]
         return sum(loss for loss, _ in results), [m for _, m in results]
 
     def minibatch_step(state: OnPolicyState, batch: Minibatch
                        ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
-        grads, team_metrics = jax.grad(total_loss, has_aux=True)(state.params, batch)
+        grads, team_metrics = jax.grad(total_loss, has_aux=True)(state.params, batch,
+                                                                 state.value_norm)
         params, opt_states = [], []
-        for k, (g, opt, p) in enumerate(zip(grads, state.opt_state, state.params, strict=True)):
+        for k, (tx, g, opt, p) in enumerate(zip(txs, grads, state.opt_state, state.params,
+                                                strict=True)):
             updates, opt = tx.update(g, opt, p)
             params.append(optax.apply_updates(p, updates))
             opt_states.append(opt)
@@ -255,6 +290,10 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
                ) -> tuple[OnPolicyState, dict[str, jax.Array], jax.Array]:
         del weights
         estimate = advantages(state, rollout)
+        if norm_values:  # the moments take in this rollout's targets ([T, E, N_k] per team)
+            state = state.replace(value_norm=tuple(
+                losses.value_norm_update(norm, nets.team_rows(teams, k, estimate.returns, -1))
+                for k, norm in enumerate(state.value_norm)))
         flat = lambda x: None if x is None else x.reshape((-1, *x.shape[2:]))  # [T E, ...]
         batch = Minibatch(flat(rollout.obs), flat(rollout.action), flat(rollout.log_prob),
                           flat(estimate.advantages), flat(estimate.returns),

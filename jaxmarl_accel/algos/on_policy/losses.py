@@ -10,6 +10,9 @@
   ``r = pi(a|o) / pi_old(a|o)`` (Schulman et al. 2017, eq. 7).
 * :func:`value_loss`: ``mean((V(o) - G)^2)``, the squared error paper 003's trainer uses.
 
+* :class:`ValueNorm`, :func:`value_norm_update`, :func:`value_norm_moments`: the running
+  normalization of value targets of MAPPO (Yu et al. 2022, Sec. 4.1, App. C, "ValueNorm").
+
 The total loss of one team is ``L_pi + c_v L_V - c_e H`` (Schulman et al. 2017, eq. 9 with
 the signs of a loss; WarpDrive's trainer the same).
 """
@@ -123,10 +126,56 @@ def ppo_clip_loss(log_prob: jax.Array, old_log_prob: jax.Array, advantage: jax.A
                     jax.lax.stop_gradient(jnp.mean((ratio - 1.0) - log_ratio)))
 
 
+VALUE_NORM_BETA = 0.99999
+"""MAPPO's ValueNorm decay (Yu et al. 2022, its code's ``beta``)."""
+VALUE_NORM_MIN_VAR = 1e-2
+"""Smallest variance the normalization divides by (MAPPO's clamp)."""
+
+
+class ValueNorm(NamedTuple):
+    """Debiased exponential running moments of one team's value targets (all ``[]``).
+
+    Attributes:
+      mean: running mean of the targets, not yet debiased.
+      mean_sq: running mean of their squares, not yet debiased.
+      debias: ``1 - beta^k`` after k updates (Adam-style bias correction).
+    """
+
+    mean: jax.Array
+    mean_sq: jax.Array
+    debias: jax.Array
+
+
+def value_norm_init() -> ValueNorm:
+    """No targets seen: zero moments (the first update sets them to its batch's)."""
+    zero = jnp.zeros((), jnp.float32)
+    return ValueNorm(zero, zero, zero)
+
+
+def value_norm_update(norm: ValueNorm, targets: jax.Array,
+                      beta: float = VALUE_NORM_BETA) -> ValueNorm:
+    """Fold a batch of targets (any shape) into the moments:
+    ``m <- beta m + (1 - beta) mean(x)``, the same for ``x^2`` and for the debias term."""
+    return ValueNorm(beta * norm.mean + (1.0 - beta) * jnp.mean(targets),
+                     beta * norm.mean_sq + (1.0 - beta) * jnp.mean(jnp.square(targets)),
+                     beta * norm.debias + (1.0 - beta))
+
+
+def value_norm_moments(norm: ValueNorm) -> tuple[jax.Array, jax.Array]:
+    """``(mu, sigma)`` of the debiased moments (``mu = 0, sigma = 1`` before any update);
+    the variance is clamped at :data:`VALUE_NORM_MIN_VAR`."""
+    seen = norm.debias > 0
+    debias = jnp.where(seen, norm.debias, 1.0)
+    mean = jnp.where(seen, norm.mean / debias, 0.0)
+    var = jnp.where(seen, norm.mean_sq / debias - jnp.square(mean), 1.0)
+    return mean, jnp.sqrt(jnp.maximum(var, VALUE_NORM_MIN_VAR))
+
+
 def value_loss(value: jax.Array, target: jax.Array) -> jax.Array:
     """``mean((V - G)^2)`` against fixed targets ``G`` (any shape, the same); ``[]``."""
     return jnp.mean((value - jax.lax.stop_gradient(target)) ** 2)
 
 
-__all__ = ["Advantages", "ClipLoss", "a2c_policy_loss", "gae", "ppo_clip_loss", "standardize",
-           "value_loss"]
+__all__ = ["VALUE_NORM_BETA", "VALUE_NORM_MIN_VAR", "Advantages", "ClipLoss", "ValueNorm",
+           "a2c_policy_loss", "gae", "ppo_clip_loss", "standardize", "value_loss",
+           "value_norm_init", "value_norm_moments", "value_norm_update"]

@@ -159,10 +159,5 @@ def forward(policy: Policy, params: tuple[PyTree, ...], obs: jax.Array
     return outs, values
 
 
-def values(policy: Policy, params: tuple[PyTree, ...], obs: jax.Array) -> jax.Array:
-    """State values ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]``."""
-    return merge_teams(policy.teams, forward(policy, params, obs)[1], -1)
-
-
 __all__ = ["Policy", "PolicyValueNet", "Teams", "distribution", "forward", "init_params",
-           "make_policy", "merge_teams", "team_forward", "team_rows", "teams_of", "values"]
+           "make_policy", "merge_teams", "team_forward", "team_rows", "teams_of"]

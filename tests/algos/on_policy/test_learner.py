@@ -95,3 +95,64 @@ def test_actions_respect_availability_and_the_unit_interval():
     assert step.action.shape == (4, 5, continuous.act_dim)
     assert float(jnp.min(step.env_action)) >= 0.0 and float(jnp.max(step.env_action)) <= 1.0
     assert bool(jnp.any(step.action != step.env_action))  # stored unclipped for log pi
+
+
+def test_each_team_learns_at_its_own_rate():
+    spec = spec_with_teams(False)
+    config = dataclasses.replace(SMALL, epochs=4, minibatches=4,
+                                 team_lr=(("runner", 1e-2), ("hunter", 1e-4)))
+    algo = make_algo("a2c", spec, config)
+    state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+    moved, _ = jax.jit(algo.phases.minibatch_step)(state, random_minibatch(
+        jax.random.PRNGKey(1), spec))
+    # Adam's first step moves each parameter by about lr (g / |g|): the rates differ 100x
+    for team, lr in ((0, 1e-4), (1, 1e-2)):
+        step = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(
+            jax.tree.leaves(moved.params[team]), jax.tree.leaves(state.params[team])))
+        np.testing.assert_allclose(step, lr, rtol=1e-3)
+    with pytest.raises(ValueError, match="team_lr names prey, but the env's teams are "
+                                         "hunter, runner"):
+        make_algo("a2c", spec, dataclasses.replace(config, team_lr=(("prey", 1e-3),)))
+
+
+def large_reward_rollout(spec, scale: float):
+    """A rollout of 4 steps x 2 envs whose rewards are ``scale`` times a standard normal."""
+    key = jax.random.split(jax.random.PRNGKey(3), 3)
+    n, t, e = spec.num_agents, 4, 2
+    from jaxmarl_accel.algos.on_policy.learner import Rollout
+    return Rollout(obs=jax.random.normal(key[0], (t, e, n, spec.obs_dim)),
+                   action=jax.random.randint(key[1], (t, e, n), 0, spec.num_actions),
+                   log_prob=jnp.full((t, e, n), -jnp.log(spec.num_actions)),
+                   value=jnp.zeros((t, e, n)), next_value=jnp.zeros((t, e, n)),
+                   reward=scale * jax.random.normal(key[2], (t, e, n)),
+                   terminated=jnp.zeros((t, e)), ended=jnp.zeros((t, e)))
+
+
+def test_normalized_values_keep_the_value_loss_small_and_map_back():
+    spec = spec_with_teams(False)
+    losses_of = {}
+    for normalize in (False, True):
+        algo = make_algo("ppo", spec, dataclasses.replace(SMALL, normalize_value=normalize))
+        state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+        rollout = large_reward_rollout(spec, 1e4)
+        new, metrics, _ = jax.jit(algo.update)(state, rollout, None, jax.random.PRNGKey(4))
+        losses_of[normalize] = float(metrics["value_loss"])
+        if normalize:
+            from jaxmarl_accel.algos.on_policy.losses import gae, value_norm_moments
+            returns = gae(rollout.reward, rollout.value, rollout.next_value,
+                          rollout.terminated[..., None], rollout.ended[..., None],
+                          SMALL.gamma, SMALL.gae_lambda).returns
+            hunters = np.asarray([t == "hunter" for t in TEAMS])
+            mu, sigma = value_norm_moments(new.value_norm[0])  # hunters, after one update
+            np.testing.assert_allclose(mu, np.mean(np.asarray(returns)[..., hunters]),
+                                       rtol=1e-4)
+            np.testing.assert_allclose(sigma, np.std(np.asarray(returns)[..., hunters]),
+                                       rtol=1e-3)
+            # the values the rollout round reads are the head's outputs mapped back
+            obs = rollout.obs[0]
+            head = team_rows(teams_of(spec), 0, obs, -2)
+            from jaxmarl_accel.algos.on_policy.networks import make_policy, team_forward
+            _, v = team_forward(make_policy(spec, SMALL.hidden_sizes), new.params[0], head)
+            np.testing.assert_allclose(team_rows(teams_of(spec), 0, algo.on_policy.value(
+                new, obs), -1), mu + sigma * v, rtol=1e-5, atol=1e-2)
+    assert losses_of[False] > 1e6 and losses_of[True] < 10.0

@@ -79,3 +79,22 @@ def test_a2c_and_value_losses():
     assert losses.a2c_policy_loss(log_prob, advantage) == pytest.approx(-(-2.0 + 2.0) / 2)
     assert losses.value_loss(jnp.array([1.0, 3.0]), jnp.array([0.0, 1.0])) == pytest.approx(2.5)
     np.testing.assert_allclose(jnp.mean(losses.standardize(jnp.arange(5.0))), 0.0, atol=1e-6)
+
+
+def test_value_norm_is_a_debiased_running_mean_and_deviation():
+    mu, sigma = losses.value_norm_moments(losses.value_norm_init())
+    assert (float(mu), float(sigma)) == (0.0, 1.0)  # nothing seen: the identity
+    batches = [np.random.default_rng(k).normal(3.0 * k, 1.0 + k, (5, 4)) for k in range(4)]
+    update = jax.jit(losses.value_norm_update, static_argnums=2)
+    norm, beta = losses.value_norm_init(), 0.5
+    for batch in batches:
+        norm = update(norm, jnp.asarray(batch, jnp.float32), beta)
+    weights = np.asarray([beta ** (len(batches) - 1 - k) for k in range(len(batches))])
+    weights /= weights.sum()  # the debiased EMA is a weighted mean of the batches
+    mean = sum(w * b.mean() for w, b in zip(weights, batches))
+    mean_sq = sum(w * (b ** 2).mean() for w, b in zip(weights, batches))
+    mu, sigma = losses.value_norm_moments(norm)
+    np.testing.assert_allclose(mu, mean, rtol=1e-5)
+    np.testing.assert_allclose(sigma, np.sqrt(mean_sq - mean ** 2), rtol=1e-5)
+    tiny = losses.value_norm_update(losses.value_norm_init(), jnp.full((3,), 7.0))
+    np.testing.assert_allclose(losses.value_norm_moments(tiny), (7.0, 0.1), rtol=1e-5)

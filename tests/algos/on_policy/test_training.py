@@ -85,6 +85,10 @@ def test_a_tiny_run_trains_every_team_under_jit_and_vmap(algo, env, env_kwargs):
      "--sampler ('per') must keep its default: algo 'ppo' keeps no replay"),
     (["--algo", "ppo", "--minibatches", "7"], "--minibatches (7) must divide"),
     (["--algo", "ppo", "--gae-lambda", "2"], "--gae-lambda must lie in [0, 1]"),
+    (["--algo", "ppo", "--env", "simple_tag", "--team-lr", "tagger=0.1"],
+     "--team-lr names tagger, but the env's teams are predator, prey"),
+    (["--algo", "a2c", "--team-lr", "agent=0"], "--team-lr must name each team once with a "
+                                                "rate > 0"),
 ])
 def test_bad_flags_are_one_line_usage_errors(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
