@@ -184,7 +184,7 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     def init(key: jax.Array) -> OnPolicyState:
         params = nets.init_params(policy, key, spec.obs_dim, config.log_std_init)
         return OnPolicyState(
-            params=params, opt_state=tuple(tx.init(p) for tx, p in zip(txs, params)),
+            params=params, opt_state=tuple(tx.init(p) for tx, p in zip(txs, params, strict=True)),
             updates=jnp.zeros((), jnp.int32),
             value_norm=tuple(losses.value_norm_init() for _ in txs) if norm_values else ())
 

@@ -108,7 +108,8 @@ def test_each_team_learns_at_its_own_rate():
     # Adam's first step moves each parameter by about lr (g / |g|): the rates differ 100x
     for team, lr in ((0, 1e-4), (1, 1e-2)):
         step = max(float(jnp.max(jnp.abs(a - b))) for a, b in zip(
-            jax.tree.leaves(moved.params[team]), jax.tree.leaves(state.params[team])))
+            jax.tree.leaves(moved.params[team]), jax.tree.leaves(state.params[team]),
+            strict=True))
         np.testing.assert_allclose(step, lr, rtol=1e-3)
     with pytest.raises(ValueError, match="team_lr names prey, but the env's teams are "
                                          "hunter, runner"):

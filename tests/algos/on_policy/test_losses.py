@@ -91,8 +91,8 @@ def test_value_norm_is_a_debiased_running_mean_and_deviation():
         norm = update(norm, jnp.asarray(batch, jnp.float32), beta)
     weights = np.asarray([beta ** (len(batches) - 1 - k) for k in range(len(batches))])
     weights /= weights.sum()  # the debiased EMA is a weighted mean of the batches
-    mean = sum(w * b.mean() for w, b in zip(weights, batches))
-    mean_sq = sum(w * (b ** 2).mean() for w, b in zip(weights, batches))
+    mean = sum(w * b.mean() for w, b in zip(weights, batches, strict=True))
+    mean_sq = sum(w * (b ** 2).mean() for w, b in zip(weights, batches, strict=True))
     mu, sigma = losses.value_norm_moments(norm)
     np.testing.assert_allclose(mu, mean, rtol=1e-5)
     np.testing.assert_allclose(sigma, np.sqrt(mean_sq - mean ** 2), rtol=1e-5)
