@@ -116,6 +116,68 @@ def masked_categorical(out: jax.Array, mask: jax.Array) -> distrax.Categorical:
     return distrax.Categorical(logits=_masked_logits(out, mask), dtype=jnp.int32)
 
 
+class FactoredCategorical(distrax.Distribution):
+    """Independent categoricals over the factors of a mixed-radix action index
+    (``EnvSpec.action_factors``; WarpDrive's ``MultiDiscrete`` policy heads): logits
+    ``[..., K_1 + ... + K_m]``, one block per factor, and events that are the joint index
+    ``a = (..(c_1 K_2 + c_2)..) K_m + c_m`` ``[...]`` int32. ``log_prob``, ``entropy`` and
+    ``mode`` are the factors' summed (independence). distrax has no multi-discrete
+    distribution, hence this class; each factor is a ``distrax.Categorical``.
+
+    Args:
+      logits: ``[..., sum(factors)]``.
+      factors: ``(K_1, ..., K_m)``, most significant first.
+    """
+
+    def __init__(self, logits: jax.Array, factors: tuple[int, ...]) -> None:
+        super().__init__()
+        if logits.shape[-1] != sum(factors):
+            raise ValueError(f"logits have {logits.shape[-1]} entries, the factors {factors} "
+                             f"need {sum(factors)}")
+        self._factors = tuple(int(k) for k in factors)
+        starts = [sum(self._factors[:j]) for j in range(len(self._factors))]
+        self._parts = tuple(
+            distrax.Categorical(logits=logits[..., start:start + k], dtype=jnp.int32)
+            for start, k in zip(starts, self._factors, strict=True))
+        self._batch = logits.shape[:-1]
+
+    @property
+    def event_shape(self) -> tuple[int, ...]:
+        return ()
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return self._batch
+
+    def _join(self, digits: list[jax.Array]) -> jax.Array:
+        index = digits[0]
+        for k, digit in zip(self._factors[1:], digits[1:], strict=True):
+            index = index * k + digit
+        return index.astype(jnp.int32)
+
+    def _split(self, value: jax.Array) -> list[jax.Array]:
+        digits, rest = [], jnp.asarray(value, jnp.int32)
+        for k in reversed(self._factors):
+            digits.append(rest % k)
+            rest = rest // k
+        return digits[::-1]
+
+    def _sample_n(self, key: jax.Array, n: int) -> jax.Array:
+        keys = jax.random.split(key, len(self._parts))
+        return self._join([part._sample_n(k, n)  # noqa: SLF001 (distrax's own protocol)
+                           for part, k in zip(self._parts, keys, strict=True)])
+
+    def log_prob(self, value: jax.Array) -> jax.Array:
+        return sum(part.log_prob(digit)
+                   for part, digit in zip(self._parts, self._split(value), strict=True))
+
+    def entropy(self) -> jax.Array:
+        return sum(part.entropy() for part in self._parts)
+
+    def mode(self) -> jax.Array:
+        return self._join([part.mode() for part in self._parts])
+
+
 def squashed_gaussian(out: jax.Array, act_dim: int, log_std_min: float,
                       log_std_max: float) -> distrax.Transformed:
     """The policy ``a = (tanh(u) + 1) / 2``, ``u ~ N(mean, diag(std^2))``, of

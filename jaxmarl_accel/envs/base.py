@@ -66,6 +66,12 @@ class EnvSpec:
         agent's absolute position, or ``None``.
       scripted: ``Env.heuristic_action`` is a scripted policy; False: the env has none and
         ``heuristic_action`` is the random policy, so no normalized score is defined.
+      action_factors: ``(K_1, ..., K_m)`` when each discrete action index is the
+        mixed-radix number of m independent choices, ``a = (..((c_1 K_2 + c_2) K_3 + c_3)..)``
+        with ``c_j < K_j`` (most significant first; ``prod K_j == num_actions``), every one
+        always available (e.g. continuous Tag's acceleration and turn, WarpDrive's
+        ``MultiDiscrete``); a policy may then draw one categorical per factor. ``None``: the
+        index is one choice.
     """
 
     name: str
@@ -87,6 +93,7 @@ class EnvSpec:
     physical_state_dim: int = 0
     physical_position_columns: tuple[int, int] | None = None
     scripted: bool = True
+    action_factors: tuple[int, ...] | None = None
 
     @property
     def action_mask(self) -> jax.Array:

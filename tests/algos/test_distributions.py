@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos.distributions import (
+    FactoredCategorical,
     make_distribution,
     masked_categorical,
     squashed_gaussian,
@@ -227,3 +228,28 @@ def test_gumbel_softmax_continuous_bonus_is_the_softmax_entropy():
     np.testing.assert_array_equal(soft, jax.nn.softmax(out + jax.random.gumbel(key, out.shape)))
     p = np.asarray(jax.nn.softmax(out), np.float64)
     np.testing.assert_allclose(entropy, -np.sum(p * np.log(p), -1), rtol=1e-5)
+
+
+def test_factored_categorical_is_the_joint_categorical_of_independent_factors():
+    factors = (3, 4, 2)
+    logits = jax.random.normal(jax.random.key(0), (5, sum(factors)))
+    dist = FactoredCategorical(logits, factors)
+    # the joint index's logits are the factors' logits summed over their outer product
+    joint = (logits[:, :3, None, None] + logits[:, None, 3:7, None]
+             + logits[:, None, None, 7:]).reshape(5, 24)
+    log_joint = jax.nn.log_softmax(joint)
+    every = jnp.broadcast_to(jnp.arange(24)[:, None], (24, 5))
+    np.testing.assert_allclose(jax.jit(jax.vmap(dist.log_prob))(every), log_joint.T, atol=1e-5)
+    np.testing.assert_allclose(dist.entropy(), -jnp.sum(jnp.exp(log_joint) * log_joint, -1),
+                               atol=1e-5)
+    np.testing.assert_array_equal(dist.mode(), jnp.argmax(joint, -1))
+    draws = jax.jit(lambda key: FactoredCategorical(logits, factors).sample(
+        seed=key, sample_shape=20_000))(jax.random.key(1))
+    assert draws.dtype == jnp.int32 and int(draws.min()) >= 0 and int(draws.max()) < 24
+    freq = np.stack([np.bincount(np.asarray(draws[:, i]), minlength=24) / 20_000
+                     for i in range(5)])
+    np.testing.assert_allclose(freq, np.exp(log_joint), atol=0.015)
+    action, log_prob = dist.sample_and_log_prob(seed=jax.random.key(2))
+    np.testing.assert_allclose(log_prob, dist.log_prob(action), atol=1e-6)
+    with pytest.raises(ValueError, match="logits have 8 entries, the factors"):
+        FactoredCategorical(logits[:, :8], factors)

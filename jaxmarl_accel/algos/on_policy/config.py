@@ -48,6 +48,10 @@ class OnPolicyConfig:
       epochs: PPO only: passes over each rollout.
       minibatches: PPO only: minibatches per epoch, each of ``T x num_envs / minibatches``
         joint steps (every agent of each).
+      factored_actions: on an env whose discrete actions are several independent choices
+        (``EnvSpec.action_factors``: continuous Tag's acceleration and turn), one
+        categorical per choice, as WarpDrive's multi-discrete policy heads; False: one
+        categorical over the joint index (e.g. 441 actions on continuous Tag).
       log_std_init: continuous actions: initial log standard deviation of the Gaussian
         policy (a learned vector per team, independent of the observation).
     """
@@ -66,6 +70,7 @@ class OnPolicyConfig:
     gae_lambda: float = 0.95
     epochs: int = 4
     minibatches: int = 4
+    factored_actions: bool = True
     log_std_init: float = -1.0
 
     def __post_init__(self) -> None:

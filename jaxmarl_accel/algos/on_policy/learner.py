@@ -22,6 +22,10 @@ team k's gradient comes from its agents only. Each team has its own Adam state, 
 learning rate (``team_lr``, WarpDrive's per-policy ``lr``) and its gradient is clipped by
 its own global norm (WarpDrive's per-policy ``clip_grad_norm_``).
 
+On an env whose discrete action is several independent choices (``EnvSpec.action_factors``,
+continuous Tag's acceleration and turn) the policy head draws each choice from its own
+categorical (WarpDrive's multi-discrete heads; ``factored_actions``).
+
 With ``normalize_value`` each team's value head learns its targets in units of their
 running mean and standard deviation (MAPPO's ValueNorm, :class:`~.losses.ValueNorm`): the
 moments take in the rollout's targets once per ``update``, before its gradient steps (MAPPO
@@ -169,7 +173,7 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
       evaluation passes the available actions to ``act``) and :class:`OnPolicyFns` as
       ``on_policy``.
     """
-    policy = nets.make_policy(spec, config.hidden_sizes)
+    policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
     teams = policy.teams
     ppo = name == "ppo"
     epochs, minibatches = (config.epochs, config.minibatches) if ppo else (1, 1)

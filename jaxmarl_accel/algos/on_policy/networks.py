@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.algos.distributions import masked_categorical
+from jaxmarl_accel.algos.distributions import FactoredCategorical, masked_categorical
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -102,18 +102,26 @@ class Policy(NamedTuple):
       net: the network every team instantiates.
       teams: the team layout.
       continuous: Gaussian over ``act_dim`` components (True) or masked categorical.
+      factors: discrete actions drawn factor by factor (``EnvSpec.action_factors``, one
+        categorical each), or ``None`` for one categorical over the index.
     """
 
     net: PolicyValueNet
     teams: Teams
     continuous: bool
+    factors: tuple[int, ...] | None = None
 
 
-def make_policy(spec: EnvSpec, hidden_sizes: Sequence[int]) -> Policy:
+def make_policy(spec: EnvSpec, hidden_sizes: Sequence[int], factored: bool = True) -> Policy:
     """The :class:`Policy` of ``spec``: one network shape for every team (observations are
-    padded to ``spec.obs_dim``, actions to ``num_actions`` or ``act_dim``)."""
-    out_size = spec.act_dim if spec.continuous else spec.num_actions
-    return Policy(PolicyValueNet(tuple(hidden_sizes), out_size), teams_of(spec), spec.continuous)
+    padded to ``spec.obs_dim``, actions to ``num_actions`` or ``act_dim``). With
+    ``factored`` and ``spec.action_factors`` the policy head has ``sum(factors)`` logits, one
+    block per factor (WarpDrive's multi-discrete heads), instead of ``num_actions``."""
+    factors = spec.action_factors if factored and not spec.continuous else None
+    out_size = (spec.act_dim if spec.continuous else
+                sum(factors) if factors else spec.num_actions)
+    return Policy(PolicyValueNet(tuple(hidden_sizes), out_size), teams_of(spec), spec.continuous,
+                  factors)
 
 
 def init_params(policy: Policy, key: jax.Array, obs_dim: int, log_std_init: float
@@ -139,8 +147,11 @@ def distribution(policy: Policy, params: PyTree, out: jax.Array, mask: jax.Array
                  ) -> distrax.Distribution:
     """A team's action distribution over policy outputs ``out [..., N_k, out_size]``:
     the categorical with unavailable actions (``mask [..., N_k, A]`` False) at probability
-    0, or the diagonal Gaussian ``N(out, exp(log_std))`` over ``[..., N_k, act_dim]``
+    0, the factored categorical (``policy.factors``; every action available, ``mask``
+    unused), or the diagonal Gaussian ``N(out, exp(log_std))`` over ``[..., N_k, act_dim]``
     (events of ``act_dim`` components; the env executes the sample clipped to [0, 1])."""
+    if policy.factors:
+        return FactoredCategorical(out, policy.factors)
     if policy.continuous:
         scale = jnp.broadcast_to(jnp.exp(params["log_std"]), out.shape)
         return distrax.MultivariateNormalDiag(out, scale)

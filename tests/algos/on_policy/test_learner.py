@@ -157,3 +157,19 @@ def test_normalized_values_keep_the_value_loss_small_and_map_back():
             np.testing.assert_allclose(team_rows(teams_of(spec), 0, algo.on_policy.value(
                 new, obs), -1), mu + sigma * v, rtol=1e-5, atol=1e-2)
     assert losses_of[False] > 1e6 and losses_of[True] < 10.0
+
+
+def test_factored_actions_draw_each_choice_from_its_own_head():
+    spec = dataclasses.replace(spec_with_teams(False), num_actions=12, action_sizes=(12,) * 5,
+                               action_factors=(3, 4))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (64, 5, spec.obs_dim))
+    for factored, out_size in ((True, 3 + 4), (False, 12)):
+        algo = make_algo("a2c", spec, dataclasses.replace(SMALL, epochs=4, minibatches=4,
+                                                          factored_actions=factored))
+        state = jax.jit(algo.init)(jax.random.PRNGKey(0))
+        kernel = state.params[0]["net"]["params"]["Dense_1"]["kernel"]
+        assert kernel.shape == (8, out_size)
+        step = jax.jit(algo.on_policy.sample)(state, obs, None, jax.random.PRNGKey(2))
+        assert step.action.dtype == jnp.int32
+        assert set(np.unique(np.asarray(step.action))) == set(range(12))  # every joint action
+        np.testing.assert_allclose(step.log_prob, -np.log(12.0), atol=0.05)  # near uniform
