@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     "hangs": "short value-learner runs (2 and 4 seeds, repeated) under a timeout: any hang?",
     "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
              "and rollout alone",
+    "tag_scale": "A2C and PPO at 1,000 agents on Tag and MPE tag: rollout and end-to-end env "
+                 "steps/s, compiled memory and measured peak per env count",
     "warpdrive": "our Tag envs (vmapped) against WarpDrive's numpy Tag envs, env steps/s at 5 "
                  "and 1,000 agents (paper 003)",
 }

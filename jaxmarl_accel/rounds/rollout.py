@@ -60,20 +60,23 @@ def rollout_schedule(config: cfg.TrainConfig, rollout_length: int) -> tuple[int,
             math.ceil(config.total_env_steps / steps))
 
 
-def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
-                       algo: Algo) -> Round:
-    """The :class:`~.state.Round` of an on-policy learner (module docstring).
+def make_collect(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Algo
+                 ) -> Any:
+    """The rollout of one round: ``collect(state) -> (state, rollout, episodes)`` steps the
+    ``E = num_envs`` envs of ``state`` ``T = rollout_length`` times under the learner's
+    exploration policy. ``rollout``: :class:`Rollout` with leaves ``[T, E, ...]``;
+    ``episodes``: :class:`~.state.EpisodeEnds` of the episodes that ended (returns ``[N]``
+    summed over them, their count). ``state.env_steps`` is left to the caller.
 
     Args:
-      config: the run (``num_envs`` = E; the step budgets count env steps).
+      config: the run (``num_envs``).
       env, env_params: the environment.
-      algo: a learner with ``needs.replay == "rollout"`` and ``on_policy`` set.
+      algo: a learner with ``on_policy`` set.
     """
     if algo.on_policy is None:
         raise ValueError(f"algo {config.algo!r} learns from rollouts but has no on_policy "
                          "functions")
     fns, num_envs = algo.on_policy, config.num_envs
-    steps, rounds_per_chunk, total_rounds = rollout_schedule(config, fns.rollout_length)
     step_envs = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     state_avail = env.avail_actions is not None
     avail_of = jax.vmap(available_actions, in_axes=(None, 0, None))
@@ -99,14 +102,33 @@ def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                               episode_return=jnp.where(ended[:, None], 0.0, episode_return))
         return state, (row, finished)
 
-    def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
-        del round_index
+    def collect(state: TrainState) -> tuple[TrainState, Rollout, EpisodeEnds]:
         state, (rollout, ends) = jax.lax.scan(env_iteration, state, None,
                                               length=fns.rollout_length)
+        return state, rollout, EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
+
+    return collect
+
+
+def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
+                       algo: Algo) -> Round:
+    """The :class:`~.state.Round` of an on-policy learner (module docstring).
+
+    Args:
+      config: the run (``num_envs`` = E; the step budgets count env steps).
+      env, env_params: the environment.
+      algo: a learner with ``needs.replay == "rollout"`` and ``on_policy`` set.
+    """
+    collect = make_collect(config, env, env_params, algo)
+    steps, rounds_per_chunk, total_rounds = rollout_schedule(config,
+                                                             algo.on_policy.rollout_length)
+
+    def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
+        del round_index
+        state, rollout, episodes = collect(state)
         key, update_key = jax.random.split(state.key)
         algo_state, metrics, _ = algo.update(state.algo, rollout, None, update_key)
         state = state.replace(algo=algo_state, key=key, env_steps=state.env_steps + steps)
-        episodes = EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
         return state, RoundOutput(episodes, metrics, jnp.ones((), bool))
 
     run: RoundFn = (run_round if total_rounds % rounds_per_chunk == 0
@@ -122,4 +144,4 @@ def _updates_per_round(config: cfg.TrainConfig) -> int:
     return on_policy.epochs * on_policy.minibatches if config.algo == "ppo" else 1
 
 
-__all__ = ["make_rollout_round", "no_replay", "rollout_schedule"]
+__all__ = ["make_collect", "make_rollout_round", "no_replay", "rollout_schedule"]
