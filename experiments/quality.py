@@ -8,7 +8,8 @@ Each entry is one ``experiments.run`` invocation (paper settings: 1.5M env steps
 for the MPE entries, 1.05M for the stag hunt entries of paper 004 (QMIX, VDN, IQL with 8
 agents and stags, with and without the -1.5 miscapture punishment; QMIX with 16 and 32;
 MAC-PO and AccMER likewise, AccMER's decay gamma_W 1.0 at punishment 0 with 8 agents and
-0.8 otherwise, as in the paper);
+0.8 otherwise, as in the paper; and paper 004's own settings, ``--preset paper004-p1.5``
+for Fig. 3b with weighted QMIX beside them and ``paper004-p0`` for Fig. 3a);
 8 seeds; every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
 in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
@@ -51,10 +52,15 @@ SUITE: dict[str, list[str]] = {
                           "32", "--grad-clip", "3"],
     "a2c-tag-continuous": ["--env", "tag_continuous", "--env-kwargs",
                            "num_taggers=2,num_runners=10", "--algo", "a2c", "--hidden-sizes",
-                           "256", "256"],
+                           "256", "256", "--team-lr", "tagger=0.001,runner=0.005"],
     "ppo-tag-continuous": ["--env", "tag_continuous", "--env-kwargs",
-                           "num_taggers=2,num_runners=10", "--algo", "ppo"],
+                           "num_taggers=2,num_runners=10", "--algo", "ppo", "--team-lr",
+                           "tagger=0.001,runner=0.005"],
 }
+for _algo in ("qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"):  # paper 004, Fig. 3
+    SUITE[f"{_algo}-fig3b"] = ["--algo", _algo, "--preset", "paper004-p1.5"]
+    if _algo in ("qmix", "macpo", "accmer"):
+        SUITE[f"{_algo}-fig3a"] = ["--algo", _algo, "--preset", "paper004-p0"]
 for _algo in ("qmix", "vdn", "iql", "macpo", "accmer"):  # paper 004: N agents, N stags
     for _agents in (8, 16, 32):
         for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):

@@ -51,3 +51,17 @@ def test_table_reports_stag_hunt_returns_against_the_most_possible(tmp_path):
     assert row["max_return"] == 40.0 and row["median_captures"] == 3.0
     assert "median return 30.0 of 40 possible" in (tmp_path / "table.md").read_text()
     assert quality.SUITE["qmix-stag32"][:4] == ["--env", "stag_hunt", "--agents", "32"]
+
+
+def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets():
+    from jaxmarl_accel.cli import run
+
+    parser = run.build_parser()
+    for name, flags in quality.SUITE.items():
+        argv = [*flags, "--out", "unused"]
+        config = run.config_from_args(run.apply_preset(parser, parser.parse_args(argv), argv))
+        if name.endswith("-fig3b"):
+            assert dict(config.env_kwargs)["miscapture_punishment"] == -1.5
+            assert config.batch_size == 128 and config.buffer_capacity == 10_000
+    assert {n[:-6] for n in quality.SUITE if n.endswith("-fig3b")} == {
+        "qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"}
