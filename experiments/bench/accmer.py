@@ -181,6 +181,27 @@ def distinct_slots(trainer: Any, state: PyTree, rounds: int, key: jax.Array) -> 
     return int(np.unique(np.asarray(indices)).size)
 
 
+def rerank_seconds(capacity: int, batch: int, seeds: int, reps: int) -> float:
+    """Median seconds per seed of one re-rank of the reuse sampler's table (``top_k`` of
+    ``round(0.5 b)`` of C weights, :func:`~jaxmarl_accel.buffers.reuse.top_slots`), vmapped
+    over ``seeds`` tables as in a seed-vmapped run. Under the seed ``vmap`` the sampler's
+    ``lax.cond`` on each seed's window end becomes a ``select`` that computes this on every
+    update, not once per window: this is what that costs per update."""
+    from jaxmarl_accel.buffers.reuse import top_slots
+
+    tables = jax.random.uniform(jax.random.key(0), (seeds, capacity))
+    sizes = jnp.full((seeds,), capacity, jnp.int32)
+    rank = jax.jit(jax.vmap(lambda t, n: top_slots(t, n, int(round(0.5 * batch)))))
+    jax.block_until_ready(rank(tables, sizes))
+    times = []
+    for rep in range(max(reps, 5)):
+        tables = tables + rep
+        start = time.perf_counter()
+        jax.block_until_ready(rank(tables, sizes))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / seeds
+
+
 def bench_setting(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """The record of one setting: every side's compile and timed seconds, and the ratios."""
     setting = SETTINGS[name]
@@ -228,6 +249,15 @@ def bench_setting(name: str, args: argparse.Namespace) -> dict[str, Any]:
         print(f"{name} {phase}: accmer/macpo {record[f'{phase}_ratio_vs_macpo']:.3f} "
               f"accmer/macpo_uniform {record[f'{phase}_ratio_vs_macpo_uniform']:.3f} "
               f"(paper: {1 - setting.paper_time_saved:.3f} end to end)", flush=True)
+    record["rerank_seeds"] = args.rerank_seeds
+    record["rerank_per_seed_s"] = rerank_seconds(capacity, setting.batch, args.rerank_seeds,
+                                                 args.reps)
+    if "update" in args.phases:
+        record["rerank_share_of_accmer_update"] = (record["rerank_per_seed_s"]
+                                                   / record["accmer_update_median_s"])
+        print(f"{name}: a re-rank costs {record['rerank_per_seed_s'] * 1e6:.0f} us per seed "
+              f"({args.rerank_seeds} vmapped), "
+              f"{record['rerank_share_of_accmer_update']:.2%} of AccMER's update", flush=True)
     return record
 
 
@@ -258,6 +288,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-fraction", type=float, default=0.5,
                         help="share of the available memory the three replays may take "
                              "(default: 0.5)")
+    parser.add_argument("--rerank-seeds", type=int, default=8,
+                        help="seed-vmapped tables the re-rank cost is measured over "
+                             "(default: 8)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed (default: 0)")
     parser.add_argument("--json", default=None, help="write the records to this JSON file")
 
