@@ -1,6 +1,7 @@
 """A fingerprint of the training program: per-leaf hashes of the ``TrainState`` after two
-chunks from a fixed key, for every algorithm x sampler x layout x learners mode (and a few
-extra settings), plus the ``metrics.csv`` of a short CLI run.
+chunks from a fixed key, for every actor-critic algorithm x sampler x layout x learners mode
+(and a few extra settings, A2C and PPO among them), plus the ``metrics.csv`` of a short CLI
+run.
 
 ``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``.
 Regenerate it (only when a change of numbers is intended, and say why in the commit) with::
@@ -71,6 +72,18 @@ def configs() -> dict[str, TrainConfig]:
         "maddpg", "uniform", "transition_major", "parallel",
         env_kwargs=(("continuous_actions", True), ("num_agents", 3)),
         algo_config=AlgoConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+
+    small = dict(hidden_sizes=(16, 16), rollout_length=10)
+    out["a2c-tag_continuous"] = TrainConfig(
+        env="tag_continuous", algo="a2c", num_envs=4, total_env_steps=80, eval_every=40,
+        eval_episodes=2, env_kwargs=(("episode_length", 20), ("num_other_agents_observed", 2),
+                                     ("num_runners", 3), ("num_taggers", 2)),
+        on_policy_config=OnPolicyConfig(**small, team_lr=(("runner", 5e-3),)))
+    out["ppo-tag-normalized-value"] = TrainConfig(
+        env="simple_tag", algo="ppo", num_envs=4, total_env_steps=80, eval_every=40,
+        eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),
+        on_policy_config=OnPolicyConfig(**small, normalize_value=True, minibatches=2))
     return out
 
 
