@@ -41,7 +41,7 @@ SUITE: dict[str, list[str]] = {
     "maddpg-prioritized-locality": [*SPREAD, "--algo", "maddpg", "--sampler",
                                     "prioritized_locality"],
     "tag-3v1": ["--env", "simple_tag", "--agents", "3", "--algo", "maddpg", "--prey",
-                "heuristic"],
+                "scripted"],
     "speaker-listener": ["--env", "simple_speaker_listener", "--algo", "maddpg"],
     # on-policy learners (paper 003's trainer), one network per team
     "ppo": [*SPREAD, "--algo", "ppo"],
@@ -108,11 +108,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="further experiments.run flags for every entry (put last)")
 
 
+def with_scripted_keys(summary: dict[str, Any]) -> dict[str, Any]:
+    """``summary`` with the ``heuristic_*`` keys of summaries written before the scripted
+    baselines were called so renamed as ``scripted_*``."""
+    return {key.replace("heuristic_", "scripted_", 1) if key.startswith("heuristic_") else key:
+            value for key, value in summary.items()}
+
+
 def entry_row(name: str, summary: dict[str, Any],
               env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """One table row from an entry's ``summary.json`` (``env_kwargs``: the run's scenario
     arguments, needed to rebuild the speaker-listener silent baseline)."""
     env_kwargs = env_kwargs or {}
+    summary = with_scripted_keys(summary)
     row = {"entry": name, "env": summary["env"], "algo": summary["algo"],
            "sampler": summary["sampler"], "seeds": summary["seeds"],
            "env_steps_per_seed": summary["env_steps_per_seed"],
@@ -120,7 +128,7 @@ def entry_row(name: str, summary: dict[str, Any],
            "iqr_ns": summary["iqr_normalized_score"],
            "median_return": summary["median_return"],
            "random_return": summary["random_return"],
-           "heuristic_return": summary["heuristic_return"]}
+           "scripted_return": summary["scripted_return"]}
     if summary["env"] == "simple_tag":
         touches = sorted(t["predator"] / TOUCH_REWARD for t in summary[
             "final_eval_return_per_team"])
@@ -133,7 +141,7 @@ def entry_row(name: str, summary: dict[str, Any],
         captures = sorted(summary["final_eval_captures_per_episode_per_seed"])
         row["median_captures"] = captures[len(captures) // 2]
         row["random_captures"] = summary["random_captures_per_episode"]
-        row["scripted_captures"] = summary["heuristic_captures_per_episode"]
+        row["scripted_captures"] = summary["scripted_captures_per_episode"]
     if summary["env"] == "simple_speaker_listener":
         threshold = silent_return(env_kwargs)
         finals = summary["final_eval_return_per_seed"]
@@ -162,7 +170,7 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
             f"| {r['entry']} | {r['env']} | {r['algo']} | {r['sampler']} | {r['seeds']} | "
             f"{r['env_steps_per_seed']:,} | {r['median_ns']:.3f} | {r['iqr_ns'][0]:.3f} to "
             f"{r['iqr_ns'][1]:.3f} | {r['median_return']:.2f} | {r['random_return']:.2f} | "
-            f"{r['heuristic_return']:.2f} |")
+            f"{r['scripted_return']:.2f} |")
     for r in rows:
         if "median_touches" in r:
             lines.append(f"\n{r['entry']}: median touches per episode {r['median_touches']:.2f} "

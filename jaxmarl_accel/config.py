@@ -23,7 +23,7 @@ from jaxmarl_accel.algos.registry import (
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
 
-PREY_MODES = ("trained", "heuristic")
+PREY_MODES = ("trained", "scripted")
 REPLAY_OBS = ("observation", "physical_state")
 
 
@@ -76,7 +76,7 @@ class TrainConfig:
       eval_every: environment steps between two deterministic evaluations; a multiple of
         max(num_envs, update_every).
       eval_episodes: episodes per evaluation (run in parallel).
-      prey: for predator-prey, ``"trained"`` or driven by the ``"heuristic"`` policy
+      prey: for predator-prey, ``"trained"`` or driven by the ``"scripted"`` policy
         (then a run's returns and scores average over the predators, its learners).
     """
 
@@ -330,6 +330,8 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     trip, which turns tuples into lists); ``TypeError`` names unknown fields."""
     train = dict(data)
     train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
+    if train.get("prey") == "heuristic":  # configs written before "scripted" was its name
+        train["prey"] = "scripted"
     train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in train["algo_config"].items()})
     if "value_config" in train:

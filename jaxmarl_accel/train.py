@@ -109,8 +109,8 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     """Build every component of a run from ``config`` (all static set-up happens here)."""
     env, env_params = make(config.env, **dict(config.env_kwargs))
     spec = env.spec
-    if config.prey == "heuristic" and "prey" not in spec.teams:
-        raise ValueError(f"prey='heuristic' needs a scenario with prey; {config.env} has teams "
+    if config.prey == "scripted" and "prey" not in spec.teams:
+        raise ValueError(f"prey='scripted' needs a scenario with prey; {config.env} has teams "
                          f"{sorted(set(spec.teams))}")
     algo = make_algo(config.algo, spec, cfg.algo_config_of(config),
                      learner_observation(config, env, env_params), sampler=config.sampler)
@@ -119,7 +119,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
                          f"has rounds for {sorted(ROUNDS)}")
     plan = ROUNDS[algo.needs.replay](config, env, env_params, algo)
     buffer, num_envs, rounds = plan.buffer, config.num_envs, plan.rounds_per_chunk
-    greedy = learner_step_policy(env, algo, config.prey == "heuristic", explore=False)
+    greedy = learner_step_policy(env, algo, config.prey == "scripted", explore=False)
     num_chunks = math.ceil(plan.total_rounds / rounds)
 
     def init(key: jax.Array) -> TrainState:

@@ -65,9 +65,9 @@ def configs() -> dict[str, TrainConfig]:
             env_kwargs=(("continuous_actions", True), ("num_agents", 3)))
         out[f"{algo}-per_agent-per"] = config(algo, "per", "transition_major", "parallel",
                                               index_sharing="per_agent")
-    out["maddpg-tag-prey-heuristic"] = config(
+    out["maddpg-tag-prey-scripted"] = config(
         "maddpg", "uniform", "transition_major", "parallel", env="simple_tag",
-        env_kwargs=(("num_predators", 3),), prey="heuristic")
+        env_kwargs=(("num_predators", 3),), prey="scripted")
     out["maddpg-gumbel-continuous"] = config(
         "maddpg", "uniform", "transition_major", "parallel",
         env_kwargs=(("continuous_actions", True), ("num_agents", 3)),

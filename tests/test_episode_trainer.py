@@ -55,7 +55,7 @@ def toy_env() -> tuple[Env, dict]:
                 "ticks": jnp.float32(1.0)}
         return (observe(new), new, jnp.ones((N,), jnp.float32), terminated, truncated, info)
 
-    env = Env(spec=spec, reset=reset, step=step, heuristic_action=lambda k, s, p: jnp.ones(
+    env = Env(spec=spec, reset=reset, step=step, scripted_action=lambda k, s, p: jnp.ones(
         (N,), jnp.int32), random_action=lambda k: jnp.ones((N,), jnp.int32),
         avail_actions=avail_actions, state_of=state_of)
     return env, params

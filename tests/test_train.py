@@ -68,9 +68,9 @@ def test_chunked_run_equals_whole_run_and_never_retraces(trainer, whole_run):
     chex.clear_trace_counter()
 
 
-def test_prey_heuristic_needs_a_scenario_with_prey():
+def test_prey_scripted_needs_a_scenario_with_prey():
     with pytest.raises(ValueError, match="needs a scenario with prey"):
-        make_trainer(tiny_config(prey="heuristic"))
+        make_trainer(tiny_config(prey="scripted"))
 
 
 def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):

@@ -114,12 +114,12 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
     scored = summary.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
-    heuristic = float(base["heuristic"][scored].mean()) if spec.scripted else None
-    scripted = ({"heuristic_return_per_team": summary.team_means(base["heuristic"], spec.teams)}
+    scripted_return = float(base["scripted"][scored].mean()) if spec.scripted else None
+    scripted = ({"scripted_return_per_team": summary.team_means(base["scripted"], spec.teams)}
                 if spec.scripted else {})
     result = outputs.summarize(
-        per_seed, float(base["random"][scored].mean()), heuristic,
-        baseline_se=(base["random_se"], base["heuristic_se"], stored["baseline_episodes"]),
+        per_seed, float(base["random"][scored].mean()), scripted_return,
+        baseline_se=(base["random_se"], base["scripted_se"], stored["baseline_episodes"]),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "run_dir": run_dir, "checkpoint": step, "env_steps_per_seed": env_steps,
                "episodes": episodes, "seeds": seeds,
@@ -136,12 +136,12 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
         _log(f"warning: {result['baseline_warning']}")
     if spec.scripted:
         result["mean_normalized_score"] = outputs.normalized_score(
-            result["mean_return"], result["random_return"], result["heuristic_return"])
+            result["mean_return"], result["random_return"], result["scripted_return"])
     for name in spec.episode_stats:
         result[f"{name}_per_episode_per_seed"] = stats[name].mean(axis=1).tolist()
         result[f"random_{name}_per_episode"] = base[f"random_{name}"]
         if spec.scripted:
-            result[f"heuristic_{name}_per_episode"] = base[f"heuristic_{name}"]
+            result[f"scripted_{name}_per_episode"] = base[f"scripted_{name}"]
     result.update(cross_play(trainer, state.algo, jax.random.PRNGKey(stored["seed"] + 4),
                              episodes))
     write_json(out, result, "--out")
@@ -170,7 +170,7 @@ def _score_text(result: dict[str, Any], scripted: bool) -> str:
     if not scripted:
         return f"random {result['random_return']:.3f}; {outputs.NO_SCRIPTED_NOTE}"
     return (f"median normalized score {result['median_normalized_score']:.3f} (random "
-            f"{result['random_return']:.3f}, scripted {result['heuristic_return']:.3f})")
+            f"{result['random_return']:.3f}, scripted {result['scripted_return']:.3f})")
 
 
 def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
@@ -284,7 +284,7 @@ def cross_play(trainer: Any, algo_states: Any, key: Any, episodes: int) -> dict[
 
     env, params, spec = trainer.env, trainer.env_params, trainer.env.spec
     teams = tuple(dict.fromkeys(spec.teams))
-    if len(teams) < 2 or trainer.config.prey == "heuristic":
+    if len(teams) < 2 or trainer.config.prey == "scripted":
         return {}
     policy = learner_step_policy(env, trainer.algo, False, explore=False)
     matchups = {}

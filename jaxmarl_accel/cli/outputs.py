@@ -143,21 +143,21 @@ def read_run_config(out_dir: str, required: Sequence[str]) -> dict[str, Any]:
     return record
 
 
-def normalized_score(value: float, random_return: float, heuristic_return: float) -> float:
-    """NS = (R - R_random) / (R_heuristic - R_random); 0 is random, 1 is the scripted policy."""
-    span = heuristic_return - random_return
+def normalized_score(value: float, random_return: float, scripted_return: float) -> float:
+    """NS = (R - R_random) / (R_scripted - R_random); 0 is random, 1 is the scripted policy."""
+    span = scripted_return - random_return
     return (value - random_return) / span if abs(span) > 1e-9 else math.nan
 
 
-def baselines_apart(random_return: float, heuristic_return: float, random_se: float,
-                    heuristic_se: float, episodes: int) -> str | None:
+def baselines_apart(random_return: float, scripted_return: float, random_se: float,
+                    scripted_se: float, episodes: int) -> str | None:
     """``None`` when the scripted policy's mean return differs from the random policy's by
     more than two standard errors of the difference, else a one-line note saying that the
     normalized score (whose unit is that difference) is not meaningful."""
-    se = math.hypot(random_se, heuristic_se)
-    if abs(heuristic_return - random_return) > 2.0 * se:
+    se = math.hypot(random_se, scripted_se)
+    if abs(scripted_return - random_return) > 2.0 * se:
         return None
-    return (f"the scripted policy's return {heuristic_return:.3f} (+- {heuristic_se:.3f}) is "
+    return (f"the scripted policy's return {scripted_return:.3f} (+- {scripted_se:.3f}) is "
             f"within two standard errors of the random policy's {random_return:.3f} (+- "
             f"{random_se:.3f}) over {episodes} episode(s) each: normalized scores are not "
             "meaningful here; compare returns, or use more --baseline-episodes")
@@ -168,17 +168,17 @@ NO_SCRIPTED_NOTE = ("the env has no scripted policy, so no normalized score is d
 
 
 def summarize(final_returns: Sequence[float], random_return: float,
-              heuristic_return: float | None, extra: dict[str, Any] | None = None,
+              scripted_return: float | None, extra: dict[str, Any] | None = None,
               baseline_se: tuple[float, float, int] | None = None) -> dict[str, Any]:
     """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS.
 
-    ``heuristic_return``: the scripted policy's, or ``None`` when the env has none
+    ``scripted_return``: the scripted policy's, or ``None`` when the env has none
     (``spec.scripted`` False): the summary then has no normalized score, and
     ``normalized_score_note`` says why. ``baseline_se``: the standard errors of the random
     and scripted returns and the episodes behind each; with it the summary holds them, and a
     ``baseline_warning`` when the two baselines are not told apart (:func:`baselines_apart`)."""
     values = np.asarray(final_returns, dtype=np.float64)
-    if heuristic_return is None:
+    if scripted_return is None:
         q25, q50, q75 = np.percentile(values, [25, 50, 75])
         summary = {"final_eval_return_per_seed": values.tolist(), "median_return": float(q50),
                    "iqr_return": [float(q25), float(q75)], "random_return": random_return,
@@ -187,21 +187,21 @@ def summarize(final_returns: Sequence[float], random_return: float,
             summary.update(random_return_se=baseline_se[0], baseline_episodes=baseline_se[2])
         summary.update(extra or {})
         return summary
-    scores = [normalized_score(v, random_return, heuristic_return) for v in values]
+    scores = [normalized_score(v, random_return, scripted_return) for v in values]
     q25, q50, q75 = np.percentile(values, [25, 50, 75])
     s25, s50, s75 = np.percentile(scores, [25, 50, 75])
     summary = {
         "final_eval_return_per_seed": values.tolist(),
         "median_return": float(q50), "iqr_return": [float(q25), float(q75)],
-        "random_return": random_return, "heuristic_return": heuristic_return,
+        "random_return": random_return, "scripted_return": scripted_return,
         "normalized_score_per_seed": scores,
         "median_normalized_score": float(s50), "iqr_normalized_score": [float(s25), float(s75)],
     }
     if baseline_se is not None:
-        random_se, heuristic_se, episodes = baseline_se
-        summary.update(random_return_se=random_se, heuristic_return_se=heuristic_se,
+        random_se, scripted_se, episodes = baseline_se
+        summary.update(random_return_se=random_se, scripted_return_se=scripted_se,
                        baseline_episodes=episodes)
-        note = baselines_apart(random_return, heuristic_return, random_se, heuristic_se,
+        note = baselines_apart(random_return, scripted_return, random_se, scripted_se,
                                episodes)
         if note is not None:
             summary["baseline_warning"] = note
@@ -217,7 +217,7 @@ def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
 
 
 def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
-               random_return: float, heuristic_return: float | None) -> str:
+               random_return: float, scripted_return: float | None) -> str:
     """Learning curve: median evaluation return over seeds with an interquartile band (and
     the scripted policy's return, when there is one)."""
     import matplotlib
@@ -234,8 +234,8 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
     ax.plot(steps, median, color="tab:blue", label="median over seeds")
     ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25, label="interquartile range")
     ax.axhline(random_return, color="tab:red", ls="--", label="random policy")
-    if heuristic_return is not None:
-        ax.axhline(heuristic_return, color="tab:green", ls="--", label="scripted policy")
+    if scripted_return is not None:
+        ax.axhline(scripted_return, color="tab:green", ls="--", label="scripted policy")
     ax.set_xlabel("environment steps per seed")
     ax.set_ylabel("evaluation return per agent per episode")
     ax.set_title(title)

@@ -17,11 +17,11 @@ import jax
 import numpy as np
 
 from jaxmarl_accel.envs import SCENARIOS, make
-from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 
-_POLICIES = {"heuristic": heuristic_policy, "random": random_policy}
+_POLICIES = {"scripted": scripted_policy, "random": random_policy}
 
 
 def write_gif(path: str, frames: np.ndarray, fps: float = 8.0) -> None:
@@ -39,7 +39,7 @@ def write_png(path: str, frame: np.ndarray) -> None:
 
 
 def render_to_files(
-    scenario: str, out_dir: str, steps: int = 25, policy: str = "heuristic", seed: int = 0,
+    scenario: str, out_dir: str, steps: int = 25, policy: str = "scripted", seed: int = 0,
     pixels: int = 400, png_step: int | None = None, **scenario_kwargs,
 ) -> tuple[str, str]:
     """Rolls out ``scenario`` and writes ``<out_dir>/<scenario>.gif`` and ``.png``.
@@ -48,7 +48,7 @@ def render_to_files(
       The paths of the GIF and of the PNG (frame ``png_step``, default the middle one).
     """
     if policy not in _POLICIES:
-        raise ValueError(f"policy must be 'heuristic' or 'random', got {policy!r}")
+        raise ValueError(f"policy must be 'scripted' or 'random', got {policy!r}")
     env, params = make(scenario, **scenario_kwargs)
     run = jax.jit(rollout, static_argnums=(0, 2, 4))
     states = run(env, params, _POLICIES[policy](env), jax.random.PRNGKey(seed), steps).states
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
                         help="registry name of the scenario (default: simple_tag)")
     parser.add_argument("--kwargs", default="{}",
                         help='scenario keyword arguments as JSON, e.g. \'{"num_predators": 6}\'')
-    parser.add_argument("--policy", default="heuristic", choices=tuple(_POLICIES),
-                        help="who acts: the scripted heuristic or uniform random actions")
+    parser.add_argument("--policy", default="scripted", choices=tuple(_POLICIES),
+                        help="who acts: the scripted policy or uniform random actions")
     parser.add_argument("--steps", type=int, default=25, help="frames to draw (default 25)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the rollout")
     parser.add_argument("--pixels", type=int, default=400, help="image width and height")

@@ -16,9 +16,9 @@ from jaxmarl_accel.cli import marl_eval, outputs
 from jaxmarl_accel.cli.run_store import RunOptions
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
-    heuristic_policy,
     learner_step_policy,
     random_policy,
+    scripted_policy,
     scripted_team,
 )
 from jaxmarl_accel.envs.rollout import rollout
@@ -31,30 +31,30 @@ from jaxmarl_accel.train import Trainer
 
 def scored_agents(config: Any, spec: Any) -> np.ndarray:
     """Bool ``[N]``: the agents a run is scored on, its learners. With scripted prey
-    (``config.prey == "heuristic"``) the predators; every agent otherwise."""
-    if getattr(config, "prey", "trained") == "heuristic":
+    (``config.prey == "scripted"``) the predators; every agent otherwise."""
+    if getattr(config, "prey", "trained") == "scripted":
         return np.asarray([team == "predator" for team in spec.teams])
     return np.ones(spec.num_agents, bool)
 
 
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
     """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies
-    (``"random"``, ``"heuristic"``), and the standard error of each one's mean return
+    (``"random"``, ``"scripted"``), and the standard error of each one's mean return
     over the scored agents (:func:`scored_agents`) and episodes (``"random_se"``,
-    ``"heuristic_se"``; episodes are independent).
+    ``"scripted_se"``; episodes are independent).
 
-    With scripted prey (``--prey heuristic``) the prey are scripted in both baselines too,
+    With scripted prey (``--prey scripted``) the prey are scripted in both baselines too,
     so the trained predators are compared with random and scripted predators against the
     same prey.
     """
     env, params = trainer.env, trainer.env_params
-    random_key, heuristic_key = jax.random.split(key)
+    random_key, scripted_key = jax.random.split(key)
     random_fn = random_policy(env)
-    if trainer.config.prey == "heuristic":
+    if trainer.config.prey == "scripted":
         random_fn = scripted_team(env, random_fn, "prey")
     results = {
         "random": evaluate_policy(env, params, random_fn, random_key, episodes),
-        "heuristic": evaluate_policy(env, params, heuristic_policy(env), heuristic_key,
+        "scripted": evaluate_policy(env, params, scripted_policy(env), scripted_key,
                                      episodes)}
     out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
     scored = scored_agents(trainer.config, env.spec)
@@ -78,7 +78,7 @@ def episode_stats_summary(rows: list[dict[str, float]], trainer: Trainer,
             r[f"eval_{stat}"] for r in rows if r["chunk"] == trainer.num_chunks - 1]
         out[f"random_{stat}_per_episode"] = base[f"random_{stat}"]
         if trainer.env.spec.scripted:
-            out[f"heuristic_{stat}_per_episode"] = base[f"heuristic_{stat}"]
+            out[f"scripted_{stat}_per_episode"] = base[f"scripted_{stat}"]
     return out
 
 
@@ -115,12 +115,12 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
                             options.baseline_episodes)
     untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
-    scripted = ({"heuristic_return_per_team": team_means(base["heuristic"], spec.teams)}
+    scripted = ({"scripted_return_per_team": team_means(base["scripted"], spec.teams)}
                 if spec.scripted else {})
     summary = outputs.summarize(
         final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
-        float(base["heuristic"][scored].mean()) if spec.scripted else None,
-        baseline_se=(base["random_se"], base["heuristic_se"], options.baseline_episodes),
+        float(base["scripted"][scored].mean()) if spec.scripted else None,
+        baseline_se=(base["random_se"], base["scripted_se"], options.baseline_episodes),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
                "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
                "devices": layout.num_devices,
@@ -140,7 +140,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
     outputs.plot_curve(options.out_dir, rows,
                        f"{config.algo} on {config.env} ({options.seeds} seeds)",
-                       summary["random_return"], summary.get("heuristic_return"))
+                       summary["random_return"], summary.get("scripted_return"))
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
         render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
@@ -165,7 +165,7 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
 
     env, params = trainer.env, trainer.env_params
     steps = int(params.episode_length)
-    policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "heuristic",
+    policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "scripted",
                                  explore=False)
 
     def policy_fn(key, obs, env_state, params, carry):

@@ -64,8 +64,8 @@ class EnvSpec:
         (``Env.physical_state``), or 0 when the env has none.
       physical_position_columns: ``(start, stop)``: the columns of that row holding the
         agent's absolute position, or ``None``.
-      scripted: ``Env.heuristic_action`` is a scripted policy; False: the env has none and
-        ``heuristic_action`` is the random policy, so no normalized score is defined.
+      scripted: ``Env.scripted_action`` is a scripted policy; False: the env has none and
+        ``scripted_action`` is the random policy, so no normalized score is defined.
       action_factors: ``(K_1, ..., K_m)`` when each discrete action index is the
         mixed-radix number of m independent choices, ``a = (..((c_1 K_2 + c_2) K_3 + c_3)..)``
         with ``c_j < K_j`` (most significant first; ``prod K_j == num_actions``), every one
@@ -117,7 +117,7 @@ class Env(NamedTuple):
       reset: ``(key, params) -> (obs [N, obs_dim], state)``.
       step: ``(key, state, actions, params) -> (obs, state, reward [N], terminated [],
         truncated [], info)`` with ``info["final_obs"]`` the pre-reset observation.
-      heuristic_action: ``(key, state, params) -> actions``, the scripted policy whose
+      scripted_action: ``(key, state, params) -> actions``, the scripted policy whose
         return defines the top of the normalized score.
       random_action: ``(key) -> actions``, uniform over valid actions.
       avail_actions: ``(state, params) -> bool [N, num_actions]``, the actions available in
@@ -145,7 +145,7 @@ class Env(NamedTuple):
     spec: EnvSpec
     reset: Callable[..., tuple[jax.Array, PyTree]]
     step: Callable[..., tuple[jax.Array, PyTree, jax.Array, jax.Array, jax.Array, dict]]
-    heuristic_action: Callable[..., jax.Array]
+    scripted_action: Callable[..., jax.Array]
     random_action: Callable[[jax.Array], jax.Array]
     avail_actions: Callable[..., jax.Array] | None = None
     state_of: Callable[..., jax.Array] | None = None

@@ -1,6 +1,6 @@
 """Mean episode return of a policy, over many episodes run side by side.
 
-The normalized score of a learned policy is ``NS = (R - R_random) / (R_heuristic - R_random)``
+The normalized score of a learned policy is ``NS = (R - R_random) / (R_scripted - R_random)``
 with every ``R`` measured by :func:`evaluate_policy` in the same scenario.
 
 A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions`` of

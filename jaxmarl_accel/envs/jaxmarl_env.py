@@ -33,8 +33,8 @@
   JaxMARL's own ``step`` does, so the two are step for step equal.
 * Episode counters (``spec.episode_stats``): SMAX's ``won`` (1 on the step that ends a won
   battle), so evaluations and summaries give a win rate.
-* Scripted policy (``env.heuristic_action``): SMAX has ours (see
-  :func:`~.jaxmarl_families.smax`); the other families have none, ``heuristic_action`` is the
+* Scripted policy (``env.scripted_action``): SMAX has ours (see
+  :func:`~.jaxmarl_families.smax`); the other families have none, ``scripted_action`` is the
   random policy over the available actions and ``spec.scripted`` is False: no normalized
   score is reported for them.
 
@@ -364,7 +364,7 @@ def wrap(inner: Any, name: str, episode_length: int | None = None) -> tuple[Env,
     def avail_actions(state: JaxMARLState, params: JaxMARLParams) -> jax.Array:
         return avail_of(state.inner)
 
-    def heuristic_action(key: jax.Array, state: JaxMARLState, params: JaxMARLParams):
+    def scripted_action(key: jax.Array, state: JaxMARLState, params: JaxMARLParams):
         if family.scripted is not None and not acts.continuous and avail_fn is not None:
             return family.scripted(key, state.inner, avail_of(state.inner))
         if avail_fn is None or acts.continuous:
@@ -377,7 +377,7 @@ def wrap(inner: Any, name: str, episode_length: int | None = None) -> tuple[Env,
 
     if family.scripted is not None and (acts.continuous or avail_fn is None):
         spec = dataclasses.replace(spec, scripted=False)
-    env = Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
               random_action=random_action,
               avail_actions=avail_actions if avail_fn is not None else None,
               state_of=state_of if has_world else None)

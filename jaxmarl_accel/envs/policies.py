@@ -2,7 +2,7 @@
 
 A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions``
 of one environment, with actions ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
-:func:`heuristic_policy` and :func:`random_policy` adapt an env's scripted and uniform
+:func:`scripted_policy` and :func:`random_policy` adapt an env's scripted and uniform
 policies to it; :func:`scripted_team` hands one team's rows to the scripted policy.
 
 A learner's joint policy (:func:`learner_policy`) also returns the critic-facing action
@@ -24,9 +24,9 @@ PolicyFn = Callable[[jax.Array, jax.Array, Any, Any], jax.Array]
 LearnerPolicyFn = Callable[..., tuple[jax.Array, jax.Array]]
 
 
-def heuristic_policy(env: Env) -> PolicyFn:
+def scripted_policy(env: Env) -> PolicyFn:
     """The env's scripted policy as a ``policy_fn``."""
-    return lambda key, obs, state, params: env.heuristic_action(key, state, params)
+    return lambda key, obs, state, params: env.scripted_action(key, state, params)
 
 
 def random_policy(env: Env) -> PolicyFn:
@@ -71,7 +71,7 @@ def script_rows(
 ) -> jax.Array:
     """``actions`` with the agents marked in ``rows`` (bool ``[N]``) replaced by the scripted
     policy's actions drawn with ``key``; actions ``[N]`` or ``[N, act_dim]`` (axis 0: agent)."""
-    scripted = env.heuristic_action(key, state, params)
+    scripted = env.scripted_action(key, state, params)
     return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
 
 
@@ -187,7 +187,7 @@ def against_opponents(env: Env, policy: StepPolicy, team: str, opponent: str
         own_key, other_key = jax.random.split(key)
         actions, _, carry = policy.step(algo_state, carry, own_key, obs, state, params)
         other = (env.random_action(other_key) if opponent == "random"
-                 else env.heuristic_action(other_key, state, params))
+                 else env.scripted_action(other_key, state, params))
         return jnp.where(others.reshape((-1,) + (1,) * (actions.ndim - 1)), other,
                          actions), carry
 

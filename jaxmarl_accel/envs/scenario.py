@@ -13,7 +13,7 @@ Functions a scenario supplies (``N`` agents, ``E`` entities):
   (scaled by accel) and new communication state (e.g. :func:`moves_decoder`);
 * ``observe(state, params) -> obs [N, spec.obs_dim]`` float32, zero padded;
 * ``reward(state, params) -> [N]`` float32, of the state reached by the step;
-* ``heuristic(key, state, params) -> actions`` of ``spec.action_shape``.
+* ``scripted(key, state, params) -> actions`` of ``spec.action_shape``.
 
 and, optionally, a :class:`Physical` (e.g. :func:`agents_and_still_landmarks`): how to pack
 the part of the state ``observe`` reads into ``[N, F]`` and back, so that a replay can store
@@ -104,7 +104,7 @@ def build_env(
     decode: Callable[[jax.Array, PyTree], tuple[jax.Array, jax.Array]],
     observe: Callable[[core.MPEState, PyTree], jax.Array],
     reward: Callable[[core.MPEState, PyTree], jax.Array],
-    heuristic: Callable[[jax.Array, core.MPEState, PyTree], jax.Array],
+    scripted: Callable[[jax.Array, core.MPEState, PyTree], jax.Array],
     colliders: slice | None = None,
     physical: Physical | None = None,
     observe_at: Callable[[core.MPEState, PyTree, jax.Array], jax.Array] | None = None,
@@ -159,11 +159,11 @@ def build_env(
         sizes = jnp.asarray(spec.action_sizes, jnp.int32)
         return jax.random.randint(key, spec.action_shape, 0, sizes, jnp.int32)
 
-    def heuristic_action(key: jax.Array, state: core.MPEState, params: PyTree) -> jax.Array:
-        return heuristic(key, state, params)
+    def scripted_action(key: jax.Array, state: core.MPEState, params: PyTree) -> jax.Array:
+        return scripted(key, state, params)
 
     if physical is None:
-        return Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+        return Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
                    random_action=random_action)
 
     def observe_physical(packed: jax.Array, params: PyTree) -> jax.Array:
@@ -174,6 +174,6 @@ def build_env(
             return observe(physical.unpack(packed), params)[agents]
         return observe_at(physical.unpack(packed), params, agents)
 
-    return Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+    return Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
                random_action=random_action, physical_state=physical.pack,
                observe_physical=observe_physical, observe_physical_at=observe_physical_at)

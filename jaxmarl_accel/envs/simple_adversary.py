@@ -126,7 +126,7 @@ def make(
         good_rew = jnp.sum(dist[:num_a]) - jnp.min(dist[num_a:])
         return jnp.where(is_good, good_rew, -dist).astype(jnp.float32)
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: AdversaryParams) -> jax.Array:
+    def scripted(key: jax.Array, state: core.MPEState, params: AdversaryParams) -> jax.Array:
         agent_pos, landmark_pos = state.pos[:n], state.pos[n:]
         _, dist = core.pairwise_delta(agent_pos, landmark_pos)
         cost = dist[num_a:] - GOAL_BONUS * jax.nn.one_hot(state.goal[0], num_l)
@@ -138,5 +138,5 @@ def make(
 
     decode = moves_decoder(continuous_actions, 0)
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
-    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)
+    env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params

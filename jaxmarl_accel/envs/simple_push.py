@@ -132,7 +132,7 @@ def make(
         adversary_rew = jnp.min(dist[num_a:]) - dist
         return jnp.where(is_good, -dist, adversary_rew).astype(jnp.float32)
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: PushParams) -> jax.Array:
+    def scripted(key: jax.Array, state: core.MPEState, params: PushParams) -> jax.Array:
         agent_pos, landmark_pos = state.pos[:n], state.pos[n:]
         _, agent_dist = core.pairwise_delta(agent_pos[:num_a], agent_pos[num_a:])
         victim = agent_pos[num_a:][jnp.argmin(agent_dist, axis=1)]  # [A, 2]
@@ -146,5 +146,5 @@ def make(
         return moves.seek_action(target, agent_pos, state.vel[:n], continuous_actions)
 
     decode = moves_decoder(continuous_actions, 0)
-    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=slice(0, n))
+    env = build_env(spec, init, decode, observe, reward, scripted, colliders=slice(0, n))
     return env, params

@@ -133,7 +133,7 @@ def make(
         ratio = params.local_ratio
         return (ratio * guided + (1.0 - ratio) * jnp.mean(guided)).astype(jnp.float32)
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: ReferenceParams) -> jax.Array:
+    def scripted(key: jax.Array, state: core.MPEState, params: ReferenceParams) -> jax.Array:
         heard = jnp.argmax(state.comm[other], axis=-1)
         move = moves.seek_action(state.pos[n + heard], state.pos[:n], state.vel[:n],
                                 continuous_actions)
@@ -143,5 +143,5 @@ def make(
         return (move + moves.NUM_MOVES * say).astype(jnp.int32)
 
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
-    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)
+    env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params

@@ -151,7 +151,7 @@ def make(
         dist2 = jnp.sum((state.pos[1] - state.pos[n + state.goal[0]]) ** 2)
         return jnp.full((n,), -dist2, jnp.float32)
 
-    def heuristic(
+    def scripted(
         key: jax.Array, state: core.MPEState, params: SpeakerListenerParams
     ) -> jax.Array:
         heard = jnp.argmax(state.comm[0])
@@ -163,5 +163,5 @@ def make(
         return jnp.concatenate([state.goal[:1], move]).astype(jnp.int32)
 
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
-    env = build_env(spec, init, decode, observe, reward, heuristic, colliders=nothing)
+    env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params

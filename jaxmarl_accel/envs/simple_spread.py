@@ -181,7 +181,7 @@ def make(
         ratio = params.local_ratio
         return ratio * local + (1.0 - ratio) * global_rew
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: SpreadParams) -> jax.Array:
+    def scripted(key: jax.Array, state: core.MPEState, params: SpreadParams) -> jax.Array:
         agent_pos = state.pos[:n]
         _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
         target = state.pos[n:][assign(dist)]
@@ -192,7 +192,7 @@ def make(
         return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic, colliders=slice(0, n),
+                    scripted, colliders=slice(0, n),
                     physical=agents_and_still_landmarks(n, num_l, DIM_C),
                     observe_at=None if k_nearest is None else observe_at)
     return env, params

@@ -228,7 +228,7 @@ def make(
                     - boundary_penalty(state.pos[n_pred:n] / params.arena))
         return jnp.concatenate([pred_rew, prey_rew])
 
-    def heuristic(key: jax.Array, state: core.MPEState, params: TagParams) -> jax.Array:
+    def scripted(key: jax.Array, state: core.MPEState, params: TagParams) -> jax.Array:
         pos, vel = state.pos[:n], state.vel[:n]
         delta, dist = core.pairwise_delta(pos[:n_pred], pos[n_pred:])  # [N, M]
         prey = jnp.argmin(dist, axis=1)
@@ -254,6 +254,6 @@ def make(
         return moves.direction_to_move(direction)
 
     env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    heuristic, physical=agents_and_still_landmarks(n, n_obs, DIM_C),
+                    scripted, physical=agents_and_still_landmarks(n, n_obs, DIM_C),
                     observe_at=None if k_nearest is None else observe_at)
     return env, params

@@ -205,7 +205,7 @@ def make(
     def random_action(key: jax.Array) -> jax.Array:
         return jax.random.randint(key, (n,), 0, num_actions, jnp.int32)
 
-    def heuristic_action(key: jax.Array, state: HuntState, params: StagHuntParams):
+    def scripted_action(key: jax.Array, state: HuntState, params: StagHuntParams):
         return scripted_actions(key, state)
 
     def avail_actions(state: HuntState, params: StagHuntParams) -> jax.Array:
@@ -214,7 +214,7 @@ def make(
     def state_of(state: HuntState, params: StagHuntParams) -> jax.Array:
         return rules.grid_channels(state).reshape(-1)
 
-    env = Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
               random_action=random_action, avail_actions=avail_actions, state_of=state_of)
     return env, params
 

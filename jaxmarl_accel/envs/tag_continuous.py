@@ -396,9 +396,9 @@ def make(
     def random_action(key: jax.Array) -> jax.Array:
         return jax.random.randint(key, (n,), 0, num_actions, jnp.int32)
 
-    def heuristic_action(key: jax.Array, state: TagContinuousState, params):
+    def scripted_action(key: jax.Array, state: TagContinuousState, params):
         return scripted_actions(state, params, t)
 
-    env = Env(spec=spec, reset=reset, step=step, heuristic_action=heuristic_action,
+    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
               random_action=random_action)
     return env, params

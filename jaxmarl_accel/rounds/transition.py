@@ -97,7 +97,7 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                          **next_obs_kwargs(config, spec), **replay_obs)
     physical = config.replay_obs == "physical_state"
     run_round = _transition_round(config, env, env_params, algo, buffer,
-                                  learner_policy(env, algo, config.prey == "heuristic",
+                                  learner_policy(env, algo, config.prey == "scripted",
                                                  explore=True))
     if cfg.total_rounds(config) % cfg.rounds_per_chunk(config):  # a shorter last chunk
         run_round = within_run(run_round, cfg.total_rounds(config))

@@ -11,7 +11,7 @@ STEPS = 25
 
 
 def mixed_policy(env, scripted: jax.Array) -> PolicyFn:
-    """Agents marked in ``scripted`` (bool ``[N]``) follow the heuristic, the others act at
+    """Agents marked in ``scripted`` (bool ``[N]``) follow the scripted policy, the others act at
     random; both draw with the policy's key."""
 
     def policy(key, obs, state, params):

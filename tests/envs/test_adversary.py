@@ -55,7 +55,7 @@ def test_spec_and_bad_counts():
             make("simple_adversary", **kwargs)
 
 
-def test_heuristic_beats_random_for_each_team():
+def test_scripted_beats_random_for_each_team():
     env, params = make("simple_adversary")
     keys = jax.random.split(jax.random.PRNGKey(0), 64)
     adversary = jnp.array([True, False, False])

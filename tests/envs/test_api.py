@@ -21,7 +21,7 @@ def _two_steps(env, params, num_envs: int, scripted: bool = True):
         obs0, state = env.reset(key_reset, params)
         act = env.random_action(key_a)
         _, state, _, _, _, _ = env.step(key_a, state, act, params)
-        act_b = env.heuristic_action(key_b, state, params) if scripted else act
+        act_b = env.scripted_action(key_b, state, params) if scripted else act
         out = env.step(key_b, state, act_b, params)
         return obs0, act, out
 

@@ -9,7 +9,7 @@ import pytest
 
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.evaluate import episodes_per_batch, evaluate_policy
-from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 
 
 def _evaluate_modes(env, params, modes, num_episodes=200):
@@ -20,7 +20,7 @@ def _evaluate_modes(env, params, modes, num_episodes=200):
 
     def per_mode(mode):
         def policy(key, obs, state, params):
-            scripted = env.heuristic_action(key, state, params)
+            scripted = env.scripted_action(key, state, params)
             return jnp.where(mode.astype(bool), scripted, env.random_action(key))
 
         return evaluate_policy(env, params, policy, jax.random.PRNGKey(0), num_episodes)
@@ -56,7 +56,7 @@ def test_evaluate_policy_matches_a_python_loop():
             total += np.asarray(rew)
         np.testing.assert_allclose(result.episode_returns[episode], total, rtol=1e-5)
     assert float(result.mean_return) == pytest.approx(float(result.episode_returns.mean()))
-    assert heuristic_policy(env)(key, obs, state, params).shape == (2,)
+    assert scripted_policy(env)(key, obs, state, params).shape == (2,)
 
 
 def test_evaluate_policy_episode_follows_params_not_spec():
@@ -74,7 +74,7 @@ def test_evaluate_policy_episode_follows_params_not_spec():
 def test_returns_stop_after_the_first_episode_and_stats_are_summed():
     # a tiny hunt whose scripted episodes end early (both agents capture the only stag)
     env, params = make("stag_hunt", num_agents=2, num_stags=1, grid_size=4, episode_length=30)
-    policy = heuristic_policy(env)
+    policy = scripted_policy(env)
     result = evaluate_policy(env, params, policy, jax.random.PRNGKey(2), 4, num_steps=60)
     assert set(result.stats) == {"captures"} and result.stats["captures"].shape == (4,)
     reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), jax.jit(policy)

@@ -111,10 +111,10 @@ def test_smax_spec():
 def test_smax_scripted_policy_beats_random():
     env, params = make("jaxmarl:HeuristicEnemySMAX", scenario="3m", max_steps=40)
     from jaxmarl_accel.envs.evaluate import evaluate_policy
-    from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+    from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 
     key = jax.random.PRNGKey(0)
-    scripted = evaluate_policy(env, params, heuristic_policy(env), key, 8)
+    scripted = evaluate_policy(env, params, scripted_policy(env), key, 8)
     rand = evaluate_policy(env, params, random_policy(env), key, 8)
     won = np.asarray(scripted.stats["won"])
     assert set(np.unique(won)) <= {0.0, 1.0}

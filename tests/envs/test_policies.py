@@ -33,7 +33,7 @@ def test_action_vector_is_one_hot_or_the_action(continuous):
 
 
 @pytest.mark.parametrize("continuous", [False, True])
-def test_prey_heuristic_policy_scripts_exactly_the_prey_rows(continuous):
+def test_prey_scripted_policy_scripts_exactly_the_prey_rows(continuous):
     env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
                        continuous_actions=continuous)
     algo = make_algo("maddpg", env.spec, AlgoConfig(hidden_sizes=(8,)))
@@ -44,7 +44,7 @@ def test_prey_heuristic_policy_scripts_exactly_the_prey_rows(continuous):
     env_action, action_vec = policy(algo_state, key, obs, env_state, params)
     act_key, prey_key = jax.random.split(key)
     learned, learned_vec = algo.act(algo_state, obs, act_key, True)
-    scripted = env.heuristic_action(prey_key, env_state, params)
+    scripted = env.scripted_action(prey_key, env_state, params)
     prey = np.array([team == "prey" for team in env.spec.teams])
     # the policy runs under jit, the references eagerly: equal up to float rounding
     close = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
@@ -71,7 +71,7 @@ def test_scripted_team_replaces_only_that_teams_rows(continuous):
     actions = mixed(key, obs, state, params)
     own_key, scripted_key = jax.random.split(key)
     prey = np.asarray([t == "prey" for t in env.spec.teams])
-    expected_prey = env.heuristic_action(scripted_key, state, params)
+    expected_prey = env.scripted_action(scripted_key, state, params)
     expected_rest = env.random_action(own_key)
     # jit vs eager rounding of the continuous scripted action: 1 ulp
     np.testing.assert_allclose(np.asarray(actions)[prey], np.asarray(expected_prey)[prey],
@@ -101,7 +101,7 @@ def test_against_opponents_keeps_the_teams_rows_and_replaces_the_others(opponent
         assert carry == i + 1 and (actions[rows] == marker).all()
         other_key = jax.random.split(key)[1]
         expected = (env.random_action(other_key) if opponent == "random"
-                    else env.heuristic_action(other_key, state, params))
+                    else env.scripted_action(other_key, state, params))
         np.testing.assert_array_equal(actions[~rows], np.asarray(expected)[~rows])
         seen.extend(actions[~rows].tolist())
     assert opponent == "scripted" or len(set(seen)) > 1

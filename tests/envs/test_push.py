@@ -9,7 +9,7 @@ import pytest
 from jaxmarl.environments.mpe import SimplePushMPE
 
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
 from tests.envs.rollouts import STEPS, episode
 
@@ -39,7 +39,7 @@ def test_parity_with_jaxmarl(num_good, continuous):
     random = compare_jaxmarl(ref, our_rollouts(env, params, keys[0::2], random_policy(env)),
                              inject=_goal)
     scripted = compare_jaxmarl(
-        ref, our_rollouts(env, params, keys[1::2], heuristic_policy(env)), inject=_goal)
+        ref, our_rollouts(env, params, keys[1::2], scripted_policy(env)), inject=_goal)
     pos = np.concatenate([random.ours.states.pos, scripted.ours.states.pos])[:, :, :n]
     gap = np.linalg.norm(pos[:, :, :, None] - pos[:, :, None], axis=-1)
     assert float((gap + np.eye(n) * 10.0).min()) < 0.1  # agents touched: contacts compared
@@ -71,7 +71,7 @@ def test_spec_and_bad_counts():
             make("simple_push", **kwargs)
 
 
-def test_heuristic_beats_random_for_each_team():
+def test_scripted_beats_random_for_each_team():
     env, params = make("simple_push")
     keys = jax.random.split(jax.random.PRNGKey(0), 64)
     adversary = jnp.array([True, False])

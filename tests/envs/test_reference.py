@@ -9,7 +9,7 @@ import pytest
 from jaxmarl.environments.mpe import SimpleReferenceMPE
 
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.rollout import rollout
 from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
 from tests.envs.rollouts import STEPS
@@ -60,11 +60,11 @@ def test_discrete_encoding_and_spec():
         make("simple_reference", local_ratio=1.5)
 
 
-def test_heuristic_beats_random():
+def test_scripted_beats_random():
     env, params = make("simple_reference")
 
     def returns(key):
-        scripted = rollout(env, params, heuristic_policy(env), key, STEPS).rewards.sum(0)
+        scripted = rollout(env, params, scripted_policy(env), key, STEPS).rewards.sum(0)
         random = rollout(env, params, random_policy(env), key, STEPS).rewards.sum(0)
         return scripted, random
 

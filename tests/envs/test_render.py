@@ -11,7 +11,7 @@ import pytest
 
 from jaxmarl_accel.cli.render import render_to_files
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import heuristic_policy
+from jaxmarl_accel.envs.policies import scripted_policy
 from jaxmarl_accel.envs.render import render_frame, render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 
@@ -19,7 +19,7 @@ from jaxmarl_accel.envs.rollout import rollout
 def test_rollout_frames_differ_and_kinds_are_drawn():
     env, params = make("simple_tag", num_predators=2, num_prey=1, num_obstacles=1)
     states = jax.jit(rollout, static_argnums=(0, 2, 4))(
-        env, params, heuristic_policy(env), jax.random.PRNGKey(0), 4).states
+        env, params, scripted_policy(env), jax.random.PRNGKey(0), 4).states
     frames = render_rollout(states, params, env.spec, pixels=96)
     assert frames.shape == (4, 96, 96, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])  # agents moved
@@ -43,7 +43,7 @@ def test_writes_gif_and_png(tmp_path):
 def test_stag_hunt_frames_draw_the_grid_and_drop_frozen_agents():
     env, params = make("stag_hunt", num_agents=4, num_stags=2, num_hares=1, grid_size=6)
     states = jax.jit(rollout, static_argnums=(0, 2, 4))(
-        env, params, heuristic_policy(env), jax.random.PRNGKey(1), 5).states
+        env, params, scripted_policy(env), jax.random.PRNGKey(1), 5).states
     frames = render_rollout(states, params, env.spec, pixels=90)
     assert frames.shape == (5, 90, 90, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import heuristic_policy, random_policy
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.rollout import rollout
 
 
@@ -16,7 +16,7 @@ from jaxmarl_accel.envs.rollout import rollout
 def test_rollout_matches_a_python_loop(continuous):
     env, params = make("simple_tag", num_predators=2, num_prey=1, num_obstacles=1,
                        episode_length=4, continuous_actions=continuous)
-    policy, key, steps = heuristic_policy(env), jax.random.PRNGKey(3), 6
+    policy, key, steps = scripted_policy(env), jax.random.PRNGKey(3), 6
     out = jax.jit(rollout, static_argnums=(0, 2, 4))(env, params, policy, key, steps)
     key_reset, key_steps = jax.random.split(key)
     obs, state = jax.jit(env.reset)(key_reset, params)

@@ -75,7 +75,7 @@ def test_speaker_comm_reaches_listener_observation():
         np.testing.assert_array_equal(obs[1, -3:], np.eye(3)[said])
 
 
-def test_heuristic_beats_random():
+def test_scripted_beats_random():
     env, params = make("simple_speaker_listener")
 
     def first_return(key, scripted):
@@ -90,14 +90,14 @@ def test_heuristic_beats_random():
 @pytest.mark.parametrize("continuous", [False, True])
 def test_silent_policy_sits_between_random_and_communicating(continuous):
     from jaxmarl_accel.envs.evaluate import evaluate_policy
-    from jaxmarl_accel.envs.policies import heuristic_policy
+    from jaxmarl_accel.envs.policies import scripted_policy
     from jaxmarl_accel.envs.simple_speaker_listener import silent_policy
 
     env, params = make("simple_speaker_listener", continuous_actions=continuous)
     key = jax.random.PRNGKey(3)
     returns = {name: float(evaluate_policy(env, params, fn, key, 256).agent_returns[1])
                for name, fn in (("random", random_policy(env)), ("silent", silent_policy(
-                   continuous)), ("talking", heuristic_policy(env)))}
+                   continuous)), ("talking", scripted_policy(env)))}
     assert returns["random"] < returns["silent"] < returns["talking"]
     # hearing the goal is worth a lot: the silent listener loses much more
     assert returns["talking"] > 0.6 * returns["silent"]

@@ -39,10 +39,10 @@ def test_k_nearest_matches_mpe2_partial_observability():
     assert compare_mpe2(ref, ours).max_diff() < TOL
 
 
-def test_spread_heuristic_targets_distinct_landmarks():
+def test_spread_scripted_targets_distinct_landmarks():
     env, params = make("simple_spread", num_agents=12)  # greedy assignment above 8
     _, state = env.reset(jax.random.PRNGKey(0), params)
     state = state.replace(vel=jnp.zeros_like(state.vel))
-    act = jax.jit(env.heuristic_action)(jax.random.PRNGKey(1), state, params)
+    act = jax.jit(env.scripted_action)(jax.random.PRNGKey(1), state, params)
     assert act.shape == (12,) and act.dtype == jnp.int32
     assert int(jnp.sum(act == 0)) < 12

@@ -227,7 +227,7 @@ def test_shapes_and_specs_at_8_16_32():
         obs0, state = env.reset(key, params)
         act = random_policy(env)(key, obs0, state, params)
         out = env.step(key, state, act, params)
-        return obs0, env.step(key, out[1], env.heuristic_action(key, out[1], params), params)
+        return obs0, env.step(key, out[1], env.scripted_action(key, out[1], params), params)
 
     obs0, (obs, state, rew, term, trunc, info) = jax.jit(jax.vmap(two_steps))(
         jax.random.split(jax.random.PRNGKey(0), 2))

@@ -146,7 +146,7 @@ def test_shapes_jit_and_vmap(taggers, runners, k, full):
     @jax.jit
     def run(keys):
         obs, state = jax.vmap(env.reset, (0, None))(keys, params)
-        actions = jax.vmap(env.heuristic_action, (0, 0, None))(keys, state, params)
+        actions = jax.vmap(env.scripted_action, (0, 0, None))(keys, state, params)
         return obs, state, actions, jax.vmap(env.step, (0, 0, 0, None))(keys, state, actions,
                                                                          params)
 
@@ -160,7 +160,7 @@ def test_shapes_jit_and_vmap(taggers, runners, k, full):
 def test_scripted_tagger_turns_and_speeds_towards_its_runner():
     env, params = make("tag_continuous", **SMALL)
     state = _at(params, [5.0, 5.0, 9.0], [5.0, 8.0, 9.0])  # runner 1 straight up (pi/2)
-    acc, turn = tc.split_action(jax.jit(env.heuristic_action)(KEY, state, params)[0], TURNS)
+    acc, turn = tc.split_action(jax.jit(env.scripted_action)(KEY, state, params)[0], TURNS)
     np.testing.assert_allclose(params.turn_actions[turn], np.pi / 2, atol=0.13)
     assert float(params.acceleration_actions[acc]) == pytest.approx(0.1)
 

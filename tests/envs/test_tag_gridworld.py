@@ -130,7 +130,7 @@ def test_shapes_jit_and_vmap(taggers, runners, full):
 def test_scripted_taggers_catch_a_still_runner():
     env, params, step = _env(num_taggers=3, grid_length=10, use_full_observation=False)
     _, state = env.reset(KEY, params)
-    policy = jax.jit(env.heuristic_action)
+    policy = jax.jit(env.scripted_action)
     steps = 0
     terminated = False
     while not terminated and steps < 20:
@@ -143,7 +143,7 @@ def test_scripted_taggers_catch_a_still_runner():
 def test_scripted_runner_flees():
     env, params = make("tag_gridworld", num_taggers=1, grid_length=10)
     state = _at(params, [[5, 5], [6, 5]])
-    assert jax.jit(env.heuristic_action)(KEY, state, params).tolist() == [RIGHT, RIGHT]
+    assert jax.jit(env.scripted_action)(KEY, state, params).tolist() == [RIGHT, RIGHT]
 
 
 @pytest.mark.parametrize("kwargs,name", [

@@ -100,10 +100,10 @@ def test_evaluation_fields_agree_with_the_run(name, trained, evaluated):
                                rtol=1e-5, atol=1e-6)
     assert result["mean_return"] == pytest.approx(episodes.mean(), rel=1e-5, abs=1e-6)
     # the baselines are the summary's: the same episodes and key
-    for key in ("random_return", "heuristic_return", "random_return_per_team",
-                "heuristic_return_per_team", "random_return_se", "heuristic_return_se"):
+    for key in ("random_return", "scripted_return", "random_return_per_team",
+                "scripted_return_per_team", "random_return_se", "scripted_return_se"):
         assert result[key] == pytest.approx(summary[key], rel=1e-6, abs=1e-9), key
-    span = result["heuristic_return"] - result["random_return"]
+    span = result["scripted_return"] - result["random_return"]
     if abs(span) > 1e-9:
         expected = (episodes.mean(axis=1) - result["random_return"]) / span
         np.testing.assert_allclose(result["normalized_score_per_seed"], expected, rtol=1e-5)
@@ -129,10 +129,10 @@ def test_stag_hunt_captures_are_reported_with_their_baselines(trained, evaluated
     summary = read_json(trained["qmix"], outputs.SUMMARY_NAME)
     captures = result["captures_per_episode_per_seed"]
     assert len(captures) == 2 and all(c >= 0 for c in captures)
-    for who in ("random", "heuristic"):
+    for who in ("random", "scripted"):
         assert result[f"{who}_captures_per_episode"] == pytest.approx(
             summary[f"{who}_captures_per_episode"])
-    assert summary["heuristic_captures_per_episode"] > 0  # the scripted team does capture
+    assert summary["scripted_captures_per_episode"] > 0  # the scripted team does capture
 
 
 @pytest.mark.parametrize("name", list(RUNS))

@@ -94,7 +94,7 @@ def test_validation_messages_name_the_flags():
         "--gamma must lie in [0, 1]")
     assert flags.flag_message("alpha must be > 0 when auto_alpha is set", fields) == (
         "--alpha must be > 0 when --auto-alpha is set")
-    prose = "prey='heuristic' needs a scenario with prey"
+    prose = "prey='scripted' needs a scenario with prey"
     assert flags.flag_message(prose, fields) == prose
 
 

@@ -12,7 +12,7 @@ def _summary(env: str, finals: list[float], per_team: list[dict], random_team: d
     return {"env": env, "algo": "maddpg", "sampler": "uniform", "seeds": len(finals),
             "env_steps_per_seed": 1000, "median_normalized_score": 0.5,
             "iqr_normalized_score": [0.4, 0.6], "median_return": sorted(finals)[len(finals) // 2],
-            "random_return": -30.0, "heuristic_return": -8.0,
+            "random_return": -30.0, "scripted_return": -8.0,
             "final_eval_return_per_seed": finals, "final_eval_return_per_team": per_team,
             "random_return_per_team": random_team}
 
@@ -45,7 +45,7 @@ def test_table_reports_stag_hunt_returns_against_the_most_possible(tmp_path):
     summary = _summary("stag_hunt", [40.0, 30.0, 20.0], [{"agent": f} for f in (40, 30, 20)],
                        {"agent": 0.5})
     summary.update({"final_eval_captures_per_episode_per_seed": [4.0, 3.0, 2.0],
-                    "random_captures_per_episode": 0.05, "heuristic_captures_per_episode": 2.5})
+                    "random_captures_per_episode": 0.05, "scripted_captures_per_episode": 2.5})
     _write(tmp_path, "qmix-stag8", summary, {"num_agents": 8, "num_stags": 8})
     row = {r["entry"]: r for r in quality.build_table(str(tmp_path))}["qmix-stag8"]
     assert row["max_return"] == 40.0 and row["median_captures"] == 3.0

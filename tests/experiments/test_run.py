@@ -142,7 +142,7 @@ def test_outputs(finished_run):
     with open(os.path.join(finished_run, "summary.json")) as handle:
         summary = json.load(handle)
     assert len(summary["final_eval_return_per_seed"]) == 2
-    assert summary["heuristic_return"] > summary["random_return"]
+    assert summary["scripted_return"] > summary["random_return"]
     assert np.isfinite(summary["median_normalized_score"])
     lines = Path(finished_run, "metrics.csv").read_text().strip().splitlines()
     assert len(lines) == 1 + 3 * 2  # header + chunks x seeds
@@ -400,10 +400,10 @@ def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finishe
 
 
 def test_with_scripted_prey_the_predators_are_scored(tmp_path):
-    """``--prey heuristic``: returns, baselines and scores average over the predators (the
+    """``--prey scripted``: returns, baselines and scores average over the predators (the
     learners) only; with their own-contact reward the prey's penalties would cancel them."""
     out = str(tmp_path / "tag")
-    argv = [*TINY, "--env", "simple_tag", "--prey", "heuristic", "--env-kwargs",
+    argv = [*TINY, "--env", "simple_tag", "--prey", "scripted", "--env-kwargs",
             "num_prey=2,predator_reward=own", "--baseline-episodes", "32", "--out", out]
     assert run.main(argv) == 0
     rows = outputs.read_rows(out)
@@ -415,10 +415,10 @@ def test_with_scripted_prey_the_predators_are_scored(tmp_path):
     final = [np.mean([r[f"eval_return_agent{a}"] for a in range(3)]) for r in rows
              if r["chunk"] == max(row["chunk"] for row in rows)]
     np.testing.assert_allclose(summary["median_return"], np.median(final), rtol=1e-6)
-    for name in ("random", "heuristic"):
+    for name in ("random", "scripted"):
         np.testing.assert_allclose(summary[f"{name}_return"],
                                    summary[f"{name}_return_per_team"]["predator"], rtol=1e-6)
-    assert summary["heuristic_return"] > summary["random_return"] > 0  # predators touch prey
+    assert summary["scripted_return"] > summary["random_return"] > 0  # predators touch prey
 
 
 def test_a_preset_sets_paper_004s_settings_and_flags_beside_it_win(capsys):
