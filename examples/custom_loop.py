@@ -27,7 +27,7 @@ import jaxmarl_accel as jm
 class LoopCarry(NamedTuple):
     """What our loop threads through its scan (named, never a positional tuple)."""
 
-    algo: Any  # jm.AlgoState, per-agent parameters stacked on a leading [N] axis
+    algo: Any  # jm.ActorCriticState, per-agent parameters stacked on a leading [N] axis
     buffer: Any  # jm.BufferState
     env_state: Any  # env states, leading [E] axis
     obs: jax.Array  # [E, N, obs_dim]
@@ -52,7 +52,7 @@ def make_loop(num_envs: int = 8, capacity: int = 10_000, batch_size: int = 128,
     """
     env, env_params = jm.make("simple_spread", num_agents=3)
     buffer = jm.make_buffer("per", capacity=capacity, batch_size=batch_size)
-    algo = jm.make_algo(algo_name, env.spec, jm.AlgoConfig(hidden_sizes=(hidden, hidden)))
+    algo = jm.make_algo(algo_name, env.spec, jm.ActorCriticConfig(hidden_sizes=(hidden, hidden)))
     spec = env.spec
     env_reset = jax.vmap(env.reset, in_axes=(0, None))
     policy = jm.learner_policy(env, algo, scripted_prey=False, explore=True)  # one env's

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmarl_accel.algos.config import AlgoConfig, actor_step_form
+from jaxmarl_accel.algos.config import ActorCriticConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import make_distribution
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.envs.base import EnvSpec
@@ -33,7 +33,7 @@ def _mlp_flops(sizes: list[int]) -> tuple[int, int]:
 
 
 def update_matmul_flops(
-    name: str, spec: EnvSpec, config: AlgoConfig, batch_size: int, per_agent: bool = False
+    name: str, spec: EnvSpec, config: ActorCriticConfig, batch_size: int, per_agent: bool = False
 ) -> float:
     """Matmul FLOPs of one ``update`` of all agents, averaged over MATD3's policy delay.
 

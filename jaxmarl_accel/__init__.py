@@ -8,7 +8,7 @@ The stable public pieces, importable from the top level (each is loaded on first
 
     env, env_params = jm.make("simple_spread", num_agents=3)          # Env, params pytree
     buffer = jm.make_buffer("uniform", capacity=10_000, batch_size=256)  # Buffer of pure fns
-    algo = jm.make_algo("matd3", env.spec, jm.AlgoConfig())            # Algo: init/act/update
+    algo = jm.make_algo("matd3", env.spec, jm.ActorCriticConfig())  # Algo: init/act/update
     train = jm.make_train(jm.TrainConfig(algo="matd3"))                 # key -> (state, metrics)
     state, metrics = jax.jit(jax.vmap(train))(jax.random.split(jax.random.PRNGKey(0), 8))
 
@@ -21,8 +21,8 @@ envs                        :func:`make`, :class:`Env`, :class:`EnvSpec`,
                             :func:`evaluate_policy`, :class:`EvalResult`
 replay buffers and samplers :func:`make_buffer`, :class:`Buffer`, :class:`SampleBatch`,
                             :class:`BufferState`
-learners                    :func:`make_algo`, :class:`Algo`, :class:`AlgoConfig`,
-                            :class:`AlgoState`
+learners                    :func:`make_algo`, :class:`Algo`, :class:`ActorCriticConfig`,
+                            :class:`ActorCriticState`
 training                    :func:`make_train`, :func:`make_trainer`, :class:`Trainer`,
                             :class:`TrainConfig`, :class:`TrainState`,
                             :class:`ChunkMetrics`, :class:`Transition`
@@ -52,8 +52,8 @@ _EXPORTS: dict[str, str] = {
     "SampleBatch": "jaxmarl_accel.buffers",
     "make_algo": "jaxmarl_accel.algos",
     "Algo": "jaxmarl_accel.algos",
-    "AlgoConfig": "jaxmarl_accel.algos",
-    "AlgoState": "jaxmarl_accel.algos",
+    "ActorCriticConfig": "jaxmarl_accel.algos",
+    "ActorCriticState": "jaxmarl_accel.algos",
     "ValueConfig": "jaxmarl_accel.algos",
     "OnPolicyConfig": "jaxmarl_accel.algos",
     "Episode": "jaxmarl_accel.types",
@@ -76,8 +76,8 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Algo",
-    "AlgoConfig",
-    "AlgoState",
+    "ActorCriticConfig",
+    "ActorCriticState",
     "Buffer",
     "BufferState",
     "ChunkMetrics",
@@ -110,9 +110,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from jaxmarl_accel.algos import (
+        ActorCriticConfig,
+        ActorCriticState,
         Algo,
-        AlgoConfig,
-        AlgoState,
         OnPolicyConfig,
         ValueConfig,
         make_algo,

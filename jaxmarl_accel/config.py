@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
@@ -83,7 +83,7 @@ class TrainConfig:
     env: str = "simple_spread"
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     algo: str = "maddpg"
-    algo_config: AlgoConfig = dataclasses.field(default_factory=AlgoConfig)
+    algo_config: ActorCriticConfig = dataclasses.field(default_factory=ActorCriticConfig)
     value_config: ValueConfig = dataclasses.field(default_factory=ValueConfig)
     on_policy_config: OnPolicyConfig = dataclasses.field(default_factory=OnPolicyConfig)
     sampler: str = "uniform"
@@ -308,7 +308,7 @@ def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
     return {**defaults, **dict(config.sampler_kwargs)}
 
 
-def algo_config_of(config: TrainConfig) -> AlgoConfig | ValueConfig | OnPolicyConfig:
+def algo_config_of(config: TrainConfig) -> ActorCriticConfig | ValueConfig | OnPolicyConfig:
     """The hyperparameters of the run's learner family (``algo_config`` for actor-critic
     learners, ``value_config`` for value-based ones, ``on_policy_config`` for A2C and
     PPO)."""
@@ -332,7 +332,7 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
     if train.get("prey") == "heuristic":  # configs written before "scripted" was its name
         train["prey"] = "scripted"
-    train["algo_config"] = AlgoConfig(**{k: tuple(v) if isinstance(v, list) else v
+    train["algo_config"] = ActorCriticConfig(**{k: tuple(v) if isinstance(v, list) else v
                                          for k, v in train["algo_config"].items()})
     if "value_config" in train:
         train["value_config"] = ValueConfig(**train["value_config"])

@@ -29,7 +29,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "fingerprint.json")
@@ -48,7 +48,7 @@ def config(algo: str, sampler: str, layout: str, learners: str, **over: Any) -> 
     """A small run: 3-agent spread, 4 envs, one update per 20 env steps, 2 chunks of 2 rounds."""
     fields = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo=algo,
-        algo_config=AlgoConfig(hidden_sizes=(16, 16), learners=learners), sampler=sampler,
+        algo_config=ActorCriticConfig(hidden_sizes=(16, 16), learners=learners), sampler=sampler,
         layout=layout, buffer_capacity=256, batch_size=32, num_envs=4, total_env_steps=80,
         update_every=20, learning_starts=32, eval_every=40, eval_episodes=2)
     fields.update(over)
@@ -71,7 +71,7 @@ def configs() -> dict[str, TrainConfig]:
     out["maddpg-gumbel-continuous"] = config(
         "maddpg", "uniform", "transition_major", "parallel",
         env_kwargs=(("continuous_actions", True), ("num_agents", 3)),
-        algo_config=AlgoConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
+        algo_config=ActorCriticConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 
     small = dict(hidden_sizes=(16, 16), rollout_length=10)

@@ -15,7 +15,7 @@ def test_all_lists_exactly_the_exports():
     assert sorted(jaxmarl_accel.__all__) == sorted(jaxmarl_accel._EXPORTS)
     assert len(set(jaxmarl_accel.__all__)) == len(jaxmarl_accel.__all__)
     for required in ("make", "Env", "EnvSpec", "evaluate_policy", "make_buffer", "Buffer",
-                     "SampleBatch", "make_algo", "Algo", "AlgoConfig", "make_train",
+                     "SampleBatch", "make_algo", "Algo", "ActorCriticConfig", "make_train",
                      "make_trainer", "TrainConfig", "Transition"):
         assert required in jaxmarl_accel.__all__
 
@@ -57,7 +57,7 @@ def test_api_pieces_compose_under_jit():
     jm = jaxmarl_accel
     env, params = jm.make("simple_spread", num_agents=3)
     buffer = jm.make_buffer("uniform", capacity=64, batch_size=8)
-    algo = jm.make_algo("maddpg", env.spec, jm.AlgoConfig(hidden_sizes=(8,)))
+    algo = jm.make_algo("maddpg", env.spec, jm.ActorCriticConfig(hidden_sizes=(8,)))
 
     @jax.jit
     def fill_and_sample(key):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.algos.value import ValueConfig
 from jaxmarl_accel.buffers import estimate_bytes
 from jaxmarl_accel.config import (
@@ -61,7 +61,7 @@ def test_config_rejects_bad_values(bad, match):
 def test_config_survives_a_json_round_trip():
     config = tiny_config(env_kwargs=(("continuous_actions", True), ("num_agents", 4)),
                          sampler="per", sampler_kwargs=(("alpha", 0.7), ("beta", 0.5)),
-                         algo_config=AlgoConfig(hidden_sizes=(8, 4), target_entropy=None))
+                         algo_config=ActorCriticConfig(hidden_sizes=(8, 4), target_entropy=None))
     data = json.loads(json.dumps(config_to_dict(config)))
     assert data["env_kwargs"] == {"continuous_actions": True, "num_agents": 4}
     assert config_from_dict(data) == config

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.cli import memory, run
@@ -21,7 +21,7 @@ def tiny_config(**overrides) -> TrainConfig:
     """3-agent spread, 4 envs, a replay of 90 slots that wraps, episodes of 25 steps."""
     settings = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo="maddpg",
-        algo_config=AlgoConfig(hidden_sizes=(16, 16)), buffer_capacity=90, batch_size=16,
+        algo_config=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=90, batch_size=16,
         num_envs=4, total_env_steps=240, update_every=20, learning_starts=40,
         eval_every=120, eval_episodes=2)
     settings.update(overrides)

@@ -12,7 +12,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.buffers import LAYOUTS, storage
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
@@ -78,8 +78,8 @@ def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, cri
     the rows it reads (pairs: [1 + k, N] distances per sample; otherwise all rows): the run
     learns what it learns from the observations, to float rounding."""
     key = jax.random.PRNGKey(5)
-    algo_config = AlgoConfig(hidden_sizes=(16, 16), critic=critic, critic_k=2, sharing=sharing,
-                             shared_batch=batch)
+    algo_config = ActorCriticConfig(hidden_sizes=(16, 16), critic=critic, critic_k=2,
+                                    sharing=sharing, shared_batch=batch)
     config = spread_config(algo=algo, algo_config=algo_config, replay_next_obs="next_slot")
     _, want = jax.jit(make_trainer(config).train)(key)
     physical = dataclasses.replace(config, replay_obs="physical_state")
@@ -98,11 +98,11 @@ def test_a_learner_told_to_observe_needs_a_neighbourhood_critic_and_a_physical_s
     env, _ = make("simple_spread", num_agents=4, k_nearest=2)
     observe_at = lambda physical, agents: physical[agents]
     with pytest.raises(ValueError, match="only the neighbourhood critics observe"):
-        make_algo("maddpg", env.spec, AlgoConfig(), observe_at)
+        make_algo("maddpg", env.spec, ActorCriticConfig(), observe_at)
     positions_only = dataclasses.replace(env.spec, physical_state_dim=0,
                                          physical_position_columns=None)
     with pytest.raises(ValueError, match="has no physical state"):
-        make_algo("maddpg", positions_only, AlgoConfig(critic="knearest", critic_k=1),
+        make_algo("maddpg", positions_only, ActorCriticConfig(critic="knearest", critic_k=1),
                   observe_at)
 
 

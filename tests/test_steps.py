@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import learner_policy
@@ -19,7 +19,7 @@ E = 3
 
 def _pieces(sampler: str = "per"):
     env, params = make("simple_spread", num_agents=2, episode_length=2)
-    algo = make_algo("maddpg", env.spec, AlgoConfig(hidden_sizes=(8,)))
+    algo = make_algo("maddpg", env.spec, ActorCriticConfig(hidden_sizes=(8,)))
     buffer = make_buffer(sampler, capacity=64, batch_size=8)
     policy = learner_policy(env, algo, scripted_prey=False, explore=True)
     return env, params, algo, buffer, policy

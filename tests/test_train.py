@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.train import make_trainer
 
@@ -16,7 +16,7 @@ from jaxmarl_accel.train import make_trainer
 def tiny_config(**overrides) -> TrainConfig:
     settings = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo="maddpg",
-        algo_config=AlgoConfig(hidden_sizes=(16, 16)), buffer_capacity=1_000, batch_size=32,
+        algo_config=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=1_000, batch_size=32,
         num_envs=5, total_env_steps=600, update_every=50, learning_starts=100,
         eval_every=200, eval_episodes=4)
     settings.update(overrides)

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 
 MADDPG_TORCH_URL = "https://github.com/Git-123-Hub/maddpg-pettingzoo-pytorch"
@@ -63,12 +63,12 @@ class PeerSettings:
     update_every: int = TrainConfig.update_every
     num_envs: int = TrainConfig.num_envs
     buffer_capacity: int = 100_000  # bench train's default replay
-    hidden_sizes: tuple[int, ...] = AlgoConfig.hidden_sizes
-    actor_lr: float = AlgoConfig.actor_lr
-    critic_lr: float = AlgoConfig.critic_lr
-    gamma: float = AlgoConfig.gamma
-    tau: float = AlgoConfig.tau
-    grad_clip: float | None = AlgoConfig.grad_clip
+    hidden_sizes: tuple[int, ...] = ActorCriticConfig.hidden_sizes
+    actor_lr: float = ActorCriticConfig.actor_lr
+    critic_lr: float = ActorCriticConfig.critic_lr
+    gamma: float = ActorCriticConfig.gamma
+    tau: float = ActorCriticConfig.tau
+    grad_clip: float | None = ActorCriticConfig.grad_clip
     episode_length: int = 25
     warmup_steps: int = 1000
     timed_steps: int = 10_000

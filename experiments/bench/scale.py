@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from experiments.timing import time_chunks
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
@@ -58,7 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                   "update_every": 100},
         aliases={"buffer_capacity": ("--capacity",)})
     flags.add_dataclass_flags(
-        parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
+        parser.add_argument_group("learner (jaxmarl_accel.algos.ActorCriticConfig)"),
+        ActorCriticConfig,
         only=("hidden_sizes", "critic", "critic_k"), choices=flags.train_choices(),
         defaults={"critic": "knearest"})
 

@@ -15,7 +15,10 @@ steps and value normalization, and measures:
   iterations per second": env steps/s (and agent steps/s) trained;
 * memory: the round's compiled arguments and temporaries (XLA's memory analysis), the
   run's estimated peak (:func:`~jaxmarl_accel.cli.memory.estimate_peak`) and the child's
-  measured peak resident memory (``ru_maxrss`` of the process, imports included).
+  measured peak resident memory (``ru_maxrss`` of the process, imports included). A
+  configuration whose estimate exceeds the available memory is refused after compiling,
+  before its round allocates (``refused``), as the command line refuses a run; one the
+  kernel kills for memory anyway is recorded as ``killed``.
 
 Each timing is the median of ``--repeats`` calls after a warm-up call; compile seconds
 apart. Records carry the load average: compare figures taken on a quiet machine. There is no
@@ -56,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="env steps T per rollout (default: 100)")
     parser.add_argument("--repeats", type=int, default=3,
                         help="timed calls after the warm-up, the median is kept (default: 3)")
+    parser.add_argument("--append", action="store_true",
+                        help="keep the records of other envs already in --json (those of "
+                             "--envs are measured again)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
 
 
@@ -89,7 +95,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import jax
 
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.cli.memory import compiled_temp_bytes, estimate_peak
+    from jaxmarl_accel.cli.memory import available_bytes, compiled_temp_bytes, estimate_peak
     from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.rounds.rollout import make_collect, make_rollout_round
     from jaxmarl_accel.train import make_trainer
@@ -111,12 +117,16 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
                     donate_argnums=0).lower(state).compile()
     compile_s = time.perf_counter() - start
     temp = compiled_temp_bytes(whole)
+    n = trainer.env.spec.num_agents
+    estimate = estimate_peak(state_bytes, temp_bytes=temp)
+    record = {**spec, "num_agents": n, "state_bytes": state_bytes, "round_temp_bytes": temp,
+              "estimated_peak_bytes": estimate, "compile_s": compile_s,
+              "available_bytes": available_bytes()[0]}
+    if estimate > record["available_bytes"]:  # refused before the round allocates anything
+        return {**record, "refused": True}
     state, rollout_s = median_seconds(rollout, state, spec["repeats"])
     state, round_s = median_seconds(whole, state, spec["repeats"])
-    n = trainer.env.spec.num_agents
-    return {**spec, "num_agents": n, "state_bytes": state_bytes, "round_temp_bytes": temp,
-            "estimated_peak_bytes": estimate_peak(state_bytes, temp_bytes=temp),
-            "compile_s": compile_s, "rollout_s": rollout_s, "round_s": round_s,
+    return {**record, "refused": False, "rollout_s": rollout_s, "round_s": round_s,
             "rollout_env_steps_per_s": steps / rollout_s,
             "rollout_agent_steps_per_s": n * steps / rollout_s,
             "end_to_end_env_steps_per_s": steps / round_s,
@@ -134,8 +144,12 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         out.seek(0)
         err.seek(0)
         text, log = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status):
-        raise RuntimeError(f"{spec}: the child exited {status}:\n{log[-2000:]}")
+    code = os.waitstatus_to_exitcode(status)
+    if code == -9:  # the kernel's out-of-memory killer: the estimate let it through
+        return {**spec, "killed": True, "peak_rss_bytes": usage.ru_maxrss * 1024,
+                "error": "killed by SIGKILL (out of memory)"}
+    if code:
+        raise RuntimeError(f"{spec}: the child exited {code}:\n{log[-2000:]}")
     record = json.loads(text.strip().splitlines()[-1])
     record["peak_rss_bytes"] = usage.ru_maxrss * 1024
     return record
@@ -151,6 +165,9 @@ def main(args: argparse.Namespace) -> None:
           f"{'agent st/s':>12}{'compile s':>10}{'state MiB':>10}{'temp MiB':>9}"
           f"{'peak GiB':>9}{'load':>6}", flush=True)
     records = []
+    if args.append and args.json and os.path.exists(args.json):
+        with open(args.json) as handle:
+            records = [r for r in json.load(handle) if r["env"] not in args.envs]
     for env in args.envs:
         for algo in args.algos:
             for num_envs in args.num_envs:
@@ -159,9 +176,18 @@ def main(args: argparse.Namespace) -> None:
                         "rollout_length": args.rollout_length, "repeats": args.repeats,
                         "env_kwargs": env_kwargs(env, args.agents)}
                 r = run_child(spec)
+                records.append(r)
                 r.update(load_average_start=load, load_average_end=list(os.getloadavg()),
                          cpu_count=os.cpu_count(), device=str(jax.devices()[0]),
                          jax=jax.__version__, python=platform.python_version())
+                if r.get("refused") or r.get("killed"):
+                    why = ("refused: estimated peak "
+                           f"{r['estimated_peak_bytes'] / 2**30:.1f} GiB > available "
+                           f"{r['available_bytes'] / 2**30:.1f} GiB" if r.get("refused")
+                           else r["error"])
+                    print(f"{env:<15}{algo:>5}{args.agents:>6}{num_envs:>4}  {why}", flush=True)
+                    write(args.json, records)
+                    continue
                 print(f"{env:<15}{algo:>5}{r['num_agents']:>6}{num_envs:>4}"
                       f"{r['rollout_env_steps_per_s']:>18,.0f}"
                       f"{r['end_to_end_env_steps_per_s']:>12,.0f}"
@@ -169,8 +195,12 @@ def main(args: argparse.Namespace) -> None:
                       f"{r['state_bytes'] / 2**20:>10.1f}{r['round_temp_bytes'] / 2**20:>9.1f}"
                       f"{r['peak_rss_bytes'] / 2**30:>9.2f}"
                       f"{r['load_average_end'][0]:>6.2f}", flush=True)
-                records.append(r)
-                if args.json:
-                    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-                    with open(args.json, "w") as handle:
-                        json.dump(records, handle, indent=1)
+                write(args.json, records)
+
+
+def write(path: str | None, records: list[dict[str, Any]]) -> None:
+    """The records so far, as JSON at ``path`` (when given)."""
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(records, handle, indent=1)

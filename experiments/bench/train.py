@@ -26,7 +26,7 @@ import numpy as np
 
 from experiments.bench import peers
 from experiments.timing import time_chunks
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
@@ -36,7 +36,7 @@ from jaxmarl_accel.train import make_trainer
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's own flags (the matrix of scenarios, agent counts, seeds and learners, and
-    the timing), then the run's settings as generated from ``TrainConfig`` and ``AlgoConfig``
+    the timing), then the run's settings as generated from ``TrainConfig`` and ``ActorCriticConfig``
     (with a 1e5-transition replay by default), then the peers' flags."""
     parser.add_argument("--json", default=None, help="write the records to this JSON file")
     parser.add_argument("--envs", nargs="+", default=["simple_spread", "simple_tag"],
@@ -60,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=flags.train_choices(), defaults={"buffer_capacity": 100_000},
         aliases={"buffer_capacity": ("--capacity",)})
     flags.add_dataclass_flags(
-        parser.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
+        parser.add_argument_group("learner (jaxmarl_accel.algos.ActorCriticConfig)"),
+        ActorCriticConfig,
         skip=("learners",), choices=flags.train_choices())
     peers.add_arguments(parser)
 

@@ -42,7 +42,7 @@ import jax
 from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from experiments.characterize import value as cv
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.algos.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
@@ -138,18 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "sampler": "uniform; reuse for accmer"},
         aliases={"buffer_capacity": ("--capacity",)})
     flags.add_dataclass_flags(
-        p.add_argument_group("learner (jaxmarl_accel.algos.AlgoConfig)"), AlgoConfig,
+        p.add_argument_group("learner (jaxmarl_accel.algos.ActorCriticConfig)"), ActorCriticConfig,
         only=("learners",), choices=flags.train_choices())
     flags.add_dataclass_flags(
         p.add_argument_group("value learners (jaxmarl_accel.algos.value.ValueConfig)"),
         ValueConfig, only=("hidden", "mixer_embed", "hypernet_hidden", "td_lambda", "double_q"),
         choices=flags.train_choices())
     p.add_argument("--actor-step", dest="actor_steps", nargs="+", choices=ACTOR_STEP_CHOICES,
-                   default=[AlgoConfig.actor_step],
-                   help="actor step forms (AlgoConfig.actor_step) measured side by side: the "
+                   default=[ActorCriticConfig.actor_step],
+                   help="actor step forms (ActorCriticConfig.actor_step) measured side by side: "
+                        "the "
                         "actor step (p_loss), algo.update and its memory plan for each; the "
                         "first is the one of every other measurement (default "
-                        f"{AlgoConfig.actor_step}; e.g. --actor-step linear full)")
+                        f"{ActorCriticConfig.actor_step}; e.g. --actor-step linear full)")
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="skip the sampler, layout and learner comparisons")
     p.add_argument("--trainer-chunks", type=int, default=None,
@@ -179,7 +180,7 @@ def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argpar
             setattr(args, name, value)
     if len(set(args.actor_steps)) != len(args.actor_steps):
         parser.error(f"--actor-step lists a form twice: {args.actor_steps}")
-    args.actor_step = args.actor_steps[0]  # the run's AlgoConfig.actor_step
+    args.actor_step = args.actor_steps[0]  # the run's ActorCriticConfig.actor_step
     if args.trainer_chunks < 0:
         parser.error(f"--trainer-chunks must be >= 0, got {args.trainer_chunks}")
     if args.fill > 1.0:
@@ -222,8 +223,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         f"agents={args.agents} batch={args.batch_size} on {jax.devices()[0]}")
     if family_of(args.algo) == "value":
         return cv.main(args, run_settings(args), log)
-    spec = make(args.env)[0].spec  # the variant knows its delay (MATD3: AlgoConfig's)
-    policy_delay = variant_of(args.algo, spec, AlgoConfig()).policy_delay
+    spec = make(args.env)[0].spec  # the variant knows its delay (MATD3: ActorCriticConfig's)
+    policy_delay = variant_of(args.algo, spec, ActorCriticConfig()).policy_delay
     settings = run_settings(args)
     records, derived = [], []
     for agents in args.agents:

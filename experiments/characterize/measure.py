@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from experiments import timing as cp
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.algos.config import actor_step_form
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
@@ -144,7 +144,7 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     e = args.num_envs
     behaviour = learner_policy(env, algo, scripted_prey=False, explore=True)
     env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    forms = {form: make_algo(args.algo, spec, AlgoConfig(actor_step=form))  # one vmap
+    forms = {form: make_algo(args.algo, spec, ActorCriticConfig(actor_step=form))  # one vmap
              for form in args.actor_steps}
     learner = forms[args.actor_steps[0]].phases
 
@@ -251,7 +251,7 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
     learner_modes = ("parallel", "sequential") if args.compare else ()
     for mode in learner_modes:
         mode_algo = make_algo(args.algo, spec,
-                              AlgoConfig(learners=mode, actor_step=args.actor_steps[0]))
+                              ActorCriticConfig(learners=mode, actor_step=args.actor_steps[0]))
         body = lambda s, c, key, a=mode_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
         whole[f"learner_update_{mode}"], _ = timer(body, algo_state, (exp, weights))
         log(f"  algo.update ({mode}) {1e3 * whole[f'learner_update_{mode}'].median:.2f} ms")

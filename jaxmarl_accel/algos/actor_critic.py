@@ -38,7 +38,7 @@ from flax import struct
 
 from jaxmarl_accel.algos import losses, networks
 from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.config import AlgoConfig, actor_step_form
+from jaxmarl_accel.algos.config import ActorCriticConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.learners import LEARNERS
 from jaxmarl_accel.algos.variant import Variant
@@ -49,7 +49,7 @@ PyTree = Any
 
 
 @struct.dataclass
-class AlgoState:
+class ActorCriticState:
     """Learner state of all N agents (every leaf has the agent axis first).
 
     Attributes:
@@ -121,17 +121,18 @@ class Phases(NamedTuple):
         towards ``actor`` and ``critic`` by ``config.tau``.
     """
 
-    target_q: Callable[[AlgoState, Transition, jax.Array], jax.Array]
-    critic_step: Callable[..., tuple[AlgoState, CriticInfo]]
-    actor_step: Callable[[AlgoState, Transition, jax.Array], tuple[AlgoState, ActorInfo]]
-    target_update: Callable[[AlgoState], AlgoState]
+    target_q: Callable[[ActorCriticState, Transition, jax.Array], jax.Array]
+    critic_step: Callable[..., tuple[ActorCriticState, CriticInfo]]
+    actor_step: Callable[[ActorCriticState, Transition, jax.Array],
+                         tuple[ActorCriticState, ActorInfo]]
+    target_update: Callable[[ActorCriticState], ActorCriticState]
 
 
 class Skeleton(NamedTuple):
     """The static parts of one learner, bound (``functools.partial``) to the steps below."""
 
     spec: EnvSpec
-    config: AlgoConfig
+    config: ActorCriticConfig
     variant: Variant
     dist: ActionDistribution
     actor_mlp: networks.MLP
@@ -146,8 +147,8 @@ class Skeleton(NamedTuple):
 
 
 class Agent(NamedTuple):
-    """Agent i's slice of :class:`AlgoState` plus its static per-agent inputs (the leaves of
-    :class:`AlgoState` without their leading agent axis).
+    """Agent i's slice of :class:`ActorCriticState` plus its static per-agent inputs (the leaves of
+    :class:`ActorCriticState` without their leading agent axis).
 
     Attributes:
       index: ``[]`` int32, i; mask: ``[A]`` bool valid actions; target_entropy: ``[]``.
@@ -176,7 +177,7 @@ class NextInputs(NamedTuple):
     bonus: jax.Array
 
 
-def target_entropy_of(spec: EnvSpec, config: AlgoConfig) -> jax.Array:
+def target_entropy_of(spec: EnvSpec, config: ActorCriticConfig) -> jax.Array:
     """Each agent's entropy target ``[N]`` (MASAC): ``config.target_entropy``, else
     ``-act_dim`` (continuous) or half the log of its valid actions (discrete)."""
     if config.target_entropy is not None:
@@ -186,7 +187,7 @@ def target_entropy_of(spec: EnvSpec, config: AlgoConfig) -> jax.Array:
     return 0.5 * jnp.log(jnp.asarray(spec.action_sizes, jnp.float32))
 
 
-def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skeleton:
+def make_skeleton(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Skeleton:
     """All static set-up of a learner: networks, distribution, optimizers, masks."""
     dist = make_distribution(spec, config, variant.continuous_default)
     n = spec.num_agents
@@ -202,7 +203,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Skelet
         joint_q=losses.JOINT_Q[actor_step_form(config.actor_step, spec.num_agents)])
 
 
-def init(sk: Skeleton, key: jax.Array) -> AlgoState:
+def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
     """Fresh learner state of all agents (targets equal to the online networks)."""
     n = sk.spec.num_agents
     actor_key, critic_key = jax.random.split(key)
@@ -211,7 +212,7 @@ def init(sk: Skeleton, key: jax.Array) -> AlgoState:
     critic = networks.init_critics(sk.critic_mlp, critic_key, n, sk.variant.num_critics,
                                    critic_in)
     log_alpha = jnp.full((n,), jnp.log(max(sk.config.alpha, 1e-30)), jnp.float32)
-    return AlgoState(
+    return ActorCriticState(
         actor=actor, critic=critic, target_actor=actor, target_critic=critic,
         actor_opt=jax.vmap(lambda p: losses.flat_init(sk.actor_tx, p))(actor),
         critic_opt=jax.vmap(lambda p: losses.flat_init(sk.critic_tx, p))(critic),
@@ -220,7 +221,7 @@ def init(sk: Skeleton, key: jax.Array) -> AlgoState:
     )
 
 
-def act(sk: Skeleton, state: AlgoState, obs: jax.Array, key: jax.Array,
+def act(sk: Skeleton, state: ActorCriticState, obs: jax.Array, key: jax.Array,
         explore: bool) -> tuple[jax.Array, jax.Array]:
     """Every agent's action at ``obs [..., N, obs_dim]`` (see :attr:`Algo.act`)."""
     chex.assert_axis_dimension(obs, -2, sk.spec.num_agents)
@@ -245,7 +246,7 @@ def check_batch(sk: Skeleton, batch: Transition, weights: jax.Array | None = Non
     return per_agent
 
 
-def agents_of(sk: Skeleton, state: AlgoState) -> Agent:
+def agents_of(sk: Skeleton, state: ActorCriticState) -> Agent:
     """All agents' slices of ``state``, stacked: every :class:`Agent` leaf ``[N, ...]``."""
     return Agent(
         index=jnp.arange(sk.spec.num_agents), mask=sk.mask, target_entropy=sk.target_entropy,
@@ -254,13 +255,13 @@ def agents_of(sk: Skeleton, state: AlgoState) -> Agent:
         log_alpha=state.log_alpha, alpha_opt=state.alpha_opt)
 
 
-def _with_agents(state: AlgoState, agents: Agent) -> AlgoState:
+def _with_agents(state: ActorCriticState, agents: Agent) -> ActorCriticState:
     return state.replace(
         actor=agents.actor, critic=agents.critic, actor_opt=agents.actor_opt,
         critic_opt=agents.critic_opt, log_alpha=agents.log_alpha, alpha_opt=agents.alpha_opt)
 
 
-def _next_inputs(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Array,
+def _next_inputs(sk: Skeleton, state: ActorCriticState, batch: Transition, key: jax.Array,
                  per_agent: bool) -> NextInputs:
     """Next actions of all agents at ``batch.next_obs`` (one key per agent's batch)."""
     params = sk.variant.next_actors(state)
@@ -310,7 +311,7 @@ def agent_actor_step(sk: Skeleton, agent: Agent, key: jax.Array,
     return new, ActorInfo(loss, entropy)
 
 
-def target_q(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Array) -> jax.Array:
+def target_q(sk: Skeleton, state: ActorCriticState, batch: Transition, key: jax.Array) -> jax.Array:
     """Step 1a for all agents: the critic targets ``y [N, B]`` (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch)
     nxt = _next_inputs(sk, state, batch, key, per_agent)
@@ -318,8 +319,8 @@ def target_q(sk: Skeleton, state: AlgoState, batch: Transition, key: jax.Array) 
     return sk.map_agents(with_y, agents_of(sk, state), (), (nxt,), per_agent)[1]
 
 
-def critic_step(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
-                y: jax.Array) -> tuple[AlgoState, CriticInfo]:
+def critic_step(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
+                y: jax.Array) -> tuple[ActorCriticState, CriticInfo]:
     """Step 1b for all agents: one critic optimizer step each (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch, weights)
     chex.assert_shape(y, (sk.spec.num_agents, batch.reward.shape[-2]))
@@ -328,8 +329,8 @@ def critic_step(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.
     return _with_agents(state, agents), info
 
 
-def actor_step(sk: Skeleton, state: AlgoState, batch: Transition,
-               key: jax.Array) -> tuple[AlgoState, ActorInfo]:
+def actor_step(sk: Skeleton, state: ActorCriticState, batch: Transition,
+               key: jax.Array) -> tuple[ActorCriticState, ActorInfo]:
     """Step 2 for all agents: one actor (and temperature) step each (see :class:`Phases`)."""
     per_agent = check_batch(sk, batch)
     agents, info = sk.map_agents(functools.partial(agent_actor_step, sk), agents_of(sk, state),
@@ -338,7 +339,7 @@ def actor_step(sk: Skeleton, state: AlgoState, batch: Transition,
     return _with_agents(state, agents), info
 
 
-def target_update(sk: Skeleton, state: AlgoState) -> AlgoState:
+def target_update(sk: Skeleton, state: ActorCriticState) -> ActorCriticState:
     """Step 3: soft target updates of all agents by ``tau`` (Alg. 1 line 14)."""
     tau = sk.config.tau
     return state.replace(
@@ -347,8 +348,8 @@ def target_update(sk: Skeleton, state: AlgoState) -> AlgoState:
     )
 
 
-def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
-           key: jax.Array) -> tuple[AlgoState, dict[str, jax.Array], jax.Array]:
+def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
+           key: jax.Array) -> tuple[ActorCriticState, dict[str, jax.Array], jax.Array]:
     """One update of all agents (see :attr:`Algo.update`): each agent's steps 1-2 in one
     pass over the agents, then step 3; actor and targets only every ``policy_delay``."""
     per_agent = check_batch(sk, batch, weights)
@@ -377,8 +378,8 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
     return new_state, metrics, c_info.td if per_agent else c_info.td.T
 
 
-def finish_update(sk: Any, state: AlgoState, new_state: AlgoState,
-                  do_actor: jax.Array) -> AlgoState:
+def finish_update(sk: Any, state: ActorCriticState, new_state: ActorCriticState,
+                  do_actor: jax.Array) -> ActorCriticState:
     """Step 3 after every agent's (or group's) steps 1-2 gave ``new_state``: soft target
     updates, kept back on MATD3's delayed steps (``do_actor`` False), and ``step + 1``.
     ``sk`` needs ``config.tau`` and ``variant.policy_delay``."""
@@ -391,7 +392,7 @@ def finish_update(sk: Any, state: AlgoState, new_state: AlgoState,
     return new_state.replace(step=state.step + 1)
 
 
-def update_metrics(sk: Any, new_state: AlgoState, c_info: CriticInfo, a_info: ActorInfo,
+def update_metrics(sk: Any, new_state: ActorCriticState, c_info: CriticInfo, a_info: ActorInfo,
                    do_actor: jax.Array) -> dict[str, jax.Array]:
     """The update's metrics: the means of the critic and actor steps' reports (any shapes)
     and of the entropy coefficients, and whether the actors were updated."""
@@ -401,22 +402,23 @@ def update_metrics(sk: Any, new_state: AlgoState, c_info: CriticInfo, a_info: Ac
             "td_error": jnp.mean(c_info.td), "actor_updated": do_actor.astype(jnp.float32)}
 
 
-def build(spec: EnvSpec, config: AlgoConfig, variant: Variant) -> Algo:
+def build(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Algo:
     """The learner of one algorithm ``variant``: the steps above with its static parts bound
     (as plain functions, so that ``inspect`` and ``chex.assert_max_traces`` see their
     source); ``update`` is composed of the per-agent functions behind ``phases``."""
     sk = make_skeleton(spec, config, variant)
 
-    def target_q_fn(state: AlgoState, batch: Transition, key: jax.Array) -> jax.Array:
+    def target_q_fn(state: ActorCriticState, batch: Transition, key: jax.Array) -> jax.Array:
         return target_q(sk, state, batch, key)
 
-    def critic_step_fn(state: AlgoState, batch: Transition, weights: jax.Array, y: jax.Array):
+    def critic_step_fn(state: ActorCriticState, batch: Transition, weights: jax.Array,
+                       y: jax.Array):
         return critic_step(sk, state, batch, weights, y)
 
-    def actor_step_fn(state: AlgoState, batch: Transition, key: jax.Array):
+    def actor_step_fn(state: ActorCriticState, batch: Transition, key: jax.Array):
         return actor_step(sk, state, batch, key)
 
-    def target_update_fn(state: AlgoState) -> AlgoState:
+    def target_update_fn(state: ActorCriticState) -> ActorCriticState:
         return target_update(sk, state)
 
     phases = Phases(target_q=target_q_fn, critic_step=critic_step_fn,
@@ -431,13 +433,13 @@ def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callab
     key)`` take its static skeleton ``sk`` first (which has the action distribution
     ``sk.dist``): the three with ``sk`` bound, as plain functions."""
 
-    def init_fn(key: jax.Array) -> AlgoState:
+    def init_fn(key: jax.Array) -> ActorCriticState:
         return init_of(sk, key)
 
-    def act_fn(state: AlgoState, obs: jax.Array, key: jax.Array, explore: bool):
+    def act_fn(state: ActorCriticState, obs: jax.Array, key: jax.Array, explore: bool):
         return act_of(sk, state, obs, key, explore)
 
-    def update_fn(state: AlgoState, batch: Transition, weights: jax.Array, key: jax.Array):
+    def update_fn(state: ActorCriticState, batch: Transition, weights: jax.Array, key: jax.Array):
         return update_of(sk, state, batch, weights, key)
 
     return Algo(init=init_fn, act=act_fn, update=update_fn, action_dim=sk.dist.action_dim,

@@ -42,7 +42,7 @@ class Algo(NamedTuple):
 
     Attributes:
       init: ``key -> state`` (the family's learner state, e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.AlgoState`).
+        :class:`~jaxmarl_accel.algos.actor_critic.ActorCriticState`).
       act: ``(state, obs [..., N, obs_dim], key, explore: bool) -> (env_action,
         action_vec [..., N, action_dim])``; ``env_action`` is ``[..., N]`` int32 (discrete)
         or ``[..., N, act_dim]`` float32 in ``[0, 1]`` (continuous). ``explore`` is static.

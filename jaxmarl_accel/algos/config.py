@@ -21,7 +21,7 @@ SHARED_BATCHES = ("joint_steps", "pairs")
 
 
 @dataclasses.dataclass(frozen=True)
-class AlgoConfig:
+class ActorCriticConfig:
     """Learner hyperparameters (frozen; shared by the three algorithms).
 
     Attributes:

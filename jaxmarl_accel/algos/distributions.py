@@ -56,7 +56,7 @@ import distrax
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 _NEG = -1e9
@@ -193,7 +193,7 @@ def _gumbel_softmax(logits: jax.Array, key: jax.Array, temperature: float) -> ja
     return jax.nn.softmax((logits + jax.random.gumbel(key, logits.shape)) / temperature)
 
 
-def _discrete(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
+def _discrete(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
     num_actions = spec.num_actions
 
     def sample(out, mask, key):
@@ -218,7 +218,7 @@ def _discrete(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
     return ActionDistribution(num_actions, num_actions, sample, explore, exploit, reg)
 
 
-def _deterministic(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
+def _deterministic(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
     def sample(out, mask, key):
         del mask, key
         return jax.nn.sigmoid(out), jnp.zeros(out.shape[:-1])
@@ -238,7 +238,7 @@ def _deterministic(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
                               _mean_square)
 
 
-def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
+def _gumbel_softmax_continuous(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
     temperature = config.gumbel_temperature
 
     def sample(out, mask, key):
@@ -255,7 +255,7 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: AlgoConfig) -> ActionDistr
                               exploit, _mean_square)
 
 
-def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
+def _squashed_gaussian(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
     act_dim = spec.act_dim
 
     def policy(out):
@@ -279,7 +279,7 @@ def _squashed_gaussian(spec: EnvSpec, config: AlgoConfig) -> ActionDistribution:
                               exploit, reg)
 
 
-def make_distribution(spec: EnvSpec, config: AlgoConfig,
+def make_distribution(spec: EnvSpec, config: ActorCriticConfig,
                       continuous_default: str = "sigmoid") -> ActionDistribution:
     """The action distribution for ``spec``'s action space.
 

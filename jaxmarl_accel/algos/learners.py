@@ -61,4 +61,4 @@ LEARNERS: dict[str, Callable[..., tuple[PyTree, Any]]] = {
     "parallel": parallel,
     "sequential": sequential,
 }
-"""The ways of mapping a per-agent step over the agents, by ``AlgoConfig.learners``."""
+"""The ways of mapping a per-agent step over the agents, by ``ActorCriticConfig.learners``."""

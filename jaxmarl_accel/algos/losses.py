@@ -162,7 +162,7 @@ def joint_q_linear(
 
 
 JOINT_Q = {"linear": joint_q_linear, "full": joint_q_full}
-"""The two ways of evaluating the actor's critics, by ``AlgoConfig.actor_step``."""
+"""The two ways of evaluating the actor's critics, by ``ActorCriticConfig.actor_step``."""
 
 
 def actor_loss(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from jaxmarl_accel.algos import losses
 from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 
-def variant(spec: EnvSpec, config: AlgoConfig) -> v.Variant:
+def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
     """MADDPG: 1 critic, no delay, deterministic continuous actors, no entropy."""
     del spec, config
     return v.Variant(num_critics=1, policy_delay=1, continuous_default="sigmoid",

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from jaxmarl_accel.algos import losses
 from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 
-def variant(spec: EnvSpec, config: AlgoConfig) -> v.Variant:
+def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
     """MASAC: twin critics (min), stochastic actors, entropy bonus, no delay; the
     temperature is tuned with ``config.auto_alpha``."""
     del spec

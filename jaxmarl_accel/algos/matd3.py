@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.algos import losses
 from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -41,7 +41,7 @@ def smoothed_next_action(
     return dist.sample(out + eps, mask, sample_key)
 
 
-def variant(spec: EnvSpec, config: AlgoConfig) -> v.Variant:
+def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
     """MATD3: twin critics, ``config.policy_delay``, smoothing noise, first critic for actor."""
     next_action = functools.partial(
         smoothed_next_action,

@@ -3,7 +3,7 @@
 ``make_algo(name, spec, config)`` builds it. Two families share the protocol
 (:class:`~jaxmarl_accel.algos.base.Algo`):
 
-* actor-critic (MADDPG, MATD3, MASAC; :class:`AlgoConfig`): a variant is a function
+* actor-critic (MADDPG, MATD3, MASAC; :class:`ActorCriticConfig`): a variant is a function
   ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.variant`) assembled by the shared
   skeleton; adding an algorithm is one module with its ``variant`` and one line below;
 * value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
@@ -28,7 +28,7 @@ import jax
 from jaxmarl_accel.algos import local_critic, maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic import build
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy import learner as on_policy_learner
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
@@ -40,7 +40,7 @@ from jaxmarl_accel.algos.variant import Variant
 from jaxmarl_accel.buffers import PRIORITIZED
 from jaxmarl_accel.envs.base import EnvSpec
 
-VARIANTS: dict[str, Callable[[EnvSpec, AlgoConfig], Variant]] = {
+VARIANTS: dict[str, Callable[[EnvSpec, ActorCriticConfig], Variant]] = {
     "maddpg": maddpg.variant,
     "matd3": matd3.variant,
     "masac": masac.variant,
@@ -76,7 +76,7 @@ SAMPLER_REQUIRED: tuple[str, ...] = ("accmer",)
 ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
 """The on-policy learners (paper 003's trainer: A2C; and PPO)."""
 ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
-LearnerConfig = AlgoConfig | ValueConfig | OnPolicyConfig
+LearnerConfig = ActorCriticConfig | ValueConfig | OnPolicyConfig
 
 
 def _check_name(name: str) -> None:
@@ -93,14 +93,14 @@ def family_of(name: str) -> str:
     return "actor_critic" if name in VARIANTS else "value"
 
 
-def config_type(name: str) -> type[AlgoConfig] | type[ValueConfig] | type[OnPolicyConfig]:
-    """The hyperparameter class of algorithm ``name`` (:class:`AlgoConfig`,
+def config_type(name: str) -> type[ActorCriticConfig] | type[ValueConfig] | type[OnPolicyConfig]:
+    """The hyperparameter class of algorithm ``name`` (:class:`ActorCriticConfig`,
     :class:`ValueConfig` or :class:`OnPolicyConfig`)."""
-    return {"actor_critic": AlgoConfig, "value": ValueConfig,
+    return {"actor_critic": ActorCriticConfig, "value": ValueConfig,
             "on_policy": OnPolicyConfig}[family_of(name)]
 
 
-def variant_of(name: str, spec: EnvSpec, config: AlgoConfig) -> Variant:
+def variant_of(name: str, spec: EnvSpec, config: ActorCriticConfig) -> Variant:
     """The :class:`Variant` (plug-ins) of actor-critic algorithm ``name``."""
     if name not in VARIANTS:
         raise ValueError(f"name must be one of {sorted(VARIANTS)}, got {name!r}")

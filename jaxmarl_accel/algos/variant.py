@@ -28,7 +28,7 @@ class Variant(NamedTuple):
         (``"sigmoid"``: deterministic actors; ``"gaussian"``: squashed Gaussian).
       next_action: ``(dist, out [B, N, out], mask [N, A], key) -> (a' [B, N, A],
         bonus [B, N])``, the target policy applied to actor outputs at ``next_obs``.
-      next_actors: ``AlgoState -> actor parameters`` giving the next actions.
+      next_actors: ``ActorCriticState -> actor parameters`` giving the next actions.
       actor_critics: one agent's critics (leaves ``[C, ...]``) -> those its actor ascends
         (the minimum is taken over them).
       alpha: ``log_alpha [N] -> [N]`` entropy coefficient of the targets and the actor loss

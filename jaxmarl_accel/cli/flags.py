@@ -1,7 +1,7 @@
 """Command-line flags generated from the frozen config dataclasses.
 
 Every field of :class:`~jaxmarl_accel.config.TrainConfig` and
-:class:`~jaxmarl_accel.algos.AlgoConfig` becomes a ``--flag`` whose help text is the
+:class:`~jaxmarl_accel.algos.ActorCriticConfig` becomes a ``--flag`` whose help text is the
 field's entry in the class docstring, so flags and documentation never drift apart.
 """
 
@@ -186,7 +186,7 @@ def flag_message(message: str, fields: typing.Iterable[str]) -> str:
 
 
 def train_choices() -> dict[str, tuple[str, ...]]:
-    """The valid values of the ``TrainConfig`` and ``AlgoConfig`` fields that name a
+    """The valid values of the ``TrainConfig`` and ``ActorCriticConfig`` fields that name a
     registry entry or a mode."""
     from jaxmarl_accel.algos.config import (
         ACTOR_STEP_CHOICES,
@@ -220,7 +220,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
 
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
-    ``fixed`` sets fields the command decides itself); ``AlgoConfig`` likewise."""
+    ``fixed`` sets fields the command decides itself); ``ActorCriticConfig`` likewise."""
     from jaxmarl_accel.config import TrainConfig, defaults_for, family_of
 
     values = {**dataclass_values(TrainConfig, args), **fixed}
@@ -246,11 +246,11 @@ CONFIG_FIELDS = {"actor_critic": "algo_config", "value": "value_config",
 
 def learner_classes() -> dict[str, type]:
     """Each learner family's hyperparameter class, by family name."""
-    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
 
-    return {"actor_critic": AlgoConfig, "value": ValueConfig, "on_policy": OnPolicyConfig}
+    return {"actor_critic": ActorCriticConfig, "value": ValueConfig, "on_policy": OnPolicyConfig}
 
 
 def shared_learner_fields() -> tuple[str, ...]:
@@ -283,7 +283,7 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
     whose default depends on the learner family and the fields several families share start
     as :data:`UNSET`; their help shows each family's default."""
-    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
     from jaxmarl_accel.config import ON_POLICY_DEFAULTS, VALUE_DEFAULTS, TrainConfig
@@ -297,7 +297,7 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     for name in shared_learner_fields():
         text = [_shown(getattr(cls, name)) + ("" if family == "actor_critic"
                                               else f" for the {family.replace('_', '-')} family")
-                for family, cls in (("actor_critic", AlgoConfig), ("value", ValueConfig),
+                for family, cls in (("actor_critic", ActorCriticConfig), ("value", ValueConfig),
                                     ("on_policy", OnPolicyConfig)) if hasattr(cls, name)]
         shown[name] = "; ".join(text)
     shown["sampler"] = f"{TrainConfig.sampler}; per for macpo, reuse for accmer"

@@ -144,13 +144,13 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
     """One flag group per learner family (actor-critic, value-based, on-policy), generated
     from its config dataclass; a field the groups before it have already (e.g. --gamma) is
     shared, not repeated. ``parser.fields`` collects every generated field name."""
-    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
 
     for config_type, title in (
-            (AlgoConfig, "actor-critic learners: maddpg, matd3, masac "
-                         "(jaxmarl_accel.algos.AlgoConfig)"),
+            (ActorCriticConfig, "actor-critic learners: maddpg, matd3, masac "
+                         "(jaxmarl_accel.algos.ActorCriticConfig)"),
             (ValueConfig, "value-based learners: qmix, vdn, iql, owqmix, cwqmix, macpo, accmer "
                           "(jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip "
                           "above apply to them too)"),

@@ -304,7 +304,10 @@ def env_step(key: jax.Array, state: TagContinuousState, actions: jax.Array,
     Returns:
       ``(obs [N, obs_dim], state, reward [N], terminated [], truncated [], info)`` with
       ``info["final_obs"]`` ``[N, obs_dim]``, ``info["still_in_the_game"]`` ``[N]`` and
-      ``info["tags"]`` ``[]`` int32.
+      ``info["tags"]`` ``[]`` int32; with ``exits`` also
+      ``info["steps_before_first_tag"]`` ``[]`` int32, 1 while no runner has been tagged
+      in this episode (this step's tags included), so its sum over an episode is the steps
+      taken before the first tag (the whole episode when there is none).
     """
     t = num_taggers
     moved, crossed = move(state, actions, params)
@@ -322,6 +325,8 @@ def env_step(key: jax.Array, state: TagContinuousState, actions: jax.Array,
     obs = jnp.where(done, observe(fresh, params, t, k), final_obs)
     info = {"final_obs": final_obs, "still_in_the_game": in_game,
             "tags": jnp.sum(tagged).astype(jnp.int32)}
+    if exits:  # 1 while every runner is still in: summed, the steps before the first tag
+        info["steps_before_first_tag"] = jnp.all(in_game[t:]).astype(jnp.int32)
     return obs, new_state, rew, terminated, truncated, info
 
 

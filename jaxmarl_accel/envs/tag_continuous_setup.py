@@ -134,7 +134,8 @@ def make_spec(name: str, c: dict[str, Any], num_features: int) -> EnvSpec:
         teams=("tagger",) * t + ("runner",) * m, continuous=False, num_actions=num_actions,
         action_sizes=(num_actions,) * n, act_dim=num_actions,
         episode_length=c["episode_length"], terminates=c["runner_exits_game_after_tagged"],
-        episode_stats=("tags",),
+        episode_stats=("tags", "steps_before_first_tag") if c["runner_exits_game_after_tagged"]
+        else ("tags",),
         action_factors=(c["num_acceleration_levels"] + 1, c["num_turn_levels"] + 1))
 
 

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.algos import Algo, AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, Algo, make_algo
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
@@ -41,8 +41,8 @@ def random_batch(key: jax.Array, spec: EnvSpec, action_dim: int, batch: int,
 
 
 BATCH = 32
-SMALL = AlgoConfig(hidden_sizes=(32, 32))
-SMALL_AUTO_ALPHA = AlgoConfig(hidden_sizes=(32, 32), auto_alpha=True)
+SMALL = ActorCriticConfig(hidden_sizes=(32, 32))
+SMALL_AUTO_ALPHA = ActorCriticConfig(hidden_sizes=(32, 32), auto_alpha=True)
 
 
 class Compiled(NamedTuple):
@@ -55,7 +55,7 @@ class Compiled(NamedTuple):
 
 
 @functools.cache
-def compiled(name: str, spec: EnvSpec, config: AlgoConfig = SMALL) -> Compiled:
+def compiled(name: str, spec: EnvSpec, config: ActorCriticConfig = SMALL) -> Compiled:
     """Jitted functions of one (name, spec, config), cached so tests share compilations."""
     algo = make_algo(name, spec, config)
     return Compiled(
@@ -77,7 +77,7 @@ def spec_for(n: int, continuous: bool) -> EnvSpec:
     return make_spec(n, continuous, action_sizes=None if continuous else sizes)
 
 
-def config_for(name: str, continuous: bool) -> AlgoConfig:
+def config_for(name: str, continuous: bool) -> ActorCriticConfig:
     """Continuous MASAC tunes its entropy coefficient, everything else uses ``SMALL``."""
     return SMALL_AUTO_ALPHA if name == "masac" and continuous else SMALL
 

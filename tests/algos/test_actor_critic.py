@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, losses, make_algo
 from jaxmarl_accel.algos import actor_critic as ac
 from jaxmarl_accel.algos.config import ACTOR_STEPS
 from jaxmarl_accel.algos.registry import variant_of
@@ -286,7 +286,7 @@ def test_discrete_matrix_game_finds_optimum(name):
 @pytest.mark.parametrize("name", ["maddpg", "matd3"])
 def test_continuous_quadratic_game_finds_optimum(name):
     spec = make_spec(2, continuous=True, obs_dim=2, act_dim=2)
-    fns = compiled(name, spec, AlgoConfig())
+    fns = compiled(name, spec, ActorCriticConfig())
     action_vec = np.random.default_rng(0).uniform(size=(STEPS, BATCH, 2, 2)).astype(np.float32)
     reward = 1.0 - np.sum((action_vec - TARGETS) ** 2, axis=(2, 3))
     state, _ = _train(fns, spec, action_vec, reward)
@@ -298,7 +298,7 @@ def test_continuous_quadratic_game_finds_optimum(name):
 def test_gumbel_softmax_continuous_actor_moves_mass_to_the_paying_component(name):
     # the original MADDPG code's treatment of MPE's move vector: soft samples on the simplex
     spec = make_spec(2, continuous=True, obs_dim=2, act_dim=5)
-    fns = compiled(name, spec, AlgoConfig(continuous_policy="gumbel_softmax"))
+    fns = compiled(name, spec, ActorCriticConfig(continuous_policy="gumbel_softmax"))
     rng = np.random.default_rng(0)
     action_vec = rng.dirichlet(np.ones(5), (STEPS, BATCH, 2)).astype(np.float32)
     paying = (2, 4)  # agent i is paid the mass it puts on component paying[i]

@@ -1,14 +1,14 @@
-"""AlgoConfig defaults and validation."""
+"""ActorCriticConfig defaults and validation."""
 
 from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 
 
 def test_defaults_are_the_papers_settings():
-    c = AlgoConfig()
+    c = ActorCriticConfig()
     assert c.hidden_sizes == (64, 64)
     assert (c.actor_lr, c.critic_lr, c.gamma, c.tau) == (0.01, 0.01, 0.95, 0.01)
     assert (c.grad_clip, c.actor_reg, c.learners) == (0.5, 1e-3, "parallel")
@@ -34,5 +34,5 @@ def test_auto_actor_step_is_linear_at_every_n():
 ])
 def test_bad_config_raises_value_error(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs)) if len(kwargs) == 1 else None):
-        AlgoConfig(**kwargs)
+        ActorCriticConfig(**kwargs)
 

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.algos import local_critic as lc
 from jaxmarl_accel.algos.local_critic import update as lc_update
 from jaxmarl_accel.algos.registry import variant_of
@@ -93,7 +93,7 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
     noise)."""
     env, params = make("simple_tag", num_predators=5, num_prey=2, k_nearest=3,
                        continuous_actions=True)
-    config = AlgoConfig(sharing=sharing, critic=critic, critic_k=3, shared_batch=batch)
+    config = ActorCriticConfig(sharing=sharing, critic=critic, critic_k=3, shared_batch=batch)
     variant = variant_of("maddpg", env.spec, config)
     sk = lc.make_skeleton(env.spec, config, variant)
     state = lc.init(sk, jax.random.PRNGKey(0))
@@ -126,7 +126,7 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
 @pytest.mark.parametrize("critic", ["knearest", "pic"])
 def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
     env, params = make("simple_tag", num_predators=6, num_prey=2, k_nearest=3)
-    config = AlgoConfig(sharing="team", critic=critic, critic_k=3, shared_batch="pairs")
+    config = ActorCriticConfig(sharing="team", critic=critic, critic_k=3, shared_batch="pairs")
     sk = lc.make_skeleton(env.spec, config, variant_of("matd3", env.spec, config))
     state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 5)
@@ -153,7 +153,7 @@ def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
 def test_team_loss_is_the_mean_of_its_agents_losses():
     """Shared parameters: the team's critic gradient is the mean of its agents' gradients."""
     env, params = make("simple_spread", num_agents=5, k_nearest=2)
-    config = AlgoConfig(sharing="team", critic="knearest", critic_k=2)
+    config = ActorCriticConfig(sharing="team", critic="knearest", critic_k=2)
     sk = lc.make_skeleton(env.spec, config, variant_of("maddpg", env.spec, config))
     state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 3)
@@ -181,7 +181,7 @@ def test_trains_under_jit(algo, sharing, critic, batch):
         algo=algo, env="simple_tag", env_kwargs=(("k_nearest", 3), ("num_predators", 5)),
         num_envs=4, buffer_capacity=1000, batch_size=16, total_env_steps=600, eval_every=300,
         learning_starts=0, update_every=100, eval_episodes=1,
-        algo_config=AlgoConfig(sharing=sharing, critic=critic, critic_k=3,
+        algo_config=ActorCriticConfig(sharing=sharing, critic=critic, critic_k=3,
                                shared_batch=batch))
     state, metrics = jax.jit(make_train(config))(jax.random.PRNGKey(0))
     groups = 2 if sharing == "team" else 6
@@ -193,7 +193,7 @@ def test_trains_under_jit(algo, sharing, critic, batch):
 
 def test_actor_gradient_flows_through_its_own_action_only():
     env, params = make("simple_spread", num_agents=4, k_nearest=2, continuous_actions=True)
-    config = AlgoConfig(critic="knearest", critic_k=2)
+    config = ActorCriticConfig(critic="knearest", critic_k=2)
     sk = lc.make_skeleton(env.spec, config, variant_of("maddpg", env.spec, config))
     state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 3)
@@ -224,7 +224,7 @@ def test_actor_gradient_flows_through_its_own_action_only():
 ])
 def test_bad_combinations_are_one_line_errors(kwargs, message):
     with pytest.raises(ValueError, match=message) as err:
-        AlgoConfig(**kwargs)
+        ActorCriticConfig(**kwargs)
     assert "\n" not in str(err.value)
 
 
@@ -232,11 +232,11 @@ def test_bad_combinations_are_one_line_errors(kwargs, message):
 def test_neighbourhood_larger_than_the_agents_is_refused(critic):
     env, _ = make("simple_spread", num_agents=4)
     with pytest.raises(ValueError, match="can see 1 to 3 other agents") as err:
-        make_algo("maddpg", env.spec, AlgoConfig(critic=critic, critic_k=4))
+        make_algo("maddpg", env.spec, ActorCriticConfig(critic=critic, critic_k=4))
     assert "\n" not in str(err.value)
     env, _ = make("simple_speaker_listener")
     with pytest.raises(ValueError, match="observations hold no positions") as err:
-        make_algo("maddpg", env.spec, AlgoConfig(critic=critic, critic_k=1))
+        make_algo("maddpg", env.spec, ActorCriticConfig(critic=critic, critic_k=1))
     assert "\n" not in str(err.value)
 
 
@@ -244,7 +244,7 @@ def test_neighbourhood_larger_than_the_agents_is_refused(critic):
 def test_team_sharing_keeps_parameters_independent_of_the_agents(critic):
     small, _ = make("simple_spread", num_agents=4, k_nearest=3)
     large, _ = make("simple_spread", num_agents=40, k_nearest=3)
-    config = AlgoConfig(sharing="team", critic=critic, critic_k=3)
+    config = ActorCriticConfig(sharing="team", critic=critic, critic_k=3)
     sizes = [sum(x.size for x in jax.tree.leaves(make_algo("maddpg", env.spec, config).init(
         jax.random.PRNGKey(0)))) for env in (small, large)]
     assert sizes[0] == sizes[1]

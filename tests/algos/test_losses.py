@@ -10,7 +10,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, losses, networks
+from jaxmarl_accel.algos import ActorCriticConfig, losses, networks
 from jaxmarl_accel.algos.config import ACTOR_STEPS
 from jaxmarl_accel.algos.distributions import make_distribution
 from tests.algos.helpers import SMALL, agent_slice, make_spec, mlp_numpy
@@ -136,7 +136,7 @@ def test_linear_actor_loss_equals_the_full_one(continuous, policy, straight_thro
     n, obs_dim, batch = 5, 7, 64
     spec = make_spec(n, continuous, obs_dim=obs_dim,
                      action_sizes=None if continuous else (5, 3, 5, 4, 5))
-    config = AlgoConfig(continuous_policy=policy, straight_through=straight_through)
+    config = ActorCriticConfig(continuous_policy=policy, straight_through=straight_through)
     dist = make_distribution(spec, config, default)
     actor_mlp, critic_mlp = networks.MLP((64, 64), dist.out_size), networks.MLP((64, 64), 1)
     actor = actor_mlp.init(jax.random.key(0), jnp.zeros((1, obs_dim)))

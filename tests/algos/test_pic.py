@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo, pic
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo, pic
 from jaxmarl_accel.algos import local_critic as lc
 from jaxmarl_accel.algos.local_critic import update as lc_update
 from jaxmarl_accel.cli import run
@@ -73,7 +73,7 @@ def test_agent_i_is_not_one_of_its_neighbours():
 
 @pytest.mark.parametrize("sharing", ["agent", "team"])
 def test_parameters_do_not_grow_with_the_agents(sharing):
-    config = AlgoConfig(critic="pic", critic_k=3, sharing=sharing, hidden_sizes=(16, 16))
+    config = ActorCriticConfig(critic="pic", critic_k=3, sharing=sharing, hidden_sizes=(16, 16))
     per_group = []
     for n in (6, 30):
         env, _ = make("simple_spread", num_agents=n, k_nearest=3)
@@ -108,7 +108,7 @@ def _batch(env, params, key: jax.Array, bsz: int) -> Transition:
 ])
 def test_one_update_of_each_algorithm_is_finite_and_compiles_once(algo, sharing, batch):
     env, params = make("simple_spread", num_agents=6, k_nearest=3, continuous_actions=True)
-    config = AlgoConfig(critic="pic", critic_k=3, sharing=sharing, shared_batch=batch,
+    config = ActorCriticConfig(critic="pic", critic_k=3, sharing=sharing, shared_batch=batch,
                         hidden_sizes=(16, 16), policy_delay=1)
     learner = make_algo(algo, env.spec, config)
     state = learner.init(jax.random.PRNGKey(0))
@@ -129,7 +129,7 @@ def test_actor_step_moves_only_its_own_action():
     """The neighbours' observations and actions are replayed data in the actor's loss: its
     gradient reaches the actor, and the loss depends on the neighbours' observations."""
     env, params = make("simple_spread", num_agents=6, k_nearest=3, continuous_actions=True)
-    config = AlgoConfig(critic="pic", critic_k=3, hidden_sizes=(16, 16))
+    config = ActorCriticConfig(critic="pic", critic_k=3, hidden_sizes=(16, 16))
     from jaxmarl_accel.algos.registry import variant_of
 
     sk = lc.make_skeleton(env.spec, config, variant_of("maddpg", env.spec, config))

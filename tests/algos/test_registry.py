@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import jaxmarl_accel.algos as algos
-from jaxmarl_accel.algos import AlgoConfig, losses, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, losses, make_algo
 from jaxmarl_accel.algos import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
 from jaxmarl_accel.algos.registry import (
@@ -64,8 +64,8 @@ def test_actor_critic_learners_declare_what_they_need(name):
 def test_make_algo_rejects_bad_arguments():
     spec = make_spec(2, continuous=False)
     with pytest.raises(ValueError, match="name"):
-        make_algo("dqn", spec, AlgoConfig())
+        make_algo("dqn", spec, ActorCriticConfig())
     with pytest.raises(ValueError, match="config"):
         make_algo("maddpg", spec, {"gamma": 0.9})
     with pytest.raises(ValueError, match="spec"):
-        make_algo("maddpg", "simple_spread", AlgoConfig())
+        make_algo("maddpg", "simple_spread", ActorCriticConfig())

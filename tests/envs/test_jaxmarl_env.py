@@ -178,14 +178,14 @@ SMAX_TINY = (("max_steps", 6), ("scenario", "3m"))
 @pytest.mark.parametrize("algo", ["qmix", *(pytest.param(a, marks=pytest.mark.slow)
                                             for a in ("matd3", "vdn", "iql"))])
 def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
-    from jaxmarl_accel.algos import AlgoConfig
+    from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.value import ValueConfig
     from jaxmarl_accel.train import make_trainer
 
     settings = {**defaults_for(algo), "env": "jaxmarl:HeuristicEnemySMAX",
                 "env_kwargs": SMAX_TINY, "algo": algo, "num_envs": 2, "eval_episodes": 2}
     if algo == "matd3":
-        settings.update(algo_config=AlgoConfig(hidden_sizes=(8, 8)), buffer_capacity=64,
+        settings.update(algo_config=ActorCriticConfig(hidden_sizes=(8, 8)), buffer_capacity=64,
                         batch_size=8, update_every=2, learning_starts=8, total_env_steps=20,
                         eval_every=20)
     else:  # 7 steps per episode, 2 episodes a round: 2 rounds

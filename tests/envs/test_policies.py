@@ -8,7 +8,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import (
     action_vector,
@@ -36,7 +36,7 @@ def test_action_vector_is_one_hot_or_the_action(continuous):
 def test_prey_scripted_policy_scripts_exactly_the_prey_rows(continuous):
     env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
                        continuous_actions=continuous)
-    algo = make_algo("maddpg", env.spec, AlgoConfig(hidden_sizes=(8,)))
+    algo = make_algo("maddpg", env.spec, ActorCriticConfig(hidden_sizes=(8,)))
     algo_state = algo.init(jax.random.key(0))
     obs, env_state = env.reset(jax.random.key(1), params)
     key = jax.random.key(2)

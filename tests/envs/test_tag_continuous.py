@@ -49,7 +49,8 @@ def test_defaults_and_spec():
     env, params = make("tag_continuous")
     assert env.spec.teams == ("tagger",) * 10 + ("runner",) * 100
     assert env.spec.obs_dim == 7 * 10 + 1 and env.spec.num_actions == 21 * 21
-    assert env.spec.terminates and env.spec.episode_stats == ("tags",)
+    assert env.spec.terminates
+    assert env.spec.episode_stats == ("tags", "steps_before_first_tag")
     assert float(params.tagging_margin) == pytest.approx(0.4)
     np.testing.assert_allclose(np.asarray(params.acceleration_actions)[[0, 1, 20]], [0, -0.1, 0.1])
     acc, turn = tc.split_action(jnp.arange(441), TURNS)
@@ -86,6 +87,7 @@ def test_tags_go_to_the_nearest_tagger_and_runners_exit():
     obs, state, reward, terminated, _, info = step(KEY, state, jnp.zeros(5, jnp.int32), params)
     np.testing.assert_allclose(reward, [20.0, 0.0, -10.0, -10.0, 0.0])  # runner 4 is 1 away
     assert int(info["tags"]) == 2 and not bool(terminated)
+    assert int(info["steps_before_first_tag"]) == 0  # this step tagged
     np.testing.assert_array_equal(state.in_game, [True, True, False, False, True])
     assert np.any(np.asarray(obs[2:4]) != 0.0, axis=1).all()  # observed before the exit
     obs, state, reward, *_ = step(KEY, state, jnp.full(5, SPEED_UP, jnp.int32), params)
@@ -109,6 +111,7 @@ def test_runners_stay_when_exits_are_off():
                                                      params)
         np.testing.assert_allclose(reward, [10.0, -10.0, 0.0])
         assert int(info["tags"]) == 1 and not bool(terminated)
+        assert "steps_before_first_tag" not in info and env.spec.episode_stats == ("tags",)
 
 
 def test_end_of_game_reward_and_truncation():
@@ -280,3 +283,15 @@ def test_random_play_agrees_with_warpdrive():
     ref_tags = np.asarray(ref_tags, float)
     spread = np.sqrt(ours.var() / ours.size + ref_tags.var() / ref_tags.size)
     assert abs(ours.mean() - ref_tags.mean()) < 4 * spread + 1e-9
+
+
+def test_steps_before_the_first_tag_count_the_untagged_steps():
+    env, params, step = _env(num_taggers=1, num_runners=2, num_other_agents_observed=2)
+    state = _at(params, [2.0, 5.0, 9.0], [2.0, 5.0, 9.0])  # nobody within reach
+    _, state, _, _, _, info = step(KEY, state, jnp.zeros(3, jnp.int32), params)
+    assert int(info["tags"]) == 0 and int(info["steps_before_first_tag"]) == 1
+    state = state.replace(x=state.x.at[1].set(state.x[0]), y=state.y.at[1].set(state.y[0]))
+    _, state, _, _, _, info = step(KEY, state, jnp.zeros(3, jnp.int32), params)
+    assert int(info["tags"]) == 1 and int(info["steps_before_first_tag"]) == 0
+    _, state, _, _, _, info = step(KEY, state, jnp.zeros(3, jnp.int32), params)
+    assert int(info["tags"]) == 0 and int(info["steps_before_first_tag"]) == 0  # one is out

@@ -16,7 +16,7 @@ import pytest
 from experiments import characterize
 from experiments.characterize.phases import PHASES, VALUE_INNER_PHASES, VALUE_PHASES
 from experiments.characterize.report import EXTRAPOLATION_NOTE
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition
 
@@ -34,7 +34,7 @@ def test_phases_compose_to_algo_update():
     phases the characterization times, give exactly algo.update's new state (parallel
     learners; inputs passed as arguments, as to algo.update, so XLA folds no constants)."""
     env, _ = make("simple_spread", num_agents=2)
-    spec, config = env.spec, AlgoConfig()
+    spec, config = env.spec, ActorCriticConfig()
     algo = make_algo("maddpg", spec, config)
     phases = algo.phases
     state = algo.init(jax.random.key(0))

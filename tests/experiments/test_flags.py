@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig
+from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.config import TrainConfig
 
@@ -17,7 +17,7 @@ def _parser(**kwargs) -> argparse.ArgumentParser:
     parser = flags.Parser()
     flags.add_dataclass_flags(parser, TrainConfig, skip=("env_kwargs", "sampler_kwargs"),
                                    choices=flags.train_choices(), **kwargs)
-    flags.add_dataclass_flags(parser, AlgoConfig, choices=flags.train_choices())
+    flags.add_dataclass_flags(parser, ActorCriticConfig, choices=flags.train_choices())
     return parser
 
 
@@ -40,7 +40,7 @@ def test_values_tuples_optionals_and_fixed_fields():
                                  "--learners", "sequential"])
     config = flags.train_config_from_args(args, num_envs=5)
     assert config.algo == "masac" and config.num_envs == 5
-    assert config.algo_config == AlgoConfig(hidden_sizes=(8, 4), grad_clip=None,
+    assert config.algo_config == ActorCriticConfig(hidden_sizes=(8, 4), grad_clip=None,
                                             straight_through=False, learners="sequential")
 
 

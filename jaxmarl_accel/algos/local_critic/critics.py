@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.algos import networks, pic
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.envs import core
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -78,7 +78,7 @@ def critic_width(kind: str, obs_dim: int, action_dim: int, k: int) -> int:
     return obs_dim + action_dim + (action_dim if kind == "meanfield" else k * action_dim)
 
 
-def make_critic(config: AlgoConfig) -> nn.Module:
+def make_critic(config: ActorCriticConfig) -> nn.Module:
     """One critic of ``config.critic``: ``[..., critic_width] -> [..., 1]``, an MLP of
     ``hidden_sizes`` (knearest, meanfield) or PIC's graph network with one graph-convolution
     layer per width of ``hidden_sizes`` over ``1 + critic_k`` nodes (pic)."""

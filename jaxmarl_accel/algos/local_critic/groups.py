@@ -15,10 +15,10 @@ import optax
 
 from jaxmarl_accel.algos import losses, networks
 from jaxmarl_accel.algos.actor_critic import (
-    AlgoState,
+    ActorCriticState,
     target_entropy_of,
 )
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.algos.local_critic.critics import critic_width, make_critic
 from jaxmarl_accel.algos.variant import Variant
@@ -71,7 +71,7 @@ class Skeleton(NamedTuple):
     """The static parts of one learner (bound to the functions below)."""
 
     spec: EnvSpec
-    config: AlgoConfig
+    config: ActorCriticConfig
     variant: Variant
     dist: ActionDistribution
     groups: Groups
@@ -85,7 +85,7 @@ class Skeleton(NamedTuple):
     observe_at: ObserveAt | None = None  # batches hold physical states (see the module doc)
 
 
-def check_spec(spec: EnvSpec, config: AlgoConfig) -> None:
+def check_spec(spec: EnvSpec, config: ActorCriticConfig) -> None:
     """One-line ``ValueError`` when ``spec`` cannot have the critics ``config`` asks for."""
     if spec.position_columns is None:
         raise ValueError(f"critic {config.critic!r} ranks the agents by position; "
@@ -95,7 +95,7 @@ def check_spec(spec: EnvSpec, config: AlgoConfig) -> None:
                          f"so a critic can see 1 to {spec.num_agents - 1} other agents")
 
 
-def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant,
+def make_skeleton(spec: EnvSpec, config: ActorCriticConfig, variant: Variant,
                   observe_at: ObserveAt | None = None) -> Skeleton:
     """All static set-up: groups, networks, distribution, optimizers, masks."""
     check_spec(spec, config)
@@ -116,7 +116,7 @@ def make_skeleton(spec: EnvSpec, config: AlgoConfig, variant: Variant,
         target_entropy=target_entropy_of(spec, config)[first_agent], observe_at=observe_at)
 
 
-def init(sk: Skeleton, key: jax.Array) -> AlgoState:
+def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
     """Fresh learner state, every leaf with the group axis G first (targets equal to the
     online networks)."""
     g = sk.groups.count
@@ -126,7 +126,7 @@ def init(sk: Skeleton, key: jax.Array) -> AlgoState:
     actor = networks.init_actors(sk.actor_mlp, actor_key, g, sk.spec.obs_dim)
     critic = networks.init_critics(sk.critic_mlp, critic_key, g, sk.variant.num_critics, width)
     log_alpha = jnp.full((g,), jnp.log(max(sk.config.alpha, 1e-30)), jnp.float32)
-    return AlgoState(
+    return ActorCriticState(
         actor=actor, critic=critic, target_actor=actor, target_critic=critic,
         actor_opt=jax.vmap(lambda p: losses.flat_init(sk.actor_tx, p))(actor),
         critic_opt=jax.vmap(lambda p: losses.flat_init(sk.critic_tx, p))(critic),
@@ -161,7 +161,7 @@ def apply_at(sk: Skeleton, params: PyTree, obs: jax.Array, agents: jax.Array) ->
     return jnp.take_along_axis(outs, group[None, ..., None], axis=0)[0]
 
 
-def act(sk: Skeleton, state: AlgoState, obs: jax.Array, key: jax.Array,
+def act(sk: Skeleton, state: ActorCriticState, obs: jax.Array, key: jax.Array,
         explore: bool) -> tuple[jax.Array, jax.Array]:
     """Every agent's action at ``obs [..., N, obs_dim]`` (see :attr:`Algo.act`)."""
     chex.assert_axis_dimension(obs, -2, sk.spec.num_agents)

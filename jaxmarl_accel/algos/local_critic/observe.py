@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_accel.algos.actor_critic import (
-    AlgoState,
+    ActorCriticState,
 )
 from jaxmarl_accel.algos.local_critic.critics import nearest_agents, positions
 from jaxmarl_accel.algos.local_critic.groups import Block, Skeleton, apply_all, apply_at
@@ -109,7 +109,7 @@ def _observe_all(sk: Skeleton, batch: Transition) -> Transition:
                          next_obs=observe_rows(every, batch.next_obs, chunk))
 
 
-def samples(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
+def samples(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
             key: jax.Array) -> list[Samples]:
     """The :class:`Samples` of every block, with next actions from the variant's next actors
     (one key for the whole batch) and, for ``critic="pic"``, the neighbours' observations."""

@@ -13,15 +13,15 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.algos import losses, networks
 from jaxmarl_accel.algos.actor_critic import (
+    ActorCriticState,
     ActorInfo,
-    AlgoState,
     CriticInfo,
     bind_learner,
     finish_update,
     update_metrics,
 )
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.config import AlgoConfig
+from jaxmarl_accel.algos.config import ActorCriticConfig
 from jaxmarl_accel.algos.local_critic.critics import critic_features
 from jaxmarl_accel.algos.local_critic.groups import (
     Block,
@@ -41,7 +41,7 @@ ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim
 
 
 class Group(NamedTuple):
-    """One group's slice of :class:`AlgoState` (leaves without the group axis)."""
+    """One group's slice of :class:`ActorCriticState` (leaves without the group axis)."""
 
     actor: PyTree
     critic: PyTree
@@ -53,7 +53,7 @@ class Group(NamedTuple):
     target_entropy: jax.Array
 
 
-def _groups_of(sk: Skeleton, state: AlgoState, block: Block) -> Group:
+def _groups_of(sk: Skeleton, state: ActorCriticState, block: Block) -> Group:
     cut = lambda tree: block_params(tree, block)
     return Group(cut(state.actor), cut(state.critic), cut(state.target_critic),
                  cut(state.actor_opt), cut(state.critic_opt), cut(state.log_alpha),
@@ -108,7 +108,7 @@ def group_actor_step(sk: Skeleton, group: Group, s: Samples, key: jax.Array
             ActorInfo(loss, entropy))
 
 
-def _put(state: AlgoState, block: Block, group: Group) -> AlgoState:
+def _put(state: ActorCriticState, block: Block, group: Group) -> ActorCriticState:
     stop = block.first + block.agents.shape[0]
     put = lambda full, part: jax.tree.map(lambda f, p: f.at[block.first:stop].set(p), full, part)
     return state.replace(
@@ -145,8 +145,8 @@ def _priorities(sk: Skeleton, blocks: list[Samples], td: list[jax.Array], bsz: i
     return out
 
 
-def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array,
-           key: jax.Array) -> tuple[AlgoState, dict[str, jax.Array], jax.Array]:
+def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
+           key: jax.Array) -> tuple[ActorCriticState, dict[str, jax.Array], jax.Array]:
     """One update of every group (see :attr:`Algo.update`): critic targets and steps, then
     actor steps (every ``policy_delay`` updates), then soft target updates."""
     _check_batch(sk, batch, weights)
@@ -185,7 +185,7 @@ def update(sk: Skeleton, state: AlgoState, batch: Transition, weights: jax.Array
     return new, metrics, td
 
 
-def build(spec: EnvSpec, config: AlgoConfig, variant: Variant,
+def build(spec: EnvSpec, config: ActorCriticConfig, variant: Variant,
           observe_at: ObserveAt | None = None) -> Algo:
     """The learner of ``variant`` with critics of ``config.critic`` and parameters shared as
     ``config.sharing`` says; with ``observe_at`` its ``update`` takes batches of packed

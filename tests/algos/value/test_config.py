@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.algos import AlgoConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, replay_needed
 from jaxmarl_accel.algos.value import ValueConfig
 from tests.algos.value.helpers import SMALL, SMALL_MLP, value_spec
@@ -45,7 +45,7 @@ def test_families_and_config_types():
         "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
         "qmix": "value", "vdn": "value", "iql": "value", "owqmix": "value", "cwqmix": "value",
         "macpo": "value", "accmer": "value", "a2c": "on_policy", "ppo": "on_policy"}
-    assert config_type("matd3") is AlgoConfig and config_type("qmix") is ValueConfig
+    assert config_type("matd3") is ActorCriticConfig and config_type("qmix") is ValueConfig
     with pytest.raises(ValueError, match="name"):
         family_of("dqn")
 
@@ -53,13 +53,14 @@ def test_families_and_config_types():
 def test_make_algo_refuses_a_config_of_the_other_family():
     spec = value_spec()
     with pytest.raises(ValueError, match="config must be of type ValueConfig for algo 'qmix', got "
-                                         "AlgoConfig"):
-        make_algo("qmix", spec, AlgoConfig())
-    with pytest.raises(ValueError, match="config must be of type AlgoConfig for algo 'maddpg'"):
+                                         "ActorCriticConfig"):
+        make_algo("qmix", spec, ActorCriticConfig())
+    with pytest.raises(ValueError,
+                       match="config must be of type ActorCriticConfig for algo 'maddpg'"):
         make_algo("maddpg", spec, SMALL)
 
 
 def test_the_replay_kind_follows_the_learner():
     assert replay_needed(SMALL) == "episode"
     assert replay_needed(SMALL_MLP) == "transition"
-    assert replay_needed(AlgoConfig()) == "transition"
+    assert replay_needed(ActorCriticConfig()) == "transition"
