@@ -205,8 +205,7 @@ def make_reuse(
         table = decay_and_write(reuse.weights, slots, priorities, decay, capacity)
         step = reuse.window_step + 1
         rerank = step >= reuse.window
-        reused = reuse.reused  # ranking is O(C): at a window's end (under the seed vmap a
-        # select, computed on every update: module docstring)
+        reused = reuse.reused  # O(C) ranking; a select under the seed vmap (docstring)
         if num_reused > 0:
             reused = jax.lax.cond(rerank, lambda: top_slots(table, state.size, num_reused),
                                   lambda: reused)

@@ -35,6 +35,7 @@ mapped back, ``V = mu + sigma v``.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -158,6 +159,195 @@ class Minibatch(NamedTuple):
     avail: jax.Array | None
 
 
+class Setup(NamedTuple):
+    """What :func:`build` fixes before tracing (static): the functions below take it first.
+
+    Attributes:
+      spec: the env spec.
+      config: the hyperparameters.
+      policy: the teams' networks (:func:`~.networks.make_policy`).
+      txs: one optax transformation per team (its clipping and learning rate).
+      ppo: PPO (True) or A2C.
+      epochs, minibatches: PPO's, or ``(1, 1)`` for A2C.
+      lam: GAE lambda (1 for A2C's n-step returns).
+      normalize: advantages standardized per minibatch.
+    """
+
+    spec: EnvSpec
+    config: OnPolicyConfig
+    policy: nets.Policy
+    txs: tuple[Any, ...]
+    ppo: bool
+    epochs: int
+    minibatches: int
+    lam: float
+    normalize: bool
+
+
+def init(s: Setup, key: jax.Array) -> OnPolicyState:
+    """A fresh learner: every team's parameters and Adam state (and value moments)."""
+    params = nets.init_params(s.policy, key, s.spec.obs_dim, s.config.log_std_init)
+    return OnPolicyState(
+        params=params, opt_state=tuple(tx.init(p) for tx, p in zip(s.txs, params, strict=True)),
+        updates=jnp.zeros((), jnp.int32),
+        value_norm=(tuple(losses.value_norm_init() for _ in s.txs)
+                    if s.config.normalize_value else ()))
+
+
+def unnormalized(s: Setup, state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
+    """The teams' value-head outputs ``[..., N_k]`` as values (ValueNorm undone)."""
+    if not s.config.normalize_value:
+        return vals
+    moments = [losses.value_norm_moments(norm) for norm in state.value_norm]
+    return [mu + sigma * v for v, (mu, sigma) in zip(vals, moments, strict=True)]
+
+
+def team_mask(s: Setup, k: int, avail: jax.Array | None) -> jax.Array | None:
+    """Team ``k``'s available actions ``[..., N_k, A]`` (the spec's when ``avail`` is None);
+    None for continuous actions."""
+    if s.spec.continuous:
+        return None
+    return nets.team_rows(s.policy.teams, k, s.spec.action_mask if avail is None else avail,
+                          -2)
+
+
+def sample(s: Setup, state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
+           key: jax.Array) -> PolicyStep:
+    """Exploration actions of every agent of ``obs [E, N, obs_dim]`` (:class:`PolicyStep`)."""
+    teams = s.policy.teams
+    outs, vals = nets.forward(s.policy, state.params, obs)
+    vals = unnormalized(s, state, vals)
+    steps = []
+    for k, team_key in enumerate(jax.random.split(key, len(teams.names))):
+        dist = nets.distribution(s.policy, state.params[k], outs[k], team_mask(s, k, avail))
+        action, log_prob = dist.sample_and_log_prob(seed=team_key)
+        steps.append((action, log_prob))
+    merge = lambda parts, axis: nets.merge_teams(teams, parts, axis)
+    action = merge([a for a, _ in steps], -2 if s.spec.continuous else -1)
+    env_action = jnp.clip(action, 0.0, 1.0) if s.spec.continuous else action
+    return PolicyStep(env_action, action, merge([lp for _, lp in steps], -1), merge(vals, -1))
+
+
+def value(s: Setup, state: OnPolicyState, obs: jax.Array) -> jax.Array:
+    """Values ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]``."""
+    return nets.merge_teams(s.policy.teams, unnormalized(s, state, nets.forward(
+        s.policy, state.params, obs)[1]), -1)
+
+
+def act(s: Setup, state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
+        key: jax.Array, explore: bool) -> tuple[jax.Array, tuple]:
+    """The env actions of ``obs [..., N, obs_dim]``: sampled, or each distribution's mode
+    (the Gaussian's mean clipped to [0, 1]); the carry is ``()``."""
+    teams = s.policy.teams
+    if explore:
+        return sample(s, state, obs, avail, key).env_action, carry
+    outs, _ = nets.forward(s.policy, state.params, obs)
+    if s.spec.continuous:
+        return jnp.clip(nets.merge_teams(teams, outs, -2), 0.0, 1.0), carry
+    modes = [nets.distribution(s.policy, state.params[k], outs[k], team_mask(s, k, avail)).mode()
+             for k in range(len(teams.names))]
+    return nets.merge_teams(teams, modes, -1), carry
+
+
+def advantages(s: Setup, state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
+    """GAE (lambda ``s.lam``) over the rollout, leaves ``[T, E, N]``."""
+    del state
+    return losses.gae(rollout.reward, rollout.value, rollout.next_value,
+                      rollout.terminated[..., None], rollout.ended[..., None],
+                      s.config.gamma, s.lam)
+
+
+def team_loss(s: Setup, k: int, params: PyTree, batch: Minibatch,
+              norm: losses.ValueNorm | None) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """Team ``k``'s loss ``L_pi + c_v L_V - c_e H`` on its agents' rows of ``batch``."""
+    config = s.config
+    rows = lambda x, axis=1: nets.team_rows(s.policy.teams, k, x, axis)
+    out, val = nets.team_forward(s.policy, params, rows(batch.obs))
+    mask = None if s.spec.continuous else rows(
+        s.spec.action_mask if batch.avail is None else batch.avail, -2)
+    dist = nets.distribution(s.policy, params, out, mask)
+    log_prob = dist.log_prob(rows(batch.action))
+    advantage = rows(batch.advantage)
+    advantage = losses.standardize(advantage) if s.normalize else advantage
+    entropy = jnp.mean(dist.entropy())
+    metrics = {}
+    if s.ppo:
+        clipped = losses.ppo_clip_loss(log_prob, rows(batch.log_prob), advantage,
+                                       config.clip_eps)
+        policy_loss = clipped.loss
+        metrics = {"clip_fraction": clipped.clip_fraction, "approx_kl": clipped.approx_kl}
+    else:
+        policy_loss = losses.a2c_policy_loss(log_prob, advantage)
+    target = rows(batch.target)
+    if norm is not None:
+        mu, sigma = losses.value_norm_moments(norm)
+        target = (target - mu) / sigma
+    v_loss = losses.value_loss(val, target)
+    loss = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
+    return loss, {"loss": loss, "policy_loss": policy_loss, "value_loss": v_loss,
+                  "entropy": entropy, **metrics}
+
+
+def total_loss(s: Setup, params: tuple[PyTree, ...], batch: Minibatch,
+               norms: tuple[losses.ValueNorm, ...]
+               ) -> tuple[jax.Array, list[dict[str, jax.Array]]]:
+    """The teams' losses summed (each team's gradient comes from its own term)."""
+    results = [team_loss(s, k, params[k], batch, norms[k] if norms else None)
+               for k in range(len(params))]
+    return sum(loss for loss, _ in results), [m for _, m in results]
+
+
+def minibatch_step(s: Setup, state: OnPolicyState, batch: Minibatch
+                   ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
+    """One gradient step of every team on ``batch`` (leaves ``[B, N, ...]``)."""
+    grads, team_metrics = jax.grad(functools.partial(total_loss, s), has_aux=True)(
+        state.params, batch, state.value_norm)
+    params, opt_states = [], []
+    for k, (tx, g, opt, p) in enumerate(zip(s.txs, grads, state.opt_state, state.params,
+                                            strict=True)):
+        updates, opt = tx.update(g, opt, p)
+        params.append(optax.apply_updates(p, updates))
+        opt_states.append(opt)
+        team_metrics[k]["grad_norm"] = optax.tree.norm(g)
+    metrics = jax.tree.map(lambda *m: jnp.mean(jnp.stack(m)), *team_metrics)
+    return state.replace(params=tuple(params), opt_state=tuple(opt_states),
+                         updates=state.updates + 1), metrics
+
+
+def update(s: Setup, state: OnPolicyState, rollout: Rollout, weights: Any, key: jax.Array
+           ) -> tuple[OnPolicyState, dict[str, jax.Array], jax.Array]:
+    """Learn from one rollout (leaves ``[T, E, ...]``): advantages, the value moments,
+    then ``epochs`` passes of ``minibatches`` shuffled minibatch steps (A2C: one step on
+    the rollout as it is). Returns the state, mean metrics and zero priorities."""
+    del weights
+    estimate = advantages(s, state, rollout)
+    if s.config.normalize_value:  # the moments take in this rollout's targets, [T, E, N_k]
+        state = state.replace(value_norm=tuple(
+            losses.value_norm_update(norm, nets.team_rows(s.policy.teams, k, estimate.returns,
+                                                          -1))
+            for k, norm in enumerate(state.value_norm)))
+    flat = lambda x: None if x is None else x.reshape((-1, *x.shape[2:]))  # [T E, ...]
+    batch = Minibatch(flat(rollout.obs), flat(rollout.action), flat(rollout.log_prob),
+                      flat(estimate.advantages), flat(estimate.returns), flat(rollout.avail))
+    size, minibatches = batch.obs.shape[0], s.minibatches
+    if size % minibatches:
+        raise ValueError(f"minibatches ({minibatches}) must divide the rollout's "
+                         f"{size} joint steps (rollout_length x num_envs)")
+
+    def epoch(state: OnPolicyState, epoch_key: jax.Array
+              ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
+        shuffled = batch
+        if s.epochs * minibatches > 1:  # A2C: one step on the rollout as it is
+            order = jax.random.permutation(epoch_key, size)
+            shuffled = jax.tree.map(lambda x: jnp.take(x, order, axis=0), batch)
+        split = jax.tree.map(
+            lambda x: x.reshape((minibatches, size // minibatches, *x.shape[1:])), shuffled)
+        return jax.lax.scan(functools.partial(minibatch_step, s), state, split)
+
+    state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, s.epochs))
+    return state, jax.tree.map(jnp.mean, metrics), jnp.zeros(())
+
+
 def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     """The on-policy learner ``name`` (``"a2c"`` or ``"ppo"``) for ``spec``.
 
@@ -171,162 +361,23 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
       policies mask the actions an env reports unavailable: the rollout round hands them
       over, :attr:`Rollout.avail`), an empty carry (``initial_carry() == ()``, so greedy
       evaluation passes the available actions to ``act``) and :class:`OnPolicyFns` as
-      ``on_policy``.
+      ``on_policy``; each function is this module's with its :class:`Setup` bound.
     """
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
-    teams = policy.teams
     ppo = name == "ppo"
-    epochs, minibatches = (config.epochs, config.minibatches) if ppo else (1, 1)
-    lam = config.gae_lambda if ppo else 1.0
-    normalize = normalizes_advantage(name, config)
     clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip else []
     txs = tuple(optax.chain(*clip, optax.adam(lr))
-                for lr in team_learning_rates(config, teams.names))
-    action_mask = spec.action_mask  # [N, A]
-    norm_values = config.normalize_value
-
-    def init(key: jax.Array) -> OnPolicyState:
-        params = nets.init_params(policy, key, spec.obs_dim, config.log_std_init)
-        return OnPolicyState(
-            params=params, opt_state=tuple(tx.init(p) for tx, p in zip(txs, params, strict=True)),
-            updates=jnp.zeros((), jnp.int32),
-            value_norm=tuple(losses.value_norm_init() for _ in txs) if norm_values else ())
-
-    def unnormalized(state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
-        """The teams' value-head outputs ``[..., N_k]`` as values (ValueNorm undone)."""
-        if not norm_values:
-            return vals
-        moments = [losses.value_norm_moments(norm) for norm in state.value_norm]
-        return [mu + sigma * v for v, (mu, sigma) in zip(vals, moments, strict=True)]
-
-    def team_mask(k: int, avail: jax.Array | None) -> jax.Array | None:
-        if spec.continuous:
-            return None
-        return nets.team_rows(teams, k, action_mask if avail is None else avail, -2)
-
-    def sample(state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
-               key: jax.Array) -> PolicyStep:
-        outs, vals = nets.forward(policy, state.params, obs)
-        vals = unnormalized(state, vals)
-        steps = []
-        for k, team_key in enumerate(jax.random.split(key, len(teams.names))):
-            dist = nets.distribution(policy, state.params[k], outs[k], team_mask(k, avail))
-            action, log_prob = dist.sample_and_log_prob(seed=team_key)
-            steps.append((action, log_prob))
-        merge = lambda parts, axis: nets.merge_teams(teams, parts, axis)
-        action = merge([a for a, _ in steps], -2 if spec.continuous else -1)
-        env_action = jnp.clip(action, 0.0, 1.0) if spec.continuous else action
-        return PolicyStep(env_action, action, merge([lp for _, lp in steps], -1),
-                          merge(vals, -1))
-
-    def value(state: OnPolicyState, obs: jax.Array) -> jax.Array:
-        return nets.merge_teams(teams, unnormalized(state, nets.forward(
-            policy, state.params, obs)[1]), -1)
-
-    def act(state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
-            key: jax.Array, explore: bool) -> tuple[jax.Array, tuple]:
-        if explore:
-            return sample(state, obs, avail, key).env_action, carry
-        outs, _ = nets.forward(policy, state.params, obs)
-        if spec.continuous:
-            return jnp.clip(nets.merge_teams(teams, outs, -2), 0.0, 1.0), carry
-        modes = [nets.distribution(policy, state.params[k], outs[k], team_mask(k, avail)).mode()
-                 for k in range(len(teams.names))]
-        return nets.merge_teams(teams, modes, -1), carry
-
-    def advantages(state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
-        del state
-        return losses.gae(rollout.reward, rollout.value, rollout.next_value,
-                          rollout.terminated[..., None], rollout.ended[..., None],
-                          config.gamma, lam)
-
-    def team_loss(k: int, params: PyTree, batch: Minibatch, norm: losses.ValueNorm | None
-                  ) -> tuple[jax.Array, dict[str, jax.Array]]:
-        rows = lambda x, axis=1: nets.team_rows(teams, k, x, axis)
-        out, val = nets.team_forward(policy, params, rows(batch.obs))
-        mask = None if spec.continuous else rows(
-            action_mask if batch.avail is None else batch.avail, -2)
-        dist = nets.distribution(policy, params, out, mask)
-        log_prob = dist.log_prob(rows(batch.action))
-        advantage = rows(batch.advantage)
-        advantage = losses.standardize(advantage) if normalize else advantage
-        entropy = jnp.mean(dist.entropy())
-        metrics = {}
-        if ppo:
-            clipped = losses.ppo_clip_loss(log_prob, rows(batch.log_prob), advantage,
-                                           config.clip_eps)
-            policy_loss = clipped.loss
-            metrics = {"clip_fraction": clipped.clip_fraction, "approx_kl": clipped.approx_kl}
-        else:
-            policy_loss = losses.a2c_policy_loss(log_prob, advantage)
-        target = rows(batch.target)
-        if norm is not None:
-            mu, sigma = losses.value_norm_moments(norm)
-            target = (target - mu) / sigma
-        v_loss = losses.value_loss(val, target)
-        loss = policy_loss + config.value_coef * v_loss - config.entropy_coef * entropy
-        return loss, {"loss": loss, "policy_loss": policy_loss, "value_loss": v_loss,
-                      "entropy": entropy, **metrics}
-
-    def total_loss(params: tuple[PyTree, ...], batch: Minibatch,
-                   norms: tuple[losses.ValueNorm, ...]
-                   ) -> tuple[jax.Array, list[dict[str, jax.Array]]]:
-        results = [team_loss(k, params[k], batch, norms[k] if norms else None)
-                   for k in range(len(params))]
-        return sum(loss for loss, _ in results), [m for _, m in results]
-
-    def minibatch_step(state: OnPolicyState, batch: Minibatch
-                       ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
-        grads, team_metrics = jax.grad(total_loss, has_aux=True)(state.params, batch,
-                                                                 state.value_norm)
-        params, opt_states = [], []
-        for k, (tx, g, opt, p) in enumerate(zip(txs, grads, state.opt_state, state.params,
-                                                strict=True)):
-            updates, opt = tx.update(g, opt, p)
-            params.append(optax.apply_updates(p, updates))
-            opt_states.append(opt)
-            team_metrics[k]["grad_norm"] = optax.tree.norm(g)
-        metrics = jax.tree.map(lambda *m: jnp.mean(jnp.stack(m)), *team_metrics)
-        return state.replace(params=tuple(params), opt_state=tuple(opt_states),
-                             updates=state.updates + 1), metrics
-
-    def update(state: OnPolicyState, rollout: Rollout, weights: Any, key: jax.Array
-               ) -> tuple[OnPolicyState, dict[str, jax.Array], jax.Array]:
-        del weights
-        estimate = advantages(state, rollout)
-        if norm_values:  # the moments take in this rollout's targets ([T, E, N_k] per team)
-            state = state.replace(value_norm=tuple(
-                losses.value_norm_update(norm, nets.team_rows(teams, k, estimate.returns, -1))
-                for k, norm in enumerate(state.value_norm)))
-        flat = lambda x: None if x is None else x.reshape((-1, *x.shape[2:]))  # [T E, ...]
-        batch = Minibatch(flat(rollout.obs), flat(rollout.action), flat(rollout.log_prob),
-                          flat(estimate.advantages), flat(estimate.returns),
-                          flat(rollout.avail))
-        size = batch.obs.shape[0]
-        if size % minibatches:
-            raise ValueError(f"minibatches ({minibatches}) must divide the rollout's "
-                             f"{size} joint steps (rollout_length x num_envs)")
-
-        def epoch(state: OnPolicyState, epoch_key: jax.Array
-                  ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
-            shuffled = batch
-            if epochs * minibatches > 1:  # A2C: one step on the rollout as it is
-                order = jax.random.permutation(epoch_key, size)
-                shuffled = jax.tree.map(lambda x: jnp.take(x, order, axis=0), batch)
-            split = jax.tree.map(
-                lambda x: x.reshape((minibatches, size // minibatches, *x.shape[1:])), shuffled)
-            return jax.lax.scan(minibatch_step, state, split)
-
-        state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, epochs))
-        return state, jax.tree.map(jnp.mean, metrics), jnp.zeros(())
-
-    return Algo(init=init, act=act, update=update,
+                for lr in team_learning_rates(config, policy.teams.names))
+    s = Setup(spec, config, policy, txs, ppo, *((config.epochs, config.minibatches) if ppo
+                                                else (1, 1)),
+              config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
+    bind = functools.partial
+    return Algo(init=bind(init, s), act=bind(act, s), update=bind(update, s),
                 action_dim=spec.act_dim if spec.continuous else spec.num_actions,
-                phases=Phases(advantages, minibatch_step),
-                needs=Needs(replay="rollout"),
-                initial_carry=tuple,
-                on_policy=OnPolicyFns(sample, value, config.rollout_length))
+                phases=Phases(bind(advantages, s), bind(minibatch_step, s)),
+                needs=Needs(replay="rollout"), initial_carry=tuple,
+                on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
 
 
 __all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Rollout",
-           "build"]
+           "Setup", "build"]
