@@ -50,9 +50,10 @@ def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
 
 def row_metrics(row: Mapping[str, float], stats: Sequence[str]) -> dict[str, list[float]]:
     """The metrics of one ``metrics.csv`` row (one seed's evaluation after one chunk), each
-    a one-element list: ``return`` and every counter of ``stats`` (``eval_<name>``)."""
+    a one-element list: ``return`` and every counter of ``stats`` (``eval_<name>``) the row
+    has (a run recorded before its env counted a statistic has no column for it)."""
     return {RETURN: [float(row["eval_return"])],
-            **{name: [float(row[f"eval_{name}"])] for name in stats}}
+            **{name: [float(row[f"eval_{name}"])] for name in stats if f"eval_{name}" in row}}
 
 
 def run_export(names: tuple[str, str, str], rows: Sequence[Mapping[str, float]],

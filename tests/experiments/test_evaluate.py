@@ -285,3 +285,11 @@ def test_the_schema_check_names_what_departs_from_marl_eval_format(data, message
     with pytest.raises(ValueError, match=None) as info:
         marl_eval.validate(data)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_marl_eval_rows_of_a_run_recorded_before_a_counter_existed():
+    from jaxmarl_accel.cli.marl_eval import row_metrics
+
+    row = {"eval_return": "1.5", "eval_tags": "3"}  # no eval_steps_before_first_tag column
+    metrics = row_metrics(row, ("tags", "steps_before_first_tag"))
+    assert metrics["tags"] == [3.0] and "steps_before_first_tag" not in metrics
