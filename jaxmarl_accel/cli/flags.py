@@ -268,10 +268,21 @@ UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 parsed values, so the family's default (:func:`jaxmarl_accel.config.defaults_for`) or the
 dataclass's applies."""
 
-FAMILY_NAMES = {"actor_critic": "the actor-critic family (maddpg, matd3, masac)",
-                "value": "the value-based family (qmix, vdn, iql, owqmix, cwqmix, macpo, "
-                         "accmer)",
-                "on_policy": "the on-policy family (a2c, ppo)"}
+def family_members(family: str) -> str:
+    """The registered learners of ``family``, comma-separated (from the registry)."""
+    from jaxmarl_accel.algos.registry import ALGOS, family_of
+
+    return ", ".join(name for name in ALGOS if family_of(name) == family)
+
+
+FAMILY_TITLES = {"actor_critic": "actor-critic", "value": "value-based",
+                 "on_policy": "on-policy"}
+"""How help and errors call each learner family."""
+
+
+def family_name(family: str) -> str:
+    """``"the value-based family (qmix, vdn, ...)"``: a family and its registered learners."""
+    return f"the {FAMILY_TITLES[family]} family ({family_members(family)})"
 
 
 def _dataclass_defaults(cls: type) -> dict[str, Any]:
@@ -322,7 +333,7 @@ def check_family_flags(args: argparse.Namespace, family: str, algo: str) -> None
             value = getattr(args, name)
             value = tuple(value) if isinstance(value, list) else value
             if value is not UNSET and value != default:
-                users = " and ".join(FAMILY_NAMES[f] for f, cls in classes.items()
+                users = " and ".join(family_name(f) for f, cls in classes.items()
                                      if name in _dataclass_defaults(cls))
                 raise ValueError(f"--{name.replace('_', '-')} applies to {users}; algo "
                                  f"{algo!r} does not use it")

@@ -148,13 +148,14 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
 
+    members = flags.family_members
     for config_type, title in (
-            (ActorCriticConfig, "actor-critic learners: maddpg, matd3, masac "
-                         "(jaxmarl_accel.algos.ActorCriticConfig)"),
-            (ValueConfig, "value-based learners: qmix, vdn, iql, owqmix, cwqmix, macpo, accmer "
+            (ActorCriticConfig, f"actor-critic learners: {members('actor_critic')} "
+                                "(jaxmarl_accel.algos.ActorCriticConfig)"),
+            (ValueConfig, f"value-based learners: {members('value')} "
                           "(jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip "
                           "above apply to them too)"),
-            (OnPolicyConfig, "on-policy learners: a2c, ppo "
+            (OnPolicyConfig, f"on-policy learners: {members('on_policy')} "
                              "(jaxmarl_accel.algos.on_policy.OnPolicyConfig; --hidden-sizes, "
                              "--gamma, --grad-clip and --lr above apply to them too)")):
         parser.fields += flags.add_dataclass_flags(
