@@ -57,19 +57,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, help="write the record here")
 
 
+def run_measured(argv: list[str]) -> tuple[int, str, str, int]:
+    """Run ``python argv`` to its end: ``(exit code, stdout, stderr, peak resident bytes)``,
+    the peak being the kernel's ``ru_maxrss`` of that process (``wait4``); a negative exit
+    code is the signal that ended it (-9: SIGKILL, e.g. the out-of-memory killer)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([sys.executable, *argv], stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), out.read(), err.read(), usage.ru_maxrss * 1024
+
+
 def run_child(argv: list[str]) -> tuple[int, str]:
     """Run ``python -m experiments.run argv``; (peak resident bytes, its stderr)."""
-    with tempfile.TemporaryFile("w+") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "experiments.run", *argv],
-                                stdout=subprocess.DEVNULL, stderr=log, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        log.seek(0)
-        text = log.read()
-    if proc.returncode:
-        raise RuntimeError(f"experiments.run {' '.join(argv)} exited {proc.returncode}:\n"
+    code, _, text, peak = run_measured(["-m", "experiments.run", *argv])
+    if code:
+        raise RuntimeError(f"experiments.run {' '.join(argv)} exited {code}:\n"
                            f"{text[-2000:]}")
-    return usage.ru_maxrss * 1024, text
+    return peak, text
 
 
 def runs(args: argparse.Namespace) -> list[tuple[str, str, int]]:

@@ -36,11 +36,10 @@ import json
 import os
 import platform
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from typing import Any
+
+from experiments.bench.memory import run_measured
 
 ENVS = ("tag_continuous", "tag_gridworld", "simple_tag")
 
@@ -136,23 +135,14 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     """:func:`measure` in a fresh process; adds that process's peak resident bytes."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "experiments.bench", "tag_scale",
-                                 "--child", json.dumps(spec)], stdout=out, stderr=err,
-                                text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
-        out.seek(0)
-        err.seek(0)
-        text, log = out.read(), err.read()
-    code = os.waitstatus_to_exitcode(status)
+    code, text, log, peak = run_measured(["-m", "experiments.bench", "tag_scale", "--child",
+                                          json.dumps(spec)])
     if code == -9:  # the kernel's out-of-memory killer: the estimate let it through
-        return {**spec, "killed": True, "peak_rss_bytes": usage.ru_maxrss * 1024,
+        return {**spec, "killed": True, "peak_rss_bytes": peak,
                 "error": "killed by SIGKILL (out of memory)"}
     if code:
         raise RuntimeError(f"{spec}: the child exited {code}:\n{log[-2000:]}")
-    record = json.loads(text.strip().splitlines()[-1])
-    record["peak_rss_bytes"] = usage.ru_maxrss * 1024
-    return record
+    return {**json.loads(text.strip().splitlines()[-1]), "peak_rss_bytes": peak}
 
 
 def main(args: argparse.Namespace) -> None:
