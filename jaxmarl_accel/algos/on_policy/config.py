@@ -89,8 +89,7 @@ class OnPolicyConfig:
             team_lr = tuple(sorted((str(team), float(lr)) for team, lr in pairs))
         except (TypeError, ValueError):
             raise ValueError(f"team_lr must be (team, lr) pairs, got {self.team_lr!r}") from None
-        bad = [f"{team}={lr}" for team, lr in team_lr if not lr > 0]
-        if bad or len({team for team, _ in team_lr}) < len(team_lr):
+        if any(not lr > 0 for _, lr in team_lr) or len(dict(team_lr)) < len(team_lr):
             raise ValueError(f"team_lr must name each team once with a rate > 0, got "
                              f"{', '.join(f'{t}={lr}' for t, lr in team_lr)}")
         object.__setattr__(self, "team_lr", team_lr)  # JSON lists back to sorted pairs

@@ -12,7 +12,7 @@ import pytest
 
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-from jaxmarl_accel.algos.on_policy.learner import Minibatch
+from jaxmarl_accel.algos.on_policy.learner import Minibatch, Rollout
 from jaxmarl_accel.algos.on_policy.networks import merge_teams, team_rows, teams_of
 from tests.algos.helpers import make_spec
 
@@ -120,7 +120,6 @@ def large_reward_rollout(spec, scale: float):
     """A rollout of 4 steps x 2 envs whose rewards are ``scale`` times a standard normal."""
     key = jax.random.split(jax.random.PRNGKey(3), 3)
     n, t, e = spec.num_agents, 4, 2
-    from jaxmarl_accel.algos.on_policy.learner import Rollout
     return Rollout(obs=jax.random.normal(key[0], (t, e, n, spec.obs_dim)),
                    action=jax.random.randint(key[1], (t, e, n), 0, spec.num_actions),
                    log_prob=jnp.full((t, e, n), -jnp.log(spec.num_actions)),
