@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmarl_accel.algos.config import ActorCriticConfig, actor_step_form
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import make_distribution
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.envs.base import EnvSpec

@@ -18,7 +18,7 @@ for the stag hunt the return against the most possible and the captures per epis
 for predator-prey the touches per episode (predator return / 10, since every
 predator-prey contact pays each predator 10), and for speaker-listener the share of seeds
 that learned to communicate: whose final return beats the best scripted team that does not
-communicate (:func:`~jaxmarl_accel.envs.simple_speaker_listener.silent_policy`, a listener
+communicate (:func:`~jaxmarl_accel.envs.mpe.simple_speaker_listener.silent_policy`, a listener
 steering to the landmarks' centroid, evaluated over ``SILENT_EPISODES`` episodes).
 """
 
@@ -83,7 +83,7 @@ def silent_return(env_kwargs: dict[str, Any]) -> float:
 
     from jaxmarl_accel.envs import make
     from jaxmarl_accel.envs.evaluate import evaluate_policy
-    from jaxmarl_accel.envs.simple_speaker_listener import silent_policy
+    from jaxmarl_accel.envs.mpe.simple_speaker_listener import silent_policy
 
     env, params = make("simple_speaker_listener", **env_kwargs)
     policy = silent_policy(env.spec.continuous)

@@ -57,21 +57,21 @@ _EXPORTS: dict[str, str] = {
     "ValueConfig": "jaxmarl_accel.algos",
     "OnPolicyConfig": "jaxmarl_accel.algos",
     "Episode": "jaxmarl_accel.types",
-    "collect_episodes": "jaxmarl_accel.steps",
-    "make_train": "jaxmarl_accel.train",
-    "make_trainer": "jaxmarl_accel.train",
-    "Trainer": "jaxmarl_accel.train",
-    "TrainState": "jaxmarl_accel.train",
-    "ChunkMetrics": "jaxmarl_accel.train",
+    "collect_episodes": "jaxmarl_accel.trainer.steps",
+    "make_train": "jaxmarl_accel.trainer.train",
+    "make_trainer": "jaxmarl_accel.trainer.train",
+    "Trainer": "jaxmarl_accel.trainer.train",
+    "TrainState": "jaxmarl_accel.trainer.train",
+    "ChunkMetrics": "jaxmarl_accel.trainer.train",
     "TrainConfig": "jaxmarl_accel.config",
     "Transition": "jaxmarl_accel.types",
-    "transition_step": "jaxmarl_accel.steps",
-    "learn_step": "jaxmarl_accel.steps",
+    "transition_step": "jaxmarl_accel.trainer.steps",
+    "learn_step": "jaxmarl_accel.trainer.steps",
     "learner_policy": "jaxmarl_accel.envs.policies",
-    "plan_layout": "jaxmarl_accel.sharding",
-    "DeviceLayout": "jaxmarl_accel.sharding",
-    "make_sharded_trainer": "jaxmarl_accel.sharding",
-    "ShardedTrainer": "jaxmarl_accel.sharding",
+    "plan_layout": "jaxmarl_accel.trainer.sharding",
+    "DeviceLayout": "jaxmarl_accel.trainer.sharding",
+    "make_sharded_trainer": "jaxmarl_accel.trainer.sharding",
+    "ShardedTrainer": "jaxmarl_accel.trainer.sharding",
 }
 
 __all__ = [
@@ -122,14 +122,14 @@ if TYPE_CHECKING:
     from jaxmarl_accel.envs import Env, EnvSpec, make
     from jaxmarl_accel.envs.evaluate import EvalResult, evaluate_policy
     from jaxmarl_accel.envs.policies import learner_policy
-    from jaxmarl_accel.sharding import (
+    from jaxmarl_accel.trainer.sharding import (
         DeviceLayout,
         ShardedTrainer,
         make_sharded_trainer,
         plan_layout,
     )
-    from jaxmarl_accel.steps import collect_episodes, learn_step, transition_step
-    from jaxmarl_accel.train import ChunkMetrics, Trainer, TrainState, make_train, make_trainer
+    from jaxmarl_accel.trainer.steps import collect_episodes, learn_step, transition_step
+    from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState, make_train, make_trainer
     from jaxmarl_accel.types import Episode, Transition
 
 

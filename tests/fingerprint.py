@@ -110,7 +110,7 @@ def leaf_sums(tree: Any) -> list[float]:
 
 def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     """Hashes and sums of the state and chunk metrics after two chunks from ``PRNGKey(0)``."""
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     trainer = make_trainer(cfg)
     state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))

@@ -44,7 +44,7 @@ def test_from_import_star_and_unknown_names():
 
 def test_import_is_lazy():
     code = ("import sys, jaxmarl_accel; "
-            "print('jax' in sys.modules, 'jaxmarl_accel.train' in sys.modules)")
+            "print('jax' in sys.modules, 'jaxmarl_accel.trainer.train' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "False"]

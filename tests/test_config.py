@@ -26,7 +26,7 @@ from jaxmarl_accel.config import (
     updates_per_round,
 )
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.steps import example_episode
+from jaxmarl_accel.trainer.steps import example_episode
 from tests.test_train import tiny_config
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.envs.base import Env, EnvSpec
-from jaxmarl_accel.steps import collect_episodes, example_episode, team_reward
+from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, team_reward
 
 T, N, A = 6, 2, 3
 

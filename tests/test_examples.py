@@ -54,4 +54,4 @@ def test_custom_loop_uses_only_the_public_api():
     tree = ast.parse(source)
     names = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
     assert {"make_loop", "main"} <= names
-    assert "import jaxmarl_accel as jm" in source and "jaxmarl_accel.train" not in source
+    assert "import jaxmarl_accel as jm" in source and "jaxmarl_accel.trainer.train" not in source

@@ -86,5 +86,5 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_no_import_cycle_among_the_package_modules():
     graph = import_graph()
-    assert "jaxmarl_accel.train" in graph and graph["jaxmarl_accel.train"]
+    assert "jaxmarl_accel.trainer.train" in graph and graph["jaxmarl_accel.trainer.train"]
     assert cycles(graph) == []

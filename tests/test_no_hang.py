@@ -18,7 +18,7 @@ import pytest
 PROGRAM = textwrap.dedent("""
     import jax, jax.numpy as jnp
     from jaxmarl_accel.config import TrainConfig, defaults_for
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     # QMIX's recurrent agent is the one every value learner (VDN, IQL, MAC-PO, AccMER) uses
     config = TrainConfig(**{**defaults_for("qmix"), "env": "stag_hunt", "algo": "qmix",
@@ -58,7 +58,7 @@ def test_seed_vmapped_programs_call_no_lapack_kernel(algo):
     import jax.numpy as jnp
 
     from jaxmarl_accel.config import TrainConfig, defaults_for
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     if algo in ("qmix", "macpo"):
         config = TrainConfig(**{**defaults_for(algo), "env": "stag_hunt", "algo": algo,

@@ -14,7 +14,7 @@ from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.cli import memory, run
 from jaxmarl_accel.config import TrainConfig, defaults_for
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def tiny_config(**overrides) -> TrainConfig:

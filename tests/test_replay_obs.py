@@ -19,7 +19,7 @@ from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.cli import memory, run
 from jaxmarl_accel.config import TrainConfig, defaults_for
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.train import learner_observes, make_trainer
+from jaxmarl_accel.trainer.train import learner_observes, make_trainer
 from tests.test_replay_next_obs import bits, tiny_config
 
 SPREAD_6 = (("k_nearest", 3), ("num_agents", 6))

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import pytest
 
 from jaxmarl_accel.config import TrainConfig, defaults_for
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 SEEDS = 2
 

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxmarl_accel.sharding import DeviceLayout, make_mesh, plan_layout, state_shardings
+from jaxmarl_accel.trainer.sharding import DeviceLayout, make_mesh, plan_layout, state_shardings
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEVICES = 8
@@ -73,7 +73,7 @@ def test_state_shardings_split_seeds_and_env_axes():
     mesh = make_mesh(DeviceLayout(1, 1), jax.devices()[:1])
     shapes = {"algo": jax.ShapeDtypeStruct((4, 3), np.float32)}
     assert tuple(state_shardings(mesh, shapes)["algo"].spec) == ("seeds",)
-    from jaxmarl_accel.train import TrainState
+    from jaxmarl_accel.trainer.train import TrainState
 
     leaf = jax.ShapeDtypeStruct((4, 10, 3), np.float32)
     state = TrainState(algo=leaf, buffer=leaf, env_state=leaf, obs=leaf, episode_return=leaf,
@@ -115,8 +115,8 @@ def _worker(out_root: str) -> None:
 
     from jaxmarl_accel.cli import run
     from jaxmarl_accel.cli.run_store import checkpoint_items
-    from jaxmarl_accel.sharding import make_sharded_trainer
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.sharding import make_sharded_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     jax.config.update("jax_compilation_cache_dir", os.environ.get(
         "JAXMARL_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache")))

@@ -1,4 +1,4 @@
-"""jaxmarl_accel.steps: the env step as transitions and the sample -> update -> priorities
+"""jaxmarl_accel.trainer.steps: the env step as transitions and the sample -> update -> priorities
 step, under jit, against the pieces they are made of."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
 
 E = 3
 

@@ -10,7 +10,7 @@ import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def tiny_config(**overrides) -> TrainConfig:
@@ -74,7 +74,7 @@ def test_prey_scripted_needs_a_scenario_with_prey():
 
 
 def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):
-    from jaxmarl_accel import train
+    from jaxmarl_accel.trainer import train
 
     real = train.make_algo
     monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(
@@ -84,7 +84,7 @@ def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):
 
 
 def test_an_episode_learner_without_a_recurrent_carry_is_refused(monkeypatch):
-    from jaxmarl_accel import train
+    from jaxmarl_accel.trainer import train
 
     real = train.make_algo
     monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(

@@ -58,8 +58,8 @@ from jaxmarl_accel.cli.memory import available_bytes
 from jaxmarl_accel.cli.run import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig, buffer_kwargs, defaults_for
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.steps import collect_episodes, example_episode, learn_step
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
+from jaxmarl_accel.trainer.train import make_trainer
 
 PyTree = Any
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli.memory import estimate_peak
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

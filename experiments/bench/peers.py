@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 
 MADDPG_TORCH_URL = "https://github.com/Git-123-Hub/maddpg-pettingzoo-pytorch"

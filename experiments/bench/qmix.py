@@ -88,7 +88,7 @@ import numpy as np
 
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),

@@ -3,9 +3,9 @@ the rollout alone.
 
 For each scenario and agent count the env is made with ``k_nearest`` observations and the
 learner with team-shared networks and a neighbourhood critic (``--sharing team --critic
-knearest``, :mod:`jaxmarl_accel.algos.local_critic`), once per ``--shared-batch`` mode. Each
+knearest``, :mod:`jaxmarl_accel.algos.actor_critic.local_critic`), once per ``--shared-batch`` mode. Each
 configuration is compiled once (compile time reported on its own), warmed up by one chunk
-and timed over ``--chunks`` chunks of the real trainer (:func:`~jaxmarl_accel.train.
+and timed over ``--chunks`` chunks of the real trainer (:func:`~jaxmarl_accel.trainer.train.
 make_trainer`: rollout, replay, one update per ``--update-every`` env steps, evaluation).
 The rollout alone is the same policy stepping the same envs in a ``lax.scan`` with no replay
 and no update, timed the same way.
@@ -29,8 +29,8 @@ from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
 from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.steps import transition_step
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.steps import transition_step
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ runner; MPE tag: ``N`` predators, ``k_nearest`` 8), rollouts of ``--rollout-leng
 steps and value normalization, and measures:
 
 * rollout: the learner's exploration policy stepping the E envs T times in one compiled
-  ``lax.scan`` (:func:`~jaxmarl_accel.rounds.rollout.make_collect`, no update): env steps/s
+  ``lax.scan`` (:func:`~jaxmarl_accel.trainer.rounds.rollout.make_collect`, no update): env steps/s
   = E T / seconds, agent steps/s = N times that;
 * end to end: one whole round (that rollout, then the update: A2C one gradient step, PPO
   ``epochs x minibatches``), state donated, the loop paper 003 counts as "training
@@ -96,8 +96,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.cli.memory import available_bytes, compiled_temp_bytes, estimate_peak
     from jaxmarl_accel.config import TrainConfig
-    from jaxmarl_accel.rounds.rollout import make_collect, make_rollout_round
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.rounds.rollout import make_collect, make_rollout_round
+    from jaxmarl_accel.trainer.train import make_trainer
 
     steps = spec["num_envs"] * spec["rollout_length"]
     config = TrainConfig(env=spec["env"], env_kwargs=tuple(sorted(spec["env_kwargs"].items())),

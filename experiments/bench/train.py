@@ -31,7 +31,7 @@ from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

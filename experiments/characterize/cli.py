@@ -43,7 +43,7 @@ from experiments.characterize import measure as cm
 from experiments.characterize import report as cr
 from experiments.characterize import value as cv
 from jaxmarl_accel.algos import ActorCriticConfig
-from jaxmarl_accel.algos.config import ACTOR_STEP_CHOICES
+from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.cli import flags

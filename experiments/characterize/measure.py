@@ -15,15 +15,15 @@ import jax.numpy as jnp
 
 from experiments import timing as cp
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.algos.config import actor_step_form
+from jaxmarl_accel.algos.actor_critic.config import actor_step_form
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.config import TrainConfig, steps_per_round
 from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.steps import example_transition, learn_step, transition_step
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.types import Transition
 
 PyTree = Any

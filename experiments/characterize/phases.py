@@ -26,7 +26,7 @@ VALUE_ROUND_PHASES = ("buffer_add", "sampling", "targets", "loss_and_grad", "app
 VALUE_PHASES = VALUE_STEP_PHASES + VALUE_ROUND_PHASES
 VALUE_INNER_PHASES = ("agent_forward",)
 """The value-based family's phases (QMIX, VDN, IQL; :mod:`experiments.characterize.value`),
-one episode round (``jaxmarl_accel.rounds.episode``) with E envs, N agents, episodes of
+one episode round (``jaxmarl_accel.trainer.rounds.episode``) with E envs, N agents, episodes of
 up to T steps and batches of B episodes:
 
 * every env step (T times a round): ``action_selection`` (the recurrent ``algo.act`` of E

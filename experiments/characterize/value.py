@@ -2,7 +2,7 @@
 
 ``python -m experiments.characterize --algo qmix --env stag_hunt --agents 8 16 32 --out DIR``
 
-An episode round (:mod:`jaxmarl_accel.rounds.episode`) runs one episode in each of E
+An episode round (:mod:`jaxmarl_accel.trainer.rounds.episode`) runs one episode in each of E
 envs (T steps, masked after its end), adds the E episodes to the episode replay and makes
 one update on B episodes. For every agent count this module builds the run
 (``make_trainer``: env, episode replay, recurrent learner), collects E real episodes under
@@ -34,8 +34,8 @@ from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.cli.run import scenario_kwargs
 from jaxmarl_accel.config import VALUE_DEFAULTS, TrainConfig
-from jaxmarl_accel.steps import collect_episodes, env_views, example_episode, learn_step
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.steps import collect_episodes, env_views, example_episode, learn_step
+from jaxmarl_accel.trainer.train import make_trainer
 
 PyTree = Any
 

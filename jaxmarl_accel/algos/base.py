@@ -3,8 +3,8 @@
 A learner is an :class:`Algo`: a bundle of pure functions ``init / act / update`` plus the
 ``phases`` its update is composed of (to run or time apart), and a :class:`Needs`
 declaration of what it needs from the replay and from the environment. The trainer picks
-its round from ``needs.replay`` (:data:`jaxmarl_accel.rounds.ROUNDS`). The actor-critic
-family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic`) replays single
+its round from ``needs.replay`` (:data:`jaxmarl_accel.trainer.rounds.ROUNDS`). The actor-critic
+family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic.learner`) replays single
 transitions and needs nothing else from the env; the value-based family (QMIX, VDN, IQL:
 recurrent agents on whole episodes, paper 004) declares ``replay="episode"``, the env's
 available-action masks and its global state; the on-policy family (A2C, PPO: one network
@@ -42,7 +42,7 @@ class Algo(NamedTuple):
 
     Attributes:
       init: ``key -> state`` (the family's learner state, e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.ActorCriticState`).
+        :class:`~jaxmarl_accel.algos.actor_critic.learner.ActorCriticState`).
       act: ``(state, obs [..., N, obs_dim], key, explore: bool) -> (env_action,
         action_vec [..., N, action_dim])``; ``env_action`` is ``[..., N]`` int32 (discrete)
         or ``[..., N, act_dim]`` float32 in ``[0, 1]`` (continuous). ``explore`` is static.
@@ -55,7 +55,7 @@ class Algo(NamedTuple):
         names to scalars.
       action_dim: width of the action vector the replay stores.
       phases: the steps ``update`` is composed of (e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.Phases`), to run or time apart.
+        :class:`~jaxmarl_accel.algos.actor_critic.learner.Phases`), to run or time apart.
       needs: what the learner needs from the replay and the env (:class:`Needs`).
       initial_carry: for recurrent learners (episode replay), ``() -> carry`` of one env at
         an episode start (leaves ``[N, ...]``: hidden state, previous action); their ``act``

@@ -56,7 +56,7 @@ import distrax
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 _NEG = -1e9

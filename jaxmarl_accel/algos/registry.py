@@ -4,7 +4,7 @@
 (:class:`~jaxmarl_accel.algos.base.Algo`):
 
 * actor-critic (MADDPG, MATD3, MASAC; :class:`ActorCriticConfig`): a variant is a function
-  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.variant`) assembled by the shared
+  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.actor_critic.variant`) assembled by the shared
   skeleton; adding an algorithm is one module with its ``variant`` and one line below;
 * value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
   ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
@@ -25,10 +25,10 @@ from collections.abc import Callable
 
 import jax
 
-from jaxmarl_accel.algos import local_critic, maddpg, masac, matd3
-from jaxmarl_accel.algos.actor_critic import build
+from jaxmarl_accel.algos.actor_critic import local_critic, maddpg, masac, matd3
+from jaxmarl_accel.algos.actor_critic.learner import build
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy import learner as on_policy_learner
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
@@ -36,7 +36,7 @@ from jaxmarl_accel.algos.value import learner as value_learner
 from jaxmarl_accel.algos.value import macpo, mixers, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.algos.variant import Variant
+from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.buffers import PRIORITIZED
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -163,7 +163,7 @@ def make_algo(name: str, spec: EnvSpec, config: LearnerConfig,
       observe_at: neighbourhood critics only (``config.critic != "joint"``): the env's
         ``(physical [N, F], agents [M]) -> [M, obs_dim]`` (``Env.observe_physical_at`` at
         its params); ``update`` then takes batches of packed physical states and observes
-        only the rows it reads (:mod:`~jaxmarl_accel.algos.local_critic`).
+        only the rows it reads (:mod:`~jaxmarl_accel.algos.actor_critic.local_critic`).
       sampler: the run's replay sampler, if known: resolves MAC-PO's
         ``macpo_weighting="auto"`` (:func:`weighting_mode`).
 

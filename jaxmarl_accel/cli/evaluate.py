@@ -197,8 +197,8 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     them, or it does not restore."""
     from jaxmarl_accel.cli import host_loop, run_store
     from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
-    from jaxmarl_accel.sharding import make_sharded_trainer
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.sharding import make_sharded_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     folder = os.path.join(run_dir, outputs.CHECKPOINTS_NAME)
     if not os.path.isdir(folder):
@@ -247,7 +247,7 @@ def evaluate_seeds(trainer: Any, algo_states: Any, key: Any, episodes: int) -> t
     """
     import jax
 
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     single = make_trainer(dataclasses.replace(trainer.config, eval_episodes=1))
     per_episode = jax.vmap(single.evaluate, in_axes=(None, 0))  # -> [E, N], {name: [E]}

@@ -188,7 +188,7 @@ def flag_message(message: str, fields: typing.Iterable[str]) -> str:
 def train_choices() -> dict[str, tuple[str, ...]]:
     """The valid values of the ``TrainConfig`` and ``ActorCriticConfig`` fields that name a
     registry entry or a mode."""
-    from jaxmarl_accel.algos.config import (
+    from jaxmarl_accel.algos.actor_critic.config import (
         ACTOR_STEP_CHOICES,
         CONTINUOUS_POLICIES,
         CRITICS,

@@ -1,7 +1,7 @@
 """The host side of a run: compile once, run chunk by chunk, log, checkpoint, summarize.
 
 Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
-:mod:`jaxmarl_accel.sharding`; one device is the plain single-device program. Under
+:mod:`jaxmarl_accel.trainer.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
 writes files, and every process writes its own shards of the checkpoints
 (:mod:`jaxmarl_accel.cli.checkpoint`).
@@ -33,13 +33,13 @@ from jaxmarl_accel.cli.run_store import (
     save_checkpoint,
 )
 from jaxmarl_accel.cli.summary import scored_agents, summarize_run, untrained_note
-from jaxmarl_accel.sharding import (
+from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     auto_layout,
     make_sharded_trainer,
     plan_layout,
 )
-from jaxmarl_accel.train import Trainer, make_trainer
+from jaxmarl_accel.trainer.train import Trainer, make_trainer
 
 
 class NonFiniteError(RuntimeError):

@@ -121,7 +121,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "offline in wandb/ unless WANDB_MODE or WANDB_API_KEY is set; needs "
                           "wandb); pip install -e '.[loggers]' installs both (default: csv)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    devices = parser.add_argument_group("devices (jaxmarl_accel.sharding)")
+    devices = parser.add_argument_group("devices (jaxmarl_accel.trainer.sharding)")
     devices.add_argument("--devices", default="auto", metavar="{auto,N}",
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
                               "of all devices that the seeds (and envs) divide evenly over; 1 is "

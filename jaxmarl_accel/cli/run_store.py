@@ -21,7 +21,7 @@ from jaxmarl_accel.cli.checkpoint import (
     fills_in_place,
     sync_processes,
 )
-from jaxmarl_accel.sharding import (
+from jaxmarl_accel.trainer.sharding import (
     ShardedTrainer,
 )
 

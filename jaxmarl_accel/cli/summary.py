@@ -22,11 +22,11 @@ from jaxmarl_accel.envs.policies import (
     scripted_team,
 )
 from jaxmarl_accel.envs.rollout import rollout
-from jaxmarl_accel.sharding import (
+from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     ShardedTrainer,
 )
-from jaxmarl_accel.train import Trainer
+from jaxmarl_accel.trainer.train import Trainer
 
 
 def scored_agents(config: Any, spec: Any) -> np.ndarray:

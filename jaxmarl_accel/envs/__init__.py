@@ -11,7 +11,7 @@ given to ``make``, 25 unless set): it is static and does not follow ``params.rep
 
 Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
 ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
-:func:`jaxmarl_accel.envs.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.core`
+:func:`jaxmarl_accel.envs.mpe.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.mpe.core`
 and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`, or build
 the :class:`Env` directly as :mod:`~jaxmarl_accel.envs.stag_hunt` does), then add one line
 ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules are imported on
@@ -31,12 +31,12 @@ from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.rollout import Rollout, rollout
 
 _SCENARIOS: dict[str, str] = {
-    "simple_spread": "jaxmarl_accel.envs.simple_spread",
-    "simple_tag": "jaxmarl_accel.envs.simple_tag",
-    "simple_speaker_listener": "jaxmarl_accel.envs.simple_speaker_listener",
-    "simple_adversary": "jaxmarl_accel.envs.simple_adversary",
-    "simple_push": "jaxmarl_accel.envs.simple_push",
-    "simple_reference": "jaxmarl_accel.envs.simple_reference",
+    "simple_spread": "jaxmarl_accel.envs.mpe.simple_spread",
+    "simple_tag": "jaxmarl_accel.envs.mpe.simple_tag",
+    "simple_speaker_listener": "jaxmarl_accel.envs.mpe.simple_speaker_listener",
+    "simple_adversary": "jaxmarl_accel.envs.mpe.simple_adversary",
+    "simple_push": "jaxmarl_accel.envs.mpe.simple_push",
+    "simple_reference": "jaxmarl_accel.envs.mpe.simple_reference",
     "stag_hunt": "jaxmarl_accel.envs.stag_hunt",
     "tag_gridworld": "jaxmarl_accel.envs.tag_gridworld",
     "tag_continuous": "jaxmarl_accel.envs.tag_continuous",

@@ -59,7 +59,7 @@ class EnvSpec:
       position_columns: ``(start, stop)``: the columns of every agent's observation that
         hold its absolute position, or ``None``. With them a learner can rank the agents by
         distance from a joint observation as the env does (neighbourhood critics,
-        :mod:`jaxmarl_accel.algos.local_critic`).
+        :mod:`jaxmarl_accel.algos.actor_critic.local_critic`).
       physical_state_dim: width F of each agent's row of the packed physical state
         (``Env.physical_state``), or 0 when the env has none.
       physical_position_columns: ``(start, stop)``: the columns of that row holding the

@@ -2,7 +2,7 @@
 
 Discrete actions are mpe2's five moves (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y); continuous ones
 are mpe2's move vectors ``[no-op, -x, +x, -y, +y]`` in ``[0, 1]``. Scenarios turn either
-into the action force ``[N, 2]`` of :func:`jaxmarl_accel.envs.core.world_step`; scripted
+into the action force ``[N, 2]`` of :func:`jaxmarl_accel.envs.mpe.core.world_step`; scripted
 policies go the other way with :func:`seek_action`.
 """
 

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.envs.core import MPEState, WorldParams
+from jaxmarl_accel.envs.mpe.core import MPEState, WorldParams
 from jaxmarl_accel.envs.hunt_rules import HuntState
 from jaxmarl_accel.envs.render_grid import draw_hunt
 

@@ -84,7 +84,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core, moves
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs import tag_continuous_setup as setup
 from jaxmarl_accel.envs.base import Env
 from jaxmarl_accel.envs.tag_continuous_setup import TagContinuousParams, join_action, split_action

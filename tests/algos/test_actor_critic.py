@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import ActorCriticConfig, losses, make_algo
-from jaxmarl_accel.algos import actor_critic as ac
-from jaxmarl_accel.algos.config import ACTOR_STEPS
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic import learner as ac
+from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEPS
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.types import Transition
 from tests.algos.helpers import (

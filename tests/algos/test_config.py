@@ -18,7 +18,7 @@ def test_defaults_are_the_papers_settings():
 
 
 def test_auto_actor_step_is_linear_at_every_n():
-    from jaxmarl_accel.algos.config import actor_step_form
+    from jaxmarl_accel.algos.actor_critic.config import actor_step_form
 
     assert [actor_step_form("auto", n) for n in (1, 3, 4, 7, 8, 32)] == ["linear"] * 6
     assert actor_step_form("linear", 3) == "linear" and actor_step_form("full", 32) == "full"

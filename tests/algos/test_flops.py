@@ -15,7 +15,7 @@ import pytest
 
 from experiments.flops import update_matmul_flops
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.config import ACTOR_STEPS
+from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEPS
 from tests.algos.helpers import SMALL, make_spec, random_batch
 
 B = 256

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import learners
+from jaxmarl_accel.algos.actor_critic import agent_map as learners
 from tests.algos.helpers import (
     BATCH,
     assert_trees_close,

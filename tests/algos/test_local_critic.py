@@ -1,4 +1,4 @@
-"""Neighbourhood critics and team parameter sharing (jaxmarl_accel.algos.local_critic)."""
+"""Neighbourhood critics and team parameter sharing (jaxmarl_accel.algos.actor_critic.local_critic)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.algos import local_critic as lc
-from jaxmarl_accel.algos.local_critic import update as lc_update
+from jaxmarl_accel.algos.actor_critic import local_critic as lc
+from jaxmarl_accel.algos.actor_critic.local_critic import update as lc_update
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.train import make_train
+from jaxmarl_accel.trainer.train import make_train
 from jaxmarl_accel.types import Transition
 
 

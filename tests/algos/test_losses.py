@@ -10,8 +10,9 @@ import numpy as np
 import optax
 import pytest
 
-from jaxmarl_accel.algos import ActorCriticConfig, losses, networks
-from jaxmarl_accel.algos.config import ACTOR_STEPS
+from jaxmarl_accel.algos import ActorCriticConfig, networks
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEPS
 from jaxmarl_accel.algos.distributions import make_distribution
 from tests.algos.helpers import SMALL, agent_slice, make_spec, mlp_numpy
 

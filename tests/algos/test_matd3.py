@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import matd3
+from jaxmarl_accel.algos.actor_critic import matd3
 from jaxmarl_accel.algos.distributions import make_distribution
 from tests.algos.helpers import (
     BATCH,

@@ -1,5 +1,5 @@
-"""The permutation-invariant critic (jaxmarl_accel.algos.pic, ``critic="pic"`` of
-jaxmarl_accel.algos.local_critic): shapes, invariance to the neighbours' order, size
+"""The permutation-invariant critic (jaxmarl_accel.algos.actor_critic.pic, ``critic="pic"`` of
+jaxmarl_accel.algos.actor_critic.local_critic): shapes, invariance to the neighbours' order, size
 independent of N, and one update of every algorithm under jit."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.algos import ActorCriticConfig, make_algo, pic
-from jaxmarl_accel.algos import local_critic as lc
-from jaxmarl_accel.algos.local_critic import update as lc_update
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from jaxmarl_accel.algos.actor_critic import pic
+from jaxmarl_accel.algos.actor_critic import local_critic as lc
+from jaxmarl_accel.algos.actor_critic.local_critic import update as lc_update
 from jaxmarl_accel.cli import run
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition

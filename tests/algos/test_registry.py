@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 
 import jaxmarl_accel.algos as algos
-from jaxmarl_accel.algos import ActorCriticConfig, losses, make_algo
-from jaxmarl_accel.algos import variant as v
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
 from jaxmarl_accel.algos.registry import (
     ALGOS,

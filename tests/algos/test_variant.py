@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.algos import variant as v
+from jaxmarl_accel.algos.actor_critic import variant as v
 from jaxmarl_accel.algos.distributions import make_distribution
 from tests.algos.helpers import SMALL, make_spec
 

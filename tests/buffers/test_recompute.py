@@ -19,7 +19,7 @@ from jaxmarl_accel.buffers import estimate_bytes, make_buffer, storage
 from jaxmarl_accel.buffers.next_slot import side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.steps import example_transition, transition_step
+from jaxmarl_accel.trainer.steps import example_transition, transition_step
 from jaxmarl_accel.types import Transition
 from tests.buffers.helpers import NO_SHRINK
 from tests.buffers.test_next_slot import SAMPLERS, assert_same_bits, sample_in_lockstep

@@ -16,7 +16,7 @@ from scipy import stats
 from jaxmarl_accel.buffers import BufferState, estimate_bytes, make_buffer
 from jaxmarl_accel.buffers.reuse import complement_uniform
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.steps import example_episode
+from jaxmarl_accel.trainer.steps import example_episode
 from jaxmarl_accel.types import Episode
 from tests.buffers.helpers import NO_SHRINK, fill, jitted, transitions
 

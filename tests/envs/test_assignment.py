@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from jaxmarl_accel.envs.assignment import assign, assign_greedy
+from jaxmarl_accel.envs.mpe.assignment import assign, assign_greedy
 
 
 def _sequential_greedy(cost: np.ndarray) -> np.ndarray:

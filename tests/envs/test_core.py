@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.envs.mpe import core
 
 
 def _world(num_entities: int, seed: int) -> core.WorldParams:

@@ -180,7 +180,7 @@ SMAX_TINY = (("max_steps", 6), ("scenario", "3m"))
 def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
     from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.value import ValueConfig
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     settings = {**defaults_for(algo), "env": "jaxmarl:HeuristicEnemySMAX",
                 "env_kwargs": SMAX_TINY, "algo": algo, "num_envs": 2, "eval_episodes": 2}

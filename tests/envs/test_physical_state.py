@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import SCENARIOS, make
-from jaxmarl_accel.envs.core import MPEState
-from jaxmarl_accel.envs.scenario import agents_and_still_landmarks
+from jaxmarl_accel.envs.mpe.core import MPEState
+from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks
 
 CASES = [
     ("simple_spread", dict(num_agents=6, k_nearest=3)),

@@ -355,7 +355,7 @@ def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_p
     import numpy as np
 
     from jaxmarl_accel.config import config_from_dict
-    from jaxmarl_accel.train import make_trainer
+    from jaxmarl_accel.trainer.train import make_trainer
 
     out = str(tmp_path / "accmer")
     argv = [*VALUE_TINY, "--algo", "accmer", "--qstar-hidden", "8", "--qstar-layers", "1",

@@ -1,6 +1,6 @@
 """A2C and PPO with one policy-value network per team (paper 003's trainer).
 
-The rollout round (:mod:`jaxmarl_accel.rounds.rollout`) collects ``T`` steps of ``E`` envs
+The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`) collects ``T`` steps of ``E`` envs
 with :attr:`OnPolicyFns.sample` (actions, their log-probabilities and values) and
 :attr:`OnPolicyFns.value` (the value of each step's true next observation), then calls
 ``update`` once on the :class:`Rollout`:

@@ -11,7 +11,7 @@ from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import random_policy
-from jaxmarl_accel.train import make_trainer
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def test_ppo_beats_random_on_spread():

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel import steps
+from jaxmarl_accel.trainer import steps
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.buffers import SAMPLERS, make_buffer
 from jaxmarl_accel.envs import make

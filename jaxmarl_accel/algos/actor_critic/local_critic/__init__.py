@@ -1,6 +1,6 @@
 """Actor-critic learners whose critics do not grow with N, optionally shared by a team.
 
-The joint critic of MADDPG (:mod:`~jaxmarl_accel.algos.actor_critic`) reads every agent's
+The joint critic of MADDPG (:mod:`~jaxmarl_accel.algos.actor_critic.learner`) reads every agent's
 observation and action, ``N (obs_dim + A)`` inputs per agent: at N = 1,000 and k = 8 that is
 57,000 inputs and about 58 GB of critics. Here agent i's critic reads its own observation
 and action and a neighbourhood of the other agents' actions (and, for PIC, observations):
@@ -14,7 +14,7 @@ and action and a neighbourhood of the other agents' actions (and, for PIC, obser
 * ``critic="pic"``: a graph network over the nodes ``{i} ∪ {k nearest agents}`` with node
   features ``[o_j, a_j]``, invariant to the neighbours' order (the permutation-invariant
   critic of PIC, Liu et al. 2019, on agent i's neighbourhood;
-  :mod:`~jaxmarl_accel.algos.pic`). Its samples also carry the neighbours' observations at
+  :mod:`~jaxmarl_accel.algos.actor_critic.pic`). Its samples also carry the neighbours' observations at
   ``obs`` and ``next_obs``; the other kinds' samples do not.
 
 The neighbours are found from the joint observation: the scenarios whose spec has
@@ -39,8 +39,8 @@ sampled joint steps (``shared_batch="joint_steps"``, B x M samples for a team of
 (joint step, agent) pairs, one agent of each team drawn per joint step
 (``shared_batch="pairs"``).
 
-Everything else is the skeleton of :mod:`~jaxmarl_accel.algos.actor_critic` and the
-algorithm's :class:`~jaxmarl_accel.algos.variant.Variant` (MADDPG, MATD3, MASAC): critic
+Everything else is the skeleton of :mod:`~jaxmarl_accel.algos.actor_critic.learner` and the
+algorithm's :class:`~jaxmarl_accel.algos.actor_critic.variant.Variant` (MADDPG, MATD3, MASAC): critic
 regression to ``y_i = r_i + gamma (1 - d_i) (min_c Q'_c(o'_i, a'_i, a'_N'(i)) + alpha H)``
 (paper 001 eq. 2) with next actions from the variant's next actors, the actor ascending
 its critic through its own action with the neighbours' actions (and observations) from the
@@ -53,14 +53,14 @@ groups and the static skeleton), :mod:`.observe` (what the learner observes: its
 :mod:`.update` (the update and :func:`build`).
 """
 
-from jaxmarl_accel.algos.local_critic.critics import (
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import (
     critic_features,
     critic_width,
     make_critic,
     nearest_agents,
     positions,
 )
-from jaxmarl_accel.algos.local_critic.groups import (
+from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
     Block,
     Groups,
     Skeleton,
@@ -68,8 +68,8 @@ from jaxmarl_accel.algos.local_critic.groups import (
     make_groups,
     make_skeleton,
 )
-from jaxmarl_accel.algos.local_critic.observe import Samples, samples
-from jaxmarl_accel.algos.local_critic.update import build
+from jaxmarl_accel.algos.actor_critic.local_critic.observe import Samples, samples
+from jaxmarl_accel.algos.actor_critic.local_critic.update import build
 
 __all__ = ["Block", "Groups", "Samples", "Skeleton", "build", "critic_features", "critic_width",
            "init", "make_critic", "make_groups", "make_skeleton", "nearest_agents", "positions",

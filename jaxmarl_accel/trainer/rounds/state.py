@@ -1,5 +1,5 @@
 """What every round of the trainer shares: the training state, a round's output and the
-:class:`Round` a replay kind plugs into the shell (:mod:`jaxmarl_accel.train`)."""
+:class:`Round` a replay kind plugs into the shell (:mod:`jaxmarl_accel.trainer.train`)."""
 
 from __future__ import annotations
 

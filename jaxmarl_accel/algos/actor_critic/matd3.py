@@ -19,9 +19,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos import losses
-from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic import variant as v
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.distributions import ActionDistribution
 from jaxmarl_accel.envs.base import EnvSpec
 

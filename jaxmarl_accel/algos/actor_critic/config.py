@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from jaxmarl_accel.algos.learners import LEARNERS
+from jaxmarl_accel.algos.actor_critic.agent_map import LEARNERS
 
 CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 ACTOR_STEPS = ("linear", "full")
@@ -83,7 +83,7 @@ class ActorCriticConfig:
         those neighbours (Yang et al. 2018); ``"pic"``: a graph network over it and those
         neighbours, node features each one's observation and action, invariant to the
         neighbours' order (PIC, Liu et al. 2019). See
-        :mod:`~jaxmarl_accel.algos.local_critic`.
+        :mod:`~jaxmarl_accel.algos.actor_critic.local_critic`.
       critic_k: neighbours a knearest, meanfield or pic critic sees (at most N - 1).
       shared_batch: what a team-shared learner trains on: ``"joint_steps"`` (default): every
         agent of each of the batch's joint steps (``batch_size x`` team size samples);

@@ -1,6 +1,6 @@
 """The local-critic learner's update (critic regression, actor ascent, soft targets per
 group; paper 001 eqs. 1-2, Alg. 1) and :func:`build`, which binds it to the skeleton of
-:mod:`~jaxmarl_accel.algos.actor_critic`. Shapes: B joint steps, N agents, G groups,
+:mod:`~jaxmarl_accel.algos.actor_critic.learner`. Shapes: B joint steps, N agents, G groups,
 P samples of one group, C critics."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos import losses, networks
-from jaxmarl_accel.algos.actor_critic import (
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos import networks
+from jaxmarl_accel.algos.actor_critic.learner import (
     ActorCriticState,
     ActorInfo,
     CriticInfo,
@@ -21,9 +22,9 @@ from jaxmarl_accel.algos.actor_critic import (
     update_metrics,
 )
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.config import ActorCriticConfig
-from jaxmarl_accel.algos.local_critic.critics import critic_features
-from jaxmarl_accel.algos.local_critic.groups import (
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_features
+from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
     Block,
     Skeleton,
     act,
@@ -31,8 +32,8 @@ from jaxmarl_accel.algos.local_critic.groups import (
     init,
     make_skeleton,
 )
-from jaxmarl_accel.algos.local_critic.observe import Samples, samples
-from jaxmarl_accel.algos.variant import Variant
+from jaxmarl_accel.algos.actor_critic.local_critic.observe import Samples, samples
+from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 

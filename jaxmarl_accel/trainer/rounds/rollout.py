@@ -29,7 +29,7 @@ from jaxmarl_accel.algos.on_policy.learner import Rollout
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env
 from jaxmarl_accel.envs.policies import available_actions
-from jaxmarl_accel.rounds.state import (
+from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
     RoundFn,

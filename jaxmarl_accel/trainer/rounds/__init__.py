@@ -1,7 +1,7 @@
 """The trainer's rounds, one per replay kind a learner declares (``algo.needs.replay``).
 
 A round is ``(state, round_index) -> (state, RoundOutput)`` plus its replay and schedule
-(:class:`~.state.Round`); the trainer shell (:mod:`jaxmarl_accel.train`) runs chunks of
+(:class:`~.state.Round`); the trainer shell (:mod:`jaxmarl_accel.trainer.train`) runs chunks of
 rounds, evaluates and reports the same way for every kind. A new kind is a module with a
 ``make_<kind>_round(config, env, env_params, algo) -> Round`` registered in :data:`ROUNDS`.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from jaxmarl_accel.rounds.episode import make_episode_round
-from jaxmarl_accel.rounds.rollout import make_rollout_round
-from jaxmarl_accel.rounds.state import (
+from jaxmarl_accel.trainer.rounds.episode import make_episode_round
+from jaxmarl_accel.trainer.rounds.rollout import make_rollout_round
+from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
     RoundFn,
@@ -20,7 +20,7 @@ from jaxmarl_accel.rounds.state import (
     TrainState,
     within_run,
 )
-from jaxmarl_accel.rounds.transition import make_transition_round
+from jaxmarl_accel.trainer.rounds.transition import make_transition_round
 
 ROUNDS: dict[str, Callable[..., Round]] = {"transition": make_transition_round,
                                            "episode": make_episode_round,

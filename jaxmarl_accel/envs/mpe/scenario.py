@@ -29,7 +29,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.envs import core, moves
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree
 
 

@@ -16,7 +16,7 @@ One update (Lowe et al. 2017, Alg. 1 lines 9-14; paper 001 Alg. 1) for every age
 3. soft target updates of all agents after the loop over agents (Alg. 1 line 14).
 
 The three algorithms differ only in the functions a :class:`Variant` plugs in. Steps 1-2
-map over the agents as ``config.learners`` says (:mod:`~jaxmarl_accel.algos.learners`:
+map over the agents as ``config.learners`` says (:mod:`~jaxmarl_accel.algos.actor_critic.agent_map`:
 one ``vmap``, or a ``lax.scan`` agent by agent); both compute the same update, since no
 agent reads another agent's new parameters within one update. (The original MADDPG code
 soft-updates agent i's targets inside its loop, so later agents' critic targets see the
@@ -36,12 +36,13 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxmarl_accel.algos import losses, networks
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos import networks
 from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.config import ActorCriticConfig, actor_step_form
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig, actor_step_form
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
-from jaxmarl_accel.algos.learners import LEARNERS
-from jaxmarl_accel.algos.variant import Variant
+from jaxmarl_accel.algos.actor_critic.agent_map import LEARNERS
+from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 

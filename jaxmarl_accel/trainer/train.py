@@ -2,15 +2,15 @@
 
 One trainer shell for every learner family. A run is a scan over *chunks* (evaluation
 periods); a chunk is a scan over *rounds*; a round is what the learner's replay kind asks
-for (``algo.needs.replay``, :data:`jaxmarl_accel.rounds.ROUNDS`):
+for (``algo.needs.replay``, :data:`jaxmarl_accel.trainer.rounds.ROUNDS`):
 
-* the transition round (:mod:`~jaxmarl_accel.rounds.transition`; MADDPG, MATD3, MASAC):
+* the transition round (:mod:`~jaxmarl_accel.trainer.rounds.transition`; MADDPG, MATD3, MASAC):
   step all ``E`` envs ``iters_per_round`` times, add every transition, then one update
   per ``update_every`` env steps;
-* the episode round (:mod:`~jaxmarl_accel.rounds.episode`; QMIX, VDN, IQL, MAC-PO,
+* the episode round (:mod:`~jaxmarl_accel.trainer.rounds.episode`; QMIX, VDN, IQL, MAC-PO,
   AccMER, paper 004): one whole episode in each of the ``E`` envs, add them, one update
   (pymarl2's schedule), on a clock every seed shares;
-* the rollout round (:mod:`~jaxmarl_accel.rounds.rollout`; A2C, PPO, paper 003): ``T``
+* the rollout round (:mod:`~jaxmarl_accel.trainer.rounds.rollout`; A2C, PPO, paper 003): ``T``
   steps of the ``E`` envs under the learner's policy, then the update on that rollout
   (no replay).
 
@@ -44,8 +44,8 @@ from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import learner_step_policy
-from jaxmarl_accel.rounds import ROUNDS, EpisodeEnds, RoundOutput, TrainState
-from jaxmarl_accel.rounds.transition import learner_observation, learner_observes
+from jaxmarl_accel.trainer.rounds import ROUNDS, EpisodeEnds, RoundOutput, TrainState
+from jaxmarl_accel.trainer.rounds.transition import learner_observation, learner_observes
 
 PyTree = Any
 

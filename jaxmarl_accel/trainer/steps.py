@@ -5,7 +5,7 @@
 * :func:`learn_step`: sample a mini-batch, update the learner on it, and send its TD errors
   back to the buffer as priorities.
 
-The trainer (:mod:`jaxmarl_accel.train`), the workload characterization
+The trainer (:mod:`jaxmarl_accel.trainer.train`), the workload characterization
 (``experiments.characterize``) and ``examples/custom_loop.py`` all call these, so what is
 timed is what is trained. Shapes: E environments, N agents, B batch.
 """

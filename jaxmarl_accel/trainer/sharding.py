@@ -2,7 +2,7 @@
 
 A run of ``S`` seeds is laid out on a two-axis device mesh ``("seeds", "envs")`` of shape
 ``[seed_shards, env_shards]``: the leading seed axis of every leaf of the vmapped
-:class:`~jaxmarl_accel.train.TrainState` is split over ``"seeds"`` (each device holds the
+:class:`~jaxmarl_accel.trainer.train.TrainState` is split over ``"seeds"`` (each device holds the
 parameters, buffer and envs of its ``S / seed_shards`` seeds), and the environment axis
 ``[E]`` of the env states, observations and running returns is further split over
 ``"envs"`` (each device steps ``E / env_shards`` envs of its seeds). The chunk function is
@@ -31,7 +31,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxmarl_accel.train import ChunkMetrics, Trainer, TrainState
+from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState
 
 PyTree = Any
 SEED_AXIS = "seeds"

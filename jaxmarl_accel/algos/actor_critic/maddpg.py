@@ -7,9 +7,9 @@ eq. 2) and the actor ascends its critic through its relaxed action (eq. 1).
 
 from __future__ import annotations
 
-from jaxmarl_accel.algos import losses
-from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic import variant as v
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 

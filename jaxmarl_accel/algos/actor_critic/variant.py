@@ -1,6 +1,6 @@
 """What distinguishes MADDPG, MATD3 and MASAC: a :class:`Variant` of plugged-in functions.
 
-The skeleton (:mod:`jaxmarl_accel.algos.actor_critic`) calls these; each algorithm's module
+The skeleton (:mod:`jaxmarl_accel.algos.actor_critic.learner`) calls these; each algorithm's module
 (:mod:`~.maddpg`, :mod:`~.matd3`, :mod:`~.masac`) chooses among them. Shapes: B batch,
 N agents, A action-vector width, C critics of one agent.
 """

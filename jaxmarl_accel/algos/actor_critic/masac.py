@@ -14,9 +14,9 @@ the reparameterized single-sample ``-log pi(a)``.
 
 from __future__ import annotations
 
-from jaxmarl_accel.algos import losses
-from jaxmarl_accel.algos import variant as v
-from jaxmarl_accel.algos.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic import variant as v
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 

@@ -46,9 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs import core, moves
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
-from jaxmarl_accel.envs.scenario import agents_and_still_landmarks, build_env, moves_decoder
+from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks, build_env, moves_decoder
 
 PREDATOR_COLOR = (0.85, 0.35, 0.35)
 PREY_COLOR = (0.35, 0.85, 0.35)

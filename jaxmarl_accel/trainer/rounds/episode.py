@@ -2,7 +2,7 @@
 MAC-PO, AccMER; paper 004, whose reference code is pymarl2 with its parallel runner).
 
 A round runs one whole episode in each of the ``E`` environments under the learner's
-exploration policy (:func:`~jaxmarl_accel.steps.collect_episodes`: a fixed ``T`` =
+exploration policy (:func:`~jaxmarl_accel.trainer.steps.collect_episodes`: a fixed ``T`` =
 ``spec.episode_length`` steps, the steps after an episode's end masked), adds the ``E``
 episodes to the episode replay (layout ``"episode"``, leaves ``[C, T + 1, ...]``) and then
 performs one update on a batch of ``batch_size`` episodes, as pymarl2 does: an update per
@@ -48,7 +48,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.envs import Env
-from jaxmarl_accel.rounds.state import (
+from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
     RoundOutput,
@@ -56,7 +56,7 @@ from jaxmarl_accel.rounds.state import (
     within_run,
     zeros_like_shapes,
 )
-from jaxmarl_accel.steps import collect_episodes, example_episode, learn_step
+from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
 
 PyTree = Any
 

@@ -10,9 +10,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos import networks, pic
-from jaxmarl_accel.algos.config import ActorCriticConfig
-from jaxmarl_accel.envs import core
+from jaxmarl_accel.algos import networks
+from jaxmarl_accel.algos.actor_critic import pic
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.base import EnvSpec
 
 PyTree = Any
@@ -23,7 +24,7 @@ def nearest_agents(pos: jax.Array, agents: jax.Array | None, k: int) -> jax.Arra
     """The ``k`` nearest other agents of some agents of one joint step, nearest first.
 
     Distances are computed as the MPE scenarios compute them for their k-nearest
-    observations (:func:`~jaxmarl_accel.envs.core.pairwise_delta`), so the ranking is theirs.
+    observations (:func:`~jaxmarl_accel.envs.mpe.core.pairwise_delta`), so the ranking is theirs.
 
     Args:
       pos: ``[N, 2]`` every agent's position in one joint step.

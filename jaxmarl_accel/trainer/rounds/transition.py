@@ -21,7 +21,7 @@ from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.recompute import observe_chunk
 from jaxmarl_accel.envs import Env
 from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.rounds.state import (
+from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
     RoundFn,
@@ -30,7 +30,7 @@ from jaxmarl_accel.rounds.state import (
     within_run,
     zeros_like_shapes,
 )
-from jaxmarl_accel.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
 
 PyTree = Any
 
