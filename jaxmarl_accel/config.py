@@ -14,8 +14,10 @@ from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
     ALGOS,
+    LearnerConfig,
     check_sampler,
     check_weighting,
+    config_type,
     family_of,
     replay_needed,
     sampler_defaults,
@@ -40,11 +42,20 @@ class TrainConfig:
       env: registry name of the scenario (``jaxmarl_accel.envs.make``).
       env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
       algo: a registered learner, one of :data:`jaxmarl_accel.algos.ALGOS`.
-      algo_config: hyperparameters of the actor-critic learners (MADDPG, MATD3, MASAC).
-      value_config: hyperparameters of the value-based learners (QMIX, VDN, IQL, OW-QMIX,
-        CW-QMIX, MAC-PO, AccMER).
-      on_policy_config: hyperparameters of the on-policy learners (A2C, PPO).
-      sampler: replay sampler name, one of :data:`SAMPLERS`.
+      learner: the learner's hyperparameters, of its family's type
+        (:func:`jaxmarl_accel.algos.config_type`): :class:`ActorCriticConfig` for MADDPG,
+        MATD3 and MASAC, :class:`ValueConfig` for QMIX, VDN, IQL, OW-QMIX, CW-QMIX, MAC-PO
+        and AccMER, :class:`OnPolicyConfig` for A2C and PPO; ``None`` (the default) is that
+        type's defaults.
+
+      Fields marked *family default* below take, when left ``None``, the learner family's
+      value from its config's ``REPLAY_DEFAULTS`` (:func:`family_defaults`), so that
+      ``TrainConfig(algo="qmix")`` has pymarl2's replay and ``TrainConfig()`` paper 001's.
+      ``dataclasses.replace`` keeps them as resolved: to change ``algo`` to another family,
+      build a new ``TrainConfig``.
+
+      sampler: replay sampler name, one of :data:`SAMPLERS` (family default: ``"uniform"``;
+        ``"per"`` for MAC-PO, ``"reuse"`` for AccMER).
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
       index_sharing: ``"shared"`` (one index set for all agents' learners) or
@@ -64,15 +75,16 @@ class TrainConfig:
         bit); runs agree to float rounding.
         Combines with replay_next_obs (next_slot: the next state is read from the next
         slot). Transition replay.
-      buffer_capacity: transitions held by the replay buffer.
-      batch_size: transitions per update.
-      num_envs: environments stepped in parallel per seed (E).
+      buffer_capacity: transitions held by the replay buffer (episodes for episode
+        replay; family default).
+      batch_size: transitions (episodes) per update (family default).
+      num_envs: environments stepped in parallel per seed (E; family default).
       total_env_steps: environment steps per seed (one env step = one step of one env); a
         multiple of max(num_envs, update_every). When it is not a multiple of eval_every,
-        the last evaluation period is shorter.
+        the last evaluation period is shorter (family default).
       update_every: environment steps between two updates of all agents.
       learning_starts: transitions collected before the first update (at least
-        batch_size are).
+        batch_size are; family default).
       eval_every: environment steps between two deterministic evaluations; a multiple of
         max(num_envs, update_every).
       eval_episodes: episodes per evaluation (run in parallel).
@@ -83,33 +95,41 @@ class TrainConfig:
     env: str = "simple_spread"
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     algo: str = "maddpg"
-    algo_config: ActorCriticConfig = dataclasses.field(default_factory=ActorCriticConfig)
-    value_config: ValueConfig = dataclasses.field(default_factory=ValueConfig)
-    on_policy_config: OnPolicyConfig = dataclasses.field(default_factory=OnPolicyConfig)
-    sampler: str = "uniform"
+    learner: LearnerConfig | None = None
+    sampler: str | None = None
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
     layout: str = "transition_major"
     index_sharing: str = "shared"
     replay_next_obs: str = "stored"
     replay_obs: str = "observation"
-    buffer_capacity: int = 1_000_000
-    batch_size: int = 1024
-    num_envs: int = 10
-    total_env_steps: int = 1_500_000
+    buffer_capacity: int | None = None
+    batch_size: int | None = None
+    num_envs: int | None = None
+    total_env_steps: int | None = None
     update_every: int = 100
-    learning_starts: int = 1024 * 25
+    learning_starts: int | None = None
     eval_every: int = 50_000
     eval_episodes: int = 32
     prey: str = "trained"
 
     def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"algo must be one of {', '.join(ALGOS)}; got {self.algo!r}")
+        for name, value in family_defaults(self.algo).items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        wanted = config_type(self.algo)
+        if self.learner is None:
+            object.__setattr__(self, "learner", wanted())
+        elif not isinstance(self.learner, wanted):
+            raise ValueError(f"learner: algo {self.algo!r} takes {wanted.__name__}, got "
+                             f"{type(self.learner).__name__}")
         for name in ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
                      "update_every", "eval_every", "eval_episodes"):
             _positive(name, getattr(self, name))
         if self.learning_starts < 0:
             raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        for name, value, valid in (("algo", self.algo, ALGOS),
-                                   ("sampler", self.sampler, SAMPLERS),
+        for name, value, valid in (("sampler", self.sampler, SAMPLERS),
                                    ("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES),
@@ -122,11 +142,11 @@ class TrainConfig:
             self._check_rollout()
             return
         if family_of(self.algo) == "value":
-            check_weighting(self.algo, self.value_config, self.sampler)
-        if (family_of(self.algo) == "actor_critic" and self.algo_config.critic != "joint"
+            check_weighting(self.algo, self.learner, self.sampler)
+        if (family_of(self.algo) == "actor_critic" and self.learner.critic != "joint"
                 and self.index_sharing != "shared"):
             raise ValueError(f"index_sharing {self.index_sharing!r} gives each agent's critic "
-                             f"its own batch; critic {self.algo_config.critic!r} learns from "
+                             f"its own batch; critic {self.learner.critic!r} learns from "
                              "one batch for all agents (use shared)")
         if replay_of(self) == "episode":
             self._check_episode_replay()
@@ -152,21 +172,22 @@ class TrainConfig:
     def _check_rollout(self) -> None:
         """What the on-policy learners accept: no replay, trained teams, minibatches that
         divide the rollout, PPO's fields only on PPO."""
-        check_on_policy(self.algo, self.on_policy_config)
-        default = TrainConfig()
+        check_on_policy(self.algo, self.learner)
+        defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
+        defaults.update(family_defaults(self.algo))
         for name in ROLLOUT_UNUSED:
-            if getattr(self, name) != getattr(default, name):
+            if getattr(self, name) != defaults[name]:
                 raise ValueError(f"{name} ({getattr(self, name)!r}) must keep its default: "
                                  f"algo {self.algo!r} keeps no replay and learns from its "
                                  "rollouts of rollout_length steps in num_envs envs")
         if self.prey != "trained":
             raise ValueError(f"prey {self.prey!r}: algo {self.algo!r} trains every team "
                              "(scripted prey are not supported by the on-policy learners)")
-        joint_steps = self.num_envs * self.on_policy_config.rollout_length
-        if self.algo == "ppo" and joint_steps % self.on_policy_config.minibatches:
-            raise ValueError(f"minibatches ({self.on_policy_config.minibatches}) must divide "
+        joint_steps = self.num_envs * self.learner.rollout_length
+        if self.algo == "ppo" and joint_steps % self.learner.minibatches:
+            raise ValueError(f"minibatches ({self.learner.minibatches}) must divide "
                              f"the rollout's {joint_steps} joint steps (rollout_length "
-                             f"{self.on_policy_config.rollout_length} x num_envs "
+                             f"{self.learner.rollout_length} x num_envs "
                              f"{self.num_envs})")
 
     def _check_episode_replay(self) -> None:
@@ -201,32 +222,21 @@ def replay_of(config: TrainConfig) -> str:
     not used), ``"rollout"`` for the on-policy learners (no replay: a round collects
     ``rollout_length`` steps of every env and learns from them) and ``"transition"``
     (single joint transitions) for the others."""
-    return replay_needed(algo_config_of(config))
+    return replay_needed(config.learner)
 
 
-VALUE_DEFAULTS: dict[str, Any] = {"buffer_capacity": 5000, "batch_size": 128, "num_envs": 8,
-                                  "total_env_steps": 1_050_000, "learning_starts": 0}
-"""TrainConfig fields whose defaults differ for value-based learners: paper 004's reference
-code (pymarl2's QMIX): 5000 episodes of replay, batches of 128 episodes, 8 envs, 1.05M env
-steps; updates start once the replay holds a batch."""
+FAMILY_DEFAULTED = ("sampler", "buffer_capacity", "batch_size", "num_envs", "total_env_steps",
+                    "learning_starts")
+"""The ``TrainConfig`` fields whose default depends on the learner (``None`` resolves them)."""
 
 
-ON_POLICY_DEFAULTS: dict[str, Any] = {"num_envs": 32}
-"""TrainConfig fields whose defaults differ for on-policy learners: 32 envs (a rollout of
-100 steps is then 3,200 joint steps, PPO's 4 minibatches of 800)."""
-
-
-def defaults_for(algo: str) -> dict[str, Any]:
-    """The ``TrainConfig`` fields whose defaults depend on the learner family of ``algo``
-    (empty for actor-critic learners, whose defaults are the dataclass's) or on the learner
-    itself (MAC-PO's and AccMER's ``sampler``):
-    ``TrainConfig(algo="qmix", **defaults_for("qmix"))``."""
-    defaults = {"value": dict(VALUE_DEFAULTS), "on_policy": dict(ON_POLICY_DEFAULTS)}.get(
-        family_of(algo), {})
+def family_defaults(algo: str) -> dict[str, Any]:
+    """The values the :data:`FAMILY_DEFAULTED` fields of a ``TrainConfig`` for learner
+    ``algo`` take when left ``None``: its config type's ``REPLAY_DEFAULTS`` and its sampler
+    (``"uniform"``, or the learner's own: MAC-PO's ``"per"``, AccMER's ``"reuse"``)."""
     own = sampler_defaults(algo)
-    if own is not None:
-        defaults["sampler"] = own[0]
-    return defaults
+    return {"sampler": "uniform" if own is None else own[0],
+            **config_type(algo).REPLAY_DEFAULTS}
 
 
 class Paper004Setting(NamedTuple):
@@ -256,7 +266,7 @@ drops no episode; AccMER's window keeps the paper's ``floor(d / b)`` with the pa
 
 def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[str, Any]:
     """The :class:`TrainConfig` fields of one of paper 004's settings (:data:`PRESETS`)
-    for value learner ``algo``, over :func:`defaults_for` (pymarl2's defaults):
+    for value learner ``algo``, over the family's defaults (pymarl2's):
 
     * ``"paper004-p0"``: Table II, Fig. 3a: the stag hunt with 8 agents and 8 stags and no
       miscapture punishment, batches of 256 episodes, a replay of 100,000 episodes capped
@@ -267,8 +277,8 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
     Both: epsilon annealed from 0.995 (Sec. V-A) to 0.05 over 100K env steps; target
     copies every 200 episodes, learning rate 1e-3 and TD(lambda) 0.6 are the defaults
     already; AccMER's reuse window is ``floor(d / b)`` with the paper's replay size d
-    (Alg. 1; 390 and 78 updates). ``TrainConfig(**{**defaults_for(algo), **preset(name,
-    algo), "algo": algo})`` is the run (:func:`preset_config`).
+    (Alg. 1; 390 and 78 updates). ``TrainConfig(**preset(name, algo), algo=algo)`` is the
+    run (:func:`preset_config`).
     """
     if name not in PAPER004:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
@@ -283,7 +293,7 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
                        ("num_stags", 8)),
         "batch_size": setting.batch_size,
         "buffer_capacity": min(setting.replay, replay_cap),
-        "value_config": ValueConfig(epsilon_start=0.995),
+        "learner": ValueConfig(epsilon_start=0.995),
     }
     own = sampler_defaults(algo)
     if own is not None and own[0] == "reuse":
@@ -295,7 +305,7 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
 def preset_config(name: str, algo: str, **fields: Any) -> TrainConfig:
     """The :class:`TrainConfig` of preset ``name`` for ``algo`` (:func:`preset`), with
     ``fields`` set over it."""
-    return TrainConfig(**{**defaults_for(algo), **preset(name, algo), "algo": algo, **fields})
+    return TrainConfig(**{**preset(name, algo), "algo": algo, **fields})
 
 
 def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
@@ -308,14 +318,6 @@ def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
     return {**defaults, **dict(config.sampler_kwargs)}
 
 
-def algo_config_of(config: TrainConfig) -> ActorCriticConfig | ValueConfig | OnPolicyConfig:
-    """The hyperparameters of the run's learner family (``algo_config`` for actor-critic
-    learners, ``value_config`` for value-based ones, ``on_policy_config`` for A2C and
-    PPO)."""
-    return {"value": config.value_config, "on_policy": config.on_policy_config}.get(
-        family_of(config.algo), config.algo_config)
-
-
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
     """``config`` as plain JSON-ready values (keyword pairs as dicts, tuples as lists once
     dumped); :func:`config_from_dict` inverts it."""
@@ -325,6 +327,11 @@ def config_to_dict(config: TrainConfig) -> dict[str, Any]:
     return data
 
 
+OLD_LEARNER_FIELDS = {"actor_critic": "algo_config", "value": "value_config",
+                      "on_policy": "on_policy_config"}
+"""Where configs written before :attr:`TrainConfig.learner` kept each family's settings."""
+
+
 def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     """The :class:`TrainConfig` of :func:`config_to_dict`'s output (also after a JSON round
     trip, which turns tuples into lists); ``TypeError`` names unknown fields."""
@@ -332,14 +339,12 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
     if train.get("prey") == "heuristic":  # configs written before "scripted" was its name
         train["prey"] = "scripted"
-    train["algo_config"] = ActorCriticConfig(**{k: tuple(v) if isinstance(v, list) else v
-                                         for k, v in train["algo_config"].items()})
-    if "value_config" in train:
-        train["value_config"] = ValueConfig(**train["value_config"])
-    if "on_policy_config" in train:
-        train["on_policy_config"] = OnPolicyConfig(
-            **{k: tuple(v) if isinstance(v, list) else v
-               for k, v in train["on_policy_config"].items()})
+    family = family_of(train.get("algo", TrainConfig.algo))
+    old = {name: train.pop(name, None) for name in OLD_LEARNER_FIELDS.values()}
+    learner = train.get("learner") or old[OLD_LEARNER_FIELDS[family]]
+    if learner is not None:  # configs written before one learner field held the family's
+        train["learner"] = config_type(train.get("algo", TrainConfig.algo))(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in learner.items()})
     train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
     train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))
     return TrainConfig(**train)

@@ -48,7 +48,7 @@ def config(algo: str, sampler: str, layout: str, learners: str, **over: Any) -> 
     """A small run: 3-agent spread, 4 envs, one update per 20 env steps, 2 chunks of 2 rounds."""
     fields = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo=algo,
-        algo_config=ActorCriticConfig(hidden_sizes=(16, 16), learners=learners), sampler=sampler,
+        learner=ActorCriticConfig(hidden_sizes=(16, 16), learners=learners), sampler=sampler,
         layout=layout, buffer_capacity=256, batch_size=32, num_envs=4, total_env_steps=80,
         update_every=20, learning_starts=32, eval_every=40, eval_episodes=2)
     fields.update(over)
@@ -71,7 +71,7 @@ def configs() -> dict[str, TrainConfig]:
     out["maddpg-gumbel-continuous"] = config(
         "maddpg", "uniform", "transition_major", "parallel",
         env_kwargs=(("continuous_actions", True), ("num_agents", 3)),
-        algo_config=ActorCriticConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
+        learner=ActorCriticConfig(hidden_sizes=(16, 16), continuous_policy="gumbel_softmax"))
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 
     small = dict(hidden_sizes=(16, 16), rollout_length=10)
@@ -79,11 +79,11 @@ def configs() -> dict[str, TrainConfig]:
         env="tag_continuous", algo="a2c", num_envs=4, total_env_steps=80, eval_every=40,
         eval_episodes=2, env_kwargs=(("episode_length", 20), ("num_other_agents_observed", 2),
                                      ("num_runners", 3), ("num_taggers", 2)),
-        on_policy_config=OnPolicyConfig(**small, team_lr=(("runner", 5e-3),)))
+        learner=OnPolicyConfig(**small, team_lr=(("runner", 5e-3),)))
     out["ppo-tag-normalized-value"] = TrainConfig(
         env="simple_tag", algo="ppo", num_envs=4, total_env_steps=80, eval_every=40,
         eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),
-        on_policy_config=OnPolicyConfig(**small, normalize_value=True, minibatches=2))
+        learner=OnPolicyConfig(**small, normalize_value=True, minibatches=2))
     return out
 
 

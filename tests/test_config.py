@@ -16,7 +16,7 @@ from jaxmarl_accel.config import (
     buffer_kwargs,
     config_from_dict,
     config_to_dict,
-    defaults_for,
+    family_defaults,
     first_update_step,
     num_chunks,
     preset,
@@ -61,7 +61,7 @@ def test_config_rejects_bad_values(bad, match):
 def test_config_survives_a_json_round_trip():
     config = tiny_config(env_kwargs=(("continuous_actions", True), ("num_agents", 4)),
                          sampler="per", sampler_kwargs=(("alpha", 0.7), ("beta", 0.5)),
-                         algo_config=ActorCriticConfig(hidden_sizes=(8, 4), target_entropy=None))
+                         learner=ActorCriticConfig(hidden_sizes=(8, 4), target_entropy=None))
     data = json.loads(json.dumps(config_to_dict(config)))
     assert data["env_kwargs"] == {"continuous_actions": True, "num_agents": 4}
     assert config_from_dict(data) == config
@@ -76,11 +76,10 @@ def test_config_from_dict_names_unknown_fields():
 
 
 def test_accmer_samples_with_the_reuse_sampler_and_its_own_defaults():
-    config = TrainConfig(algo="accmer", env="stag_hunt", **defaults_for("accmer"))
+    config = TrainConfig(algo="accmer", env="stag_hunt")
     assert config.sampler == "reuse"
     assert buffer_kwargs(config) == {"reuse_ratio": 0.5, "loss_weights": "ones", "decay": 1.0}
-    given = TrainConfig(algo="accmer", env="stag_hunt", sampler_kwargs=(("decay", 0.8),),
-                        **defaults_for("accmer"))
+    given = TrainConfig(algo="accmer", env="stag_hunt", sampler_kwargs=(("decay", 0.8),))
     assert buffer_kwargs(given)["decay"] == 0.8 and buffer_kwargs(given)["reuse_ratio"] == 0.5
     assert buffer_kwargs(TrainConfig(algo="qmix", env="stag_hunt")) == {}
     for kwargs, message in (
@@ -89,20 +88,20 @@ def test_accmer_samples_with_the_reuse_sampler_and_its_own_defaults():
             ({"sampler": "reuse", "sampler_kwargs": (("loss_weights", "table"),)},
              "loss_weights='table'")):
         with pytest.raises(ValueError, match=message) as error:
-            TrainConfig(algo="accmer", env="stag_hunt", **{**defaults_for("accmer"), **kwargs})
+            TrainConfig(algo="accmer", env="stag_hunt", **{**kwargs})
         assert "\n" not in str(error.value)
 
 
 def test_macpo_samples_by_its_weights_by_default_and_weights_its_loss_without_priorities():
-    config = TrainConfig(algo="macpo", env="stag_hunt", **defaults_for("macpo"))
+    config = TrainConfig(algo="macpo", env="stag_hunt")
     assert config.sampler == "per"  # prioritized episodes, P(i) = p_i / sum p (alpha 1)
     assert buffer_kwargs(config) == {"alpha": 1.0, "beta": 0.0, "beta_final": 0.0}
     uniform = TrainConfig(algo="macpo", env="stag_hunt",
-                          **{**defaults_for("macpo"), "sampler": "uniform"})
+                          **{"sampler": "uniform"})
     assert buffer_kwargs(uniform) == {}  # any sampler: macpo_weighting 'auto' weights the loss
     with pytest.raises(ValueError, match="macpo_weighting 'priority': sampler 'uniform'") as error:
-        TrainConfig(algo="macpo", env="stag_hunt", value_config=ValueConfig(
-            macpo_weighting="priority"), **{**defaults_for("macpo"), "sampler": "uniform"})
+        TrainConfig(algo="macpo", env="stag_hunt", learner=ValueConfig(
+            macpo_weighting="priority"), **{"sampler": "uniform"})
     assert "\n" not in str(error.value)
 
 
@@ -117,10 +116,10 @@ def test_paper_004_presets_are_tables_ii_and_iii_with_the_replay_capped(name, al
                                        "num_stags": 8}
     assert config.batch_size == batch
     assert config.buffer_capacity == min(replay, PRESET_REPLAY_CAP)
-    assert config.value_config.epsilon_start == 0.995
-    assert config.value_config.target_update_episodes == 200
-    assert (config.value_config.lr, config.value_config.td_lambda) == (1e-3, 0.6)
-    assert config.num_envs == defaults_for(algo)["num_envs"]  # pymarl2's defaults beside
+    assert config.learner.epsilon_start == 0.995
+    assert config.learner.target_update_episodes == 200
+    assert (config.learner.lr, config.learner.td_lambda) == (1e-3, 0.6)
+    assert config.num_envs == family_defaults(algo)["num_envs"]  # pymarl2's defaults beside
     if algo == "accmer":  # gamma_W of Sec. V-B, Alg. 1's window with the paper's d
         assert buffer_kwargs(config) == {"reuse_ratio": 0.5, "loss_weights": "ones",
                                          "decay": 1.0 if name == "paper004-p0" else 0.8,

@@ -17,11 +17,11 @@ import pytest
 
 PROGRAM = textwrap.dedent("""
     import jax, jax.numpy as jnp
-    from jaxmarl_accel.config import TrainConfig, defaults_for
+    from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.trainer.train import make_trainer
 
     # QMIX's recurrent agent is the one every value learner (VDN, IQL, MAC-PO, AccMER) uses
-    config = TrainConfig(**{**defaults_for("qmix"), "env": "stag_hunt", "algo": "qmix",
+    config = TrainConfig(**{"env": "stag_hunt", "algo": "qmix",
                             "env_kwargs": (("num_agents", 2), ("num_stags", 1),
                                            ("grid_size", 4), ("episode_length", 5)),
                             "buffer_capacity": 8, "batch_size": 2, "num_envs": 2,
@@ -57,11 +57,11 @@ def test_seed_vmapped_programs_call_no_lapack_kernel(algo):
     import jax
     import jax.numpy as jnp
 
-    from jaxmarl_accel.config import TrainConfig, defaults_for
+    from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.trainer.train import make_trainer
 
     if algo in ("qmix", "macpo"):
-        config = TrainConfig(**{**defaults_for(algo), "env": "stag_hunt", "algo": algo,
+        config = TrainConfig(**{"env": "stag_hunt", "algo": algo,
                                 "env_kwargs": (("num_agents", 2), ("num_stags", 1),
                                                ("grid_size", 4), ("episode_length", 5)),
                                 "buffer_capacity": 8, "batch_size": 2, "num_envs": 2,

@@ -13,7 +13,7 @@ from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.cli import memory, run
-from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
 
 
@@ -21,7 +21,7 @@ def tiny_config(**overrides) -> TrainConfig:
     """3-agent spread, 4 envs, a replay of 90 slots that wraps, episodes of 25 steps."""
     settings = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo="maddpg",
-        algo_config=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=90, batch_size=16,
+        learner=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=90, batch_size=16,
         num_envs=4, total_env_steps=240, update_every=20, learning_starts=40,
         eval_every=120, eval_episodes=2)
     settings.update(overrides)
@@ -79,8 +79,7 @@ def test_the_flag_sets_the_mode_and_refuses_unknown_ones(capsys):
 
 def test_replays_that_cannot_derive_next_obs_refuse_in_one_line():
     with pytest.raises(ValueError, match="replay_next_obs 'next_slot': episode replay"):
-        TrainConfig(algo="qmix", env="stag_hunt", replay_next_obs="next_slot",
-                    **defaults_for("qmix"))
+        TrainConfig(algo="qmix", env="stag_hunt", replay_next_obs="next_slot")
     with pytest.raises(ValueError, match="replay_next_obs 'next_slot' needs episodes of a "
                                          "fixed length; stag_hunt's can terminate early"):
         make_trainer(tiny_config(env="stag_hunt", env_kwargs=(), replay_next_obs="next_slot"))

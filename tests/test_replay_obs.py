@@ -17,7 +17,7 @@ from jaxmarl_accel.buffers import LAYOUTS, storage
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.cli import memory, run
-from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.train import learner_observes, make_trainer
 from tests.test_replay_next_obs import bits, tiny_config
@@ -80,7 +80,7 @@ def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, cri
     key = jax.random.PRNGKey(5)
     algo_config = ActorCriticConfig(hidden_sizes=(16, 16), critic=critic, critic_k=2,
                                     sharing=sharing, shared_batch=batch)
-    config = spread_config(algo=algo, algo_config=algo_config, replay_next_obs="next_slot")
+    config = spread_config(algo=algo, learner=algo_config, replay_next_obs="next_slot")
     _, want = jax.jit(make_trainer(config).train)(key)
     physical = dataclasses.replace(config, replay_obs="physical_state")
     assert learner_observes(physical) and not learner_observes(config)
@@ -161,8 +161,7 @@ def test_replays_that_cannot_recompute_observations_refuse_in_one_line():
                                          "physical_state; got 'state'"):
         spread_config(replay_obs="state")
     with pytest.raises(ValueError, match="replay_obs 'physical_state': episode replay"):
-        TrainConfig(algo="qmix", env="stag_hunt", replay_obs="physical_state",
-                    **defaults_for("qmix"))
+        TrainConfig(algo="qmix", env="stag_hunt", replay_obs="physical_state")
     with pytest.raises(ValueError, match="replay_obs 'physical_state': simple_adversary has "
                                          "no physical state"):
         make_trainer(tiny_config(env="simple_adversary", env_kwargs=(),

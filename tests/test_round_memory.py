@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
 
 SEEDS = 2
@@ -31,7 +31,7 @@ def chunk_bytes(config: TrainConfig) -> tuple[int, int]:
 
 
 CONFIGS = {
-    "episode": TrainConfig(**{**defaults_for("qmix"), "env": "stag_hunt", "algo": "qmix",
+    "episode": TrainConfig(**{"env": "stag_hunt", "algo": "qmix",
                               "env_kwargs": (("num_agents", 2), ("num_stags", 1),
                                              ("grid_size", 4), ("episode_length", 6)),
                               "buffer_capacity": 2000, "batch_size": 4, "num_envs": 2,

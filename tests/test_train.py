@@ -16,7 +16,7 @@ from jaxmarl_accel.trainer.train import make_trainer
 def tiny_config(**overrides) -> TrainConfig:
     settings = dict(
         env="simple_spread", env_kwargs=(("num_agents", 3),), algo="maddpg",
-        algo_config=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=1_000, batch_size=32,
+        learner=ActorCriticConfig(hidden_sizes=(16, 16)), buffer_capacity=1_000, batch_size=32,
         num_envs=5, total_env_steps=600, update_every=50, learning_starts=100,
         eval_every=200, eval_episodes=4)
     settings.update(overrides)
@@ -115,13 +115,12 @@ def test_learners_with_qstar_train_over_seeds_with_their_samplers(algo):
     tree holds the returned priorities) and AccMER's reuse window floor(C / b)."""
     from jaxmarl_accel.algos.value import ValueConfig
     from jaxmarl_accel.buffers import sum_tree
-    from jaxmarl_accel.config import defaults_for
 
     config = TrainConfig(**{
-        **defaults_for(algo), "env": "stag_hunt", "algo": algo,
+        "env": "stag_hunt", "algo": algo,
         "env_kwargs": (("episode_length", 5), ("grid_size", 4), ("num_agents", 2),
                        ("num_stags", 1)),
-        "value_config": ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8, qstar_hidden=8,
+        "learner": ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8, qstar_hidden=8,
                                     qstar_layers=1),
         "buffer_capacity": 8, "batch_size": 2, "num_envs": 2, "total_env_steps": 40,
         "eval_every": 20, "eval_episodes": 2})

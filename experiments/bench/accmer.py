@@ -56,7 +56,7 @@ import numpy as np
 from jaxmarl_accel.buffers import estimate_bytes
 from jaxmarl_accel.cli.memory import available_bytes
 from jaxmarl_accel.cli.run import scenario_kwargs
-from jaxmarl_accel.config import TrainConfig, buffer_kwargs, defaults_for
+from jaxmarl_accel.config import TrainConfig, buffer_kwargs
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
@@ -105,7 +105,7 @@ def side_config(setting: Setting, algo: str, sampler: str, capacity: int, rounds
     env_kwargs = env_kwargs_of(setting)
     steps = rounds * num_envs * make("stag_hunt", **dict(env_kwargs))[0].spec.episode_length
     kwargs = (("decay", setting.decay),) if sampler == "reuse" else ()
-    return TrainConfig(**{**defaults_for(algo), "env": "stag_hunt", "env_kwargs": env_kwargs,
+    return TrainConfig(**{"env": "stag_hunt", "env_kwargs": env_kwargs,
                           "algo": algo, "sampler": sampler, "sampler_kwargs": kwargs,
                           "layout": "episode", "buffer_capacity": capacity,
                           "batch_size": setting.batch, "num_envs": num_envs,

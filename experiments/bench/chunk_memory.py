@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> None:
     rows = []
     for capacity in args.capacity:
         for seeds in args.seeds:
-            config = cfg.TrainConfig(**{**cfg.defaults_for(args.algo), "env": args.env,
+            config = cfg.TrainConfig(**{"env": args.env,
                                         "env_kwargs": (("num_agents", args.agents),),
                                         "algo": args.algo, "buffer_capacity": capacity})
             row = measure(config, seeds)

@@ -59,9 +59,9 @@ class PeerSettings:
       seed: seed of the peers' torch, NumPy and env generators.
     """
 
-    batch_size: int = TrainConfig.batch_size
+    batch_size: int = ActorCriticConfig.REPLAY_DEFAULTS["batch_size"]
     update_every: int = TrainConfig.update_every
-    num_envs: int = TrainConfig.num_envs
+    num_envs: int = ActorCriticConfig.REPLAY_DEFAULTS["num_envs"]
     buffer_capacity: int = 100_000  # bench train's default replay
     hidden_sizes: tuple[int, ...] = ActorCriticConfig.hidden_sizes
     actor_lr: float = ActorCriticConfig.actor_lr

@@ -174,7 +174,7 @@ def our_config(settings: Settings, rounds: int, learn: bool = True) -> TrainConf
         double_q=True)
     starts = first_update_round(settings) * per_round if learn else total + 1
     return TrainConfig(env="simple_spread", env_kwargs=(("num_agents", 3),), algo="qmix",
-                       value_config=value, buffer_capacity=settings.buffer_size,
+                       learner=value, buffer_capacity=settings.buffer_size,
                        batch_size=settings.batch_size, num_envs=settings.num_envs,
                        total_env_steps=total, eval_every=total, eval_episodes=8,
                        learning_starts=starts)

@@ -131,7 +131,7 @@ def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps:
         epsilon_start=settings.eps_start, epsilon_finish=settings.eps_finish,
         epsilon_anneal_steps=max(1, int(settings.eps_decay * total)), double_q=True)
     return TrainConfig(env=f"jaxmarl:{ENV_ID}", env_kwargs=kwargs, algo="qmix",
-                       value_config=value, buffer_capacity=settings.buffer_size,
+                       learner=value, buffer_capacity=settings.buffer_size,
                        batch_size=settings.batch_size, num_envs=settings.num_envs,
                        total_env_steps=total, eval_every=total,
                        eval_episodes=settings.test_num_envs,

@@ -93,8 +93,8 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, shared_batch: str
     config = flags.train_config_from_args(
         args, env=env, env_kwargs=env_kwargs, total_env_steps=chunk_steps * (args.chunks + 1),
         learning_starts=args.batch_size, eval_every=chunk_steps, eval_episodes=1)
-    config = dataclasses.replace(config, algo_config=dataclasses.replace(
-        config.algo_config, sharing="team", shared_batch=shared_batch))
+    config = dataclasses.replace(config, learner=dataclasses.replace(
+        config.learner, sharing="team", shared_batch=shared_batch))
     trainer = make_trainer(config)
     n = trainer.env.spec.num_agents
     check_state_fits(jax.eval_shape(trainer.init, jax.random.PRNGKey(0)), 1)
@@ -107,7 +107,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, shared_batch: str
     train_rate = chunk_steps / chunk_s
     roll_rate = roll_iters * args.num_envs / roll_s
     return {"env": env, "num_agents": n, "k_nearest": args.k_nearest, "algo": config.algo,
-            "critic": config.algo_config.critic, "shared_batch": shared_batch,
+            "critic": config.learner.critic, "shared_batch": shared_batch,
             "num_envs": args.num_envs, "batch": args.batch_size,
             "update_every": args.update_every, "capacity": args.buffer_capacity,
             "replay_next_obs": config.replay_next_obs, "replay_obs": config.replay_obs,

@@ -103,7 +103,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     config = TrainConfig(env=spec["env"], env_kwargs=tuple(sorted(spec["env_kwargs"].items())),
                          algo=spec["algo"], num_envs=spec["num_envs"], total_env_steps=steps,
                          eval_every=steps, eval_episodes=1,
-                         on_policy_config=OnPolicyConfig(rollout_length=spec["rollout_length"],
+                         learner=OnPolicyConfig(rollout_length=spec["rollout_length"],
                                                          normalize_value=True))
     trainer = make_trainer(config)
     state = jax.jit(trainer.init)(jax.random.PRNGKey(0))

@@ -114,7 +114,7 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
         total_env_steps=chunk_steps * (args.chunks + 1), learning_starts=args.batch_size,
         eval_every=chunk_steps, eval_episodes=8)
     config = dataclasses.replace(
-        config, algo_config=dataclasses.replace(config.algo_config, learners=learners))
+        config, learner=dataclasses.replace(config.learner, learners=learners))
     trainer = make_trainer(config)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds)

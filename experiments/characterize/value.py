@@ -33,15 +33,16 @@ from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.cli.run import scenario_kwargs
-from jaxmarl_accel.config import VALUE_DEFAULTS, TrainConfig
+from jaxmarl_accel.algos import ValueConfig
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.steps import collect_episodes, env_views, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
 
 PyTree = Any
 
-FULL = {"agents": [8, 16, 32], "batch_size": VALUE_DEFAULTS["batch_size"],
-        "buffer_capacity": VALUE_DEFAULTS["buffer_capacity"],
-        "num_envs": VALUE_DEFAULTS["num_envs"], "reps": 5}
+FULL = {"agents": [8, 16, 32], "batch_size": ValueConfig.REPLAY_DEFAULTS["batch_size"],
+        "buffer_capacity": ValueConfig.REPLAY_DEFAULTS["buffer_capacity"],
+        "num_envs": ValueConfig.REPLAY_DEFAULTS["num_envs"], "reps": 5}
 QUICK = {"agents": [4, 8], "batch_size": 16, "buffer_capacity": 64, "num_envs": 8, "reps": 3}
 
 
@@ -87,7 +88,7 @@ def update_bytes(num_agents: int, batch_size: int, rows: int, obs_dim: int, num_
 def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str, Any]:
     """Every value-family phase and the two whole steps at one agent count."""
     probe = train_config(args, agents, args.buffer_capacity)
-    spec, value = make_trainer(probe).env.spec, probe.value_config
+    spec, value = make_trainer(probe).env.spec, probe.learner
     example = example_episode(spec)
     per_episode = tree_leaf_bytes(example)
     capacity = max(args.batch_size, min(args.buffer_capacity,

@@ -16,7 +16,7 @@ from experiments.characterize.phases import (
     VALUE_STEP_PHASES,
 )
 from experiments.characterize.report import _plain
-from jaxmarl_accel.config import VALUE_DEFAULTS
+from jaxmarl_accel.algos import ValueConfig
 
 ROUND_NOTE = (
     "A round = the collect loop's steps (T, up to the episode length) x (action_selection + "
@@ -36,7 +36,7 @@ def derive(args: argparse.Namespace, rec: dict[str, Any]) -> dict[str, Any]:
     round_s = sum(per_round.values())
     env_steps = sum(rec["episode_lengths"])
     update_sum = sum(per_round[p] for p in VALUE_ROUND_PHASES if p != "buffer_add")
-    total_steps = VALUE_DEFAULTS["total_env_steps"]
+    total_steps = ValueConfig.REPLAY_DEFAULTS["total_env_steps"]
     return {
         "counts": counts, "per_round_s": per_round, "round_s": round_s,
         "env_steps_per_round": env_steps, "per_env_step_s": round_s / env_steps,
@@ -140,7 +140,7 @@ def table(args: argparse.Namespace, records: list[dict[str, Any]],
              lambda r, d: f"{d['check']['update_sum_over_whole']:.2f}"),
             ("round phases / whole round",
              lambda r, d: f"{d['check']['round_sum_over_whole']:.2f}"),
-            (f"{VALUE_DEFAULTS['total_env_steps']:,} env steps, extrapolated (h)",
+            (f"{ValueConfig.REPLAY_DEFAULTS['total_env_steps']:,} env steps, extrapolated (h)",
              lambda r, d: f"{d['train_hours_extrapolated']['from_whole_round']:.1f}")]
     for name, cell in rows:
         lines.append(f"| {name} | | " + " | ".join(cell(r, d) for r, d in pairs) + " |")

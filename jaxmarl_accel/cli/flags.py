@@ -221,27 +221,14 @@ def train_choices() -> dict[str, tuple[str, ...]]:
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
     ``fixed`` sets fields the command decides itself); ``ActorCriticConfig`` likewise."""
-    from jaxmarl_accel.config import TrainConfig, defaults_for, family_of
+    from jaxmarl_accel.config import TrainConfig, family_of
 
     values = {**dataclass_values(TrainConfig, args), **fixed}
-    family = family_of(values.get("algo", TrainConfig.algo))
-    check_family_flags(args, family, values.get("algo", TrainConfig.algo))
-    for name, default in {**_dataclass_defaults(TrainConfig),
-                          **defaults_for(values.get("algo", TrainConfig.algo))}.items():
-        if values.get(name, UNSET) is UNSET:
-            values[name] = default
-    shared = shared_learner_fields()
-    for cls_family, cls in learner_classes().items():
-        own = dataclass_values(cls, args)
-        if cls_family != family:  # a shared flag (--gamma) sets the chosen family's only
-            own = {k: v for k, v in own.items() if k not in shared}
-        values[CONFIG_FIELDS[cls_family]] = cls(**own)
-    return TrainConfig(**values)
-
-
-CONFIG_FIELDS = {"actor_critic": "algo_config", "value": "value_config",
-                 "on_policy": "on_policy_config"}
-"""The ``TrainConfig`` field holding each learner family's hyperparameters."""
+    algo = values.get("algo", TrainConfig.algo)
+    family = family_of(algo)
+    check_family_flags(args, family, algo)
+    learner = learner_classes()[family]
+    return TrainConfig(**values, learner=learner(**dataclass_values(learner, args)))
 
 
 def learner_classes() -> dict[str, type]:
@@ -265,8 +252,8 @@ def shared_learner_fields() -> tuple[str, ...]:
 
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 """Default of the flags whose default depends on the learner family: left out of the
-parsed values, so the family's default (:func:`jaxmarl_accel.config.defaults_for`) or the
-dataclass's applies."""
+parsed values, so the family's default (:func:`jaxmarl_accel.config.family_defaults`) or
+the dataclass's applies."""
 
 def family_members(family: str) -> str:
     """The registered learners of ``family``, comma-separated (from the registry)."""
@@ -297,21 +284,21 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     from jaxmarl_accel.algos import ActorCriticConfig
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.algos.value.config import ValueConfig
-    from jaxmarl_accel.config import ON_POLICY_DEFAULTS, VALUE_DEFAULTS, TrainConfig
 
     shown = {}
-    for name, value in VALUE_DEFAULTS.items():
-        shown[name] = f"{getattr(TrainConfig, name)}; {value} for the value family"
-    for name, value in ON_POLICY_DEFAULTS.items():
-        shown[name] = (shown.get(name, str(getattr(TrainConfig, name)))
-                       + f"; {value} for the on-policy family")
+    for name, value in ActorCriticConfig.REPLAY_DEFAULTS.items():
+        others = [f"{other} for the {family.replace('_', '-')} family"
+                  for family, other in (("value", ValueConfig.REPLAY_DEFAULTS[name]),
+                                        ("on_policy", OnPolicyConfig.REPLAY_DEFAULTS[name]))
+                  if other != value]
+        shown[name] = "; ".join([str(value), *others])
     for name in shared_learner_fields():
         text = [_shown(getattr(cls, name)) + ("" if family == "actor_critic"
                                               else f" for the {family.replace('_', '-')} family")
                 for family, cls in (("actor_critic", ActorCriticConfig), ("value", ValueConfig),
                                     ("on_policy", OnPolicyConfig)) if hasattr(cls, name)]
         shown[name] = "; ".join(text)
-    shown["sampler"] = f"{TrainConfig.sampler}; per for macpo, reuse for accmer"
+    shown["sampler"] = "uniform; per for macpo, reuse for accmer"
     return {name: UNSET for name in shown}, shown
 
 
@@ -343,7 +330,7 @@ def dataclass_values(cls: type, namespace: argparse.Namespace) -> dict[str, Any]
     """The parsed values of ``cls``'s flags, lists turned back into tuples."""
     values = {}
     for field in dataclasses.fields(cls):
-        if field.name not in CONFIG_FIELDS.values() and hasattr(namespace, field.name):
+        if field.name != "learner" and hasattr(namespace, field.name):
             value = getattr(namespace, field.name)
             if value is not UNSET:
                 values[field.name] = tuple(value) if isinstance(value, list) else value

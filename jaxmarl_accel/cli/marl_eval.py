@@ -34,7 +34,7 @@ RETURN = "return"
 def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
     """``(env, task, algo)`` of a run of ``config`` (a ``TrainConfig``) with ``num_agents``
     agents, lower case as marl-eval compares them."""
-    from jaxmarl_accel.config import TrainConfig, defaults_for
+    from jaxmarl_accel.config import family_defaults
     from jaxmarl_accel.envs import agent_count_kwarg
 
     env = "mpe" if config.env.startswith("simple_") else config.env
@@ -42,7 +42,7 @@ def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
     task = "_".join([config.env, f"{num_agents}ag",
                      *(f"{k}={v}" for k, v in sorted(config.env_kwargs) if k != count)])
     algo = config.algo
-    if config.sampler != defaults_for(config.algo).get("sampler", TrainConfig.sampler):
+    if config.sampler != family_defaults(config.algo)["sampler"]:
         algo += f"-{config.sampler}"
     algo += "".join(f"-{k}={v}" for k, v in sorted(config.sampler_kwargs))
     return env.lower(), task.lower(), algo.lower()

@@ -132,7 +132,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
     family_defaults, family_shown = flags.family_flag_defaults()
     parser.fields = flags.add_dataclass_flags(
-        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "algo_config", "value_config"),
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner"),
         choices=flags.train_choices(), defaults=family_defaults,
         shown_defaults=family_shown)
     add_learner_flags(parser, family_defaults, family_shown)
@@ -198,12 +198,12 @@ def config_from_args(args: argparse.Namespace) -> Any:
     config = flags.train_config_from_args(
         args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
         sampler_kwargs=args.sampler_kwargs)
-    if config.on_policy_config.team_lr:
+    if getattr(config.learner, "team_lr", ()):
         from jaxmarl_accel.algos.on_policy.config import team_learning_rates
         from jaxmarl_accel.envs import make
 
         teams = tuple(dict.fromkeys(make(config.env, **dict(config.env_kwargs))[0].spec.teams))
-        team_learning_rates(config.on_policy_config, teams)
+        team_learning_rates(config.learner, teams)
     return config
 
 
@@ -261,7 +261,7 @@ def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
         fields = preset(args.preset, args.algo)
     except ValueError as error:
         parser.error(f"--preset: {error}")
-    value = fields.pop("value_config")
+    value = fields.pop("learner")
     defaults = {name: getattr(value, name) for name in ValueConfig.__dataclass_fields__
                 if getattr(value, name) != getattr(ValueConfig(), name)}
     parser.set_defaults(**fields, **defaults)

@@ -112,7 +112,7 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
     if config.prey == "scripted" and "prey" not in spec.teams:
         raise ValueError(f"prey='scripted' needs a scenario with prey; {config.env} has teams "
                          f"{sorted(set(spec.teams))}")
-    algo = make_algo(config.algo, spec, cfg.algo_config_of(config),
+    algo = make_algo(config.algo, spec, config.learner,
                      learner_observation(config, env, env_params), sampler=config.sampler)
     if algo.needs.replay not in ROUNDS:
         raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "

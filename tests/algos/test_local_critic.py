@@ -181,7 +181,7 @@ def test_trains_under_jit(algo, sharing, critic, batch):
         algo=algo, env="simple_tag", env_kwargs=(("k_nearest", 3), ("num_predators", 5)),
         num_envs=4, buffer_capacity=1000, batch_size=16, total_env_steps=600, eval_every=300,
         learning_starts=0, update_every=100, eval_episodes=1,
-        algo_config=ActorCriticConfig(sharing=sharing, critic=critic, critic_k=3,
+        learner=ActorCriticConfig(sharing=sharing, critic=critic, critic_k=3,
                                shared_batch=batch))
     state, metrics = jax.jit(make_train(config))(jax.random.PRNGKey(0))
     groups = 2 if sharing == "team" else 6

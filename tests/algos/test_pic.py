@@ -156,7 +156,7 @@ def test_trains_from_the_cli(tmp_path):
             "--learning-starts", "50", "--eval-every", "100", "--total-env-steps", "200",
             "--eval-episodes", "2", "--baseline-episodes", "2", "--quiet", "--out", str(out)]
     assert run.main(argv) == 0
-    stored = json.loads(Path(out, "config.json").read_text())["train"]["algo_config"]
+    stored = json.loads(Path(out, "config.json").read_text())["train"]["learner"]
     assert stored["critic"] == "pic" and stored["sharing"] == "team"
     with Path(out, "metrics.csv").open() as stream:
         rows = list(csv.DictReader(stream))

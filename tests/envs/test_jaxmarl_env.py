@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 
 pytest.importorskip("jaxmarl")
@@ -182,14 +182,14 @@ def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
     from jaxmarl_accel.algos.value import ValueConfig
     from jaxmarl_accel.trainer.train import make_trainer
 
-    settings = {**defaults_for(algo), "env": "jaxmarl:HeuristicEnemySMAX",
+    settings = {"env": "jaxmarl:HeuristicEnemySMAX",
                 "env_kwargs": SMAX_TINY, "algo": algo, "num_envs": 2, "eval_episodes": 2}
     if algo == "matd3":
-        settings.update(algo_config=ActorCriticConfig(hidden_sizes=(8, 8)), buffer_capacity=64,
+        settings.update(learner=ActorCriticConfig(hidden_sizes=(8, 8)), buffer_capacity=64,
                         batch_size=8, update_every=2, learning_starts=8, total_env_steps=20,
                         eval_every=20)
     else:  # 7 steps per episode, 2 episodes a round: 2 rounds
-        settings.update(value_config=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8),
+        settings.update(learner=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8),
                         buffer_capacity=8, batch_size=2, total_env_steps=28, eval_every=28)
     trainer = make_trainer(TrainConfig(**settings))
     _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))

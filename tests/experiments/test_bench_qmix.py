@@ -50,7 +50,7 @@ def test_settings_match_the_reference_keys():
     settings = bench.Settings()
     assert bench.first_update_round(settings) == 49  # 10000 env steps at 208 per round
     config = bench.our_config(settings, rounds=128)
-    value = config.value_config
+    value = config.learner
     assert (config.num_envs, config.batch_size, config.buffer_capacity) == (8, 32, 5000)
     assert config.total_env_steps == 128 * 200 and config.learning_starts == 49 * 200
     assert (value.hidden, value.mixer_embed, value.hypernet_hidden) == (64, 32, 128)

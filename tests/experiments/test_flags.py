@@ -40,7 +40,7 @@ def test_values_tuples_optionals_and_fixed_fields():
                                  "--learners", "sequential"])
     config = flags.train_config_from_args(args, num_envs=5)
     assert config.algo == "masac" and config.num_envs == 5
-    assert config.algo_config == ActorCriticConfig(hidden_sizes=(8, 4), grad_clip=None,
+    assert config.learner == ActorCriticConfig(hidden_sizes=(8, 4), grad_clip=None,
                                             straight_through=False, learners="sequential")
 
 

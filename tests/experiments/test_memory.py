@@ -90,7 +90,7 @@ def test_the_compiled_chunks_temporaries_enter_the_estimate():
             env="simple_spread", env_kwargs=(("num_agents", 24), ("k_nearest", 3)),
             num_envs=2, update_every=10, buffer_capacity=300, batch_size=batch_size,
             total_env_steps=40, eval_every=20, eval_episodes=1,
-            algo_config=ActorCriticConfig(sharing="team", critic="knearest", critic_k=3))
+            learner=ActorCriticConfig(sharing="team", critic="knearest", critic_k=3))
         trainer = make_trainer(config)
         abstract = jax.eval_shape(trainer.init, jax.random.PRNGKey(0))
         compiled = jax.jit(trainer.run_chunk).lower(abstract, jnp.int32(0)).compile()

@@ -300,7 +300,7 @@ def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(tmp_p
     out = str(tmp_path / "qmix")
     assert run.main([*VALUE_TINY, "--out", out]) == 0
     config = json.loads(Path(out, "config.json").read_text())["train"]
-    assert config["algo"] == "qmix" and config["value_config"]["hidden"] == 8
+    assert config["algo"] == "qmix" and config["learner"]["hidden"] == 8
     rows = Path(out, "metrics.csv").read_text().splitlines()
     assert len(rows) == 1 + 2 * 2  # header, 2 chunks x 2 seeds
     assert "td_error" in rows[0] and "epsilon" in rows[0]
@@ -320,12 +320,12 @@ def test_value_learner_defaults_and_family_flags():
     parser = run.build_parser()
     qmix = run.config_from_args(parser.parse_args(["--algo", "qmix"]))
     assert (qmix.batch_size, qmix.buffer_capacity, qmix.num_envs) == (128, 5000, 8)
-    assert qmix.value_config.gamma == 0.99 and qmix.algo_config.gamma == 0.95
+    assert qmix.learner.gamma == 0.99 and qmix.learner.gamma == 0.95
     tuned = run.config_from_args(parser.parse_args(["--algo", "vdn", "--gamma", "0.9",
                                                     "--batch-size", "32"]))
-    assert tuned.value_config.gamma == 0.9 and tuned.batch_size == 32
+    assert tuned.learner.gamma == 0.9 and tuned.batch_size == 32
     maddpg = run.config_from_args(parser.parse_args([]))
-    assert (maddpg.batch_size, maddpg.algo_config.gamma) == (1024, 0.95)
+    assert (maddpg.batch_size, maddpg.learner.gamma) == (1024, 0.95)
 
 
 @pytest.mark.parametrize("argv, message", [

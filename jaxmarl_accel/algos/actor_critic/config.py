@@ -9,6 +9,7 @@ regularizer 1e-3 on the squared pre-activation outputs, Gumbel-softmax at temper
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 from jaxmarl_accel.algos.actor_critic.agent_map import LEARNERS
 
@@ -90,6 +91,13 @@ class ActorCriticConfig:
         ``"pairs"``: ``batch_size`` (joint step, agent) pairs, one agent of each team drawn
         per joint step.
     """
+
+    REPLAY_DEFAULTS: ClassVar[dict[str, Any]] = {
+        "buffer_capacity": 1_000_000, "batch_size": 1024, "num_envs": 10,
+        "total_env_steps": 1_500_000, "learning_starts": 1024 * 25}
+    """The run's replay and schedule defaults for actor-critic learners (``TrainConfig``
+    fields left ``None``): paper 001's MADDPG settings (a replay of 1M transitions, batches of
+    1024, updates every 100 env steps after 25 batches' worth)."""
 
     hidden_sizes: tuple[int, ...] = (64, 64)
     actor_lr: float = 0.01

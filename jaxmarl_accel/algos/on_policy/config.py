@@ -10,6 +10,7 @@ in MAPPO, Yu et al. 2022).
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 PPO_ONLY = ("clip_eps", "gae_lambda", "epochs", "minibatches")
 """Fields only PPO reads; set on A2C they are a one-line error (:func:`check_for`)."""
@@ -55,6 +56,13 @@ class OnPolicyConfig:
       log_std_init: continuous actions: initial log standard deviation of the Gaussian
         policy (a learned vector per team, independent of the observation).
     """
+
+    REPLAY_DEFAULTS: ClassVar[dict[str, Any]] = {
+        "buffer_capacity": 1_000_000, "batch_size": 1024, "num_envs": 32,
+        "total_env_steps": 1_500_000, "learning_starts": 25_600}
+    """The run's defaults for on-policy learners (``TrainConfig`` fields left ``None``): 32
+    envs (a rollout of 100 steps is then 3,200 joint steps, PPO's 4 minibatches of 800); the
+    replay fields are not used and must keep these values."""
 
     hidden_sizes: tuple[int, ...] = (64, 64)
     lr: float = 1e-3

@@ -12,6 +12,7 @@ of 256 units and ``w = 0.1``.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 AGENTS = ("rnn", "mlp")
 NORMALIZATIONS = ("minmax", "mean", "none")
@@ -65,6 +66,13 @@ class ValueConfig:
         steps) or ``"none"`` (:func:`~jaxmarl_accel.algos.value.macpo.normalize`).
       macpo_floor: MAC-PO / AccMER only: the smallest loss weight of ``"minmax"``, in [0, 1].
     """
+
+    REPLAY_DEFAULTS: ClassVar[dict[str, Any]] = {
+        "buffer_capacity": 5000, "batch_size": 128, "num_envs": 8,
+        "total_env_steps": 1_050_000, "learning_starts": 0}
+    """The run's replay and schedule defaults for value learners (``TrainConfig`` fields left
+    ``None``): paper 004's reference code (pymarl2's QMIX), 5000 episodes of replay, batches of
+    128 episodes, 8 envs, 1.05M env steps; updates start once the replay holds a batch."""
 
     agent: str = "rnn"
     hidden: int = 64

@@ -140,7 +140,7 @@ def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
 
 def _updates_per_round(config: cfg.TrainConfig) -> int:
     """Gradient steps per round: PPO's ``epochs x minibatches``, A2C's one."""
-    on_policy = cfg.algo_config_of(config)
+    on_policy = config.learner
     return on_policy.epochs * on_policy.minibatches if config.algo == "ppo" else 1
 
 

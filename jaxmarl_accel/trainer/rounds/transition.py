@@ -68,9 +68,8 @@ def learner_observes(config: cfg.TrainConfig) -> bool:
     """Whether a physical-state replay hands the learner packed physical states, which it
     observes itself (the neighbourhood critics: only the rows their samples read), instead
     of recomputing every agent's observations when it samples (the joint critics)."""
-    algo_config = cfg.algo_config_of(config)
     return (config.replay_obs == "physical_state"
-            and getattr(algo_config, "critic", "joint") != "joint")
+            and getattr(config.learner, "critic", "joint") != "joint")
 
 
 def learner_observation(config: cfg.TrainConfig, env: Env, env_params: PyTree

@@ -18,7 +18,7 @@ def test_ppo_beats_random_on_spread():
     config = TrainConfig(env="simple_spread", env_kwargs=(("num_agents", 3),), algo="ppo",
                          num_envs=16, total_env_steps=20_000, eval_every=20_000,
                          eval_episodes=64,
-                         on_policy_config=OnPolicyConfig(hidden_sizes=(32, 32),
+                         learner=OnPolicyConfig(hidden_sizes=(32, 32),
                                                          rollout_length=25))
     trainer = make_trainer(config)
     _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))

@@ -22,7 +22,7 @@ TINY = OnPolicyConfig(hidden_sizes=(8,), rollout_length=5, epochs=2, minibatches
 def tiny(algo: str, env: str, **kwargs) -> TrainConfig:
     on_policy = TINY if algo == "ppo" else dataclasses.replace(TINY, epochs=4, minibatches=4)
     return TrainConfig(env=env, algo=algo, num_envs=2, total_env_steps=20, eval_every=10,
-                       eval_episodes=2, on_policy_config=on_policy, **kwargs)
+                       eval_episodes=2, learner=on_policy, **kwargs)
 
 
 def run_two_chunks(config: TrainConfig, resume: bool):
