@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from jaxmarl_accel.algos import ValueConfig
 from jaxmarl_accel.cli import host_loop, outputs, progress, run, run_store
 from jaxmarl_accel.cli.checkpoint import read_arrays
 
@@ -320,7 +321,7 @@ def test_value_learner_defaults_and_family_flags():
     parser = run.build_parser()
     qmix = run.config_from_args(parser.parse_args(["--algo", "qmix"]))
     assert (qmix.batch_size, qmix.buffer_capacity, qmix.num_envs) == (128, 5000, 8)
-    assert qmix.learner.gamma == 0.99 and qmix.learner.gamma == 0.95
+    assert isinstance(qmix.learner, ValueConfig) and qmix.learner.gamma == 0.99
     tuned = run.config_from_args(parser.parse_args(["--algo", "vdn", "--gamma", "0.9",
                                                     "--batch-size", "32"]))
     assert tuned.learner.gamma == 0.9 and tuned.batch_size == 32
