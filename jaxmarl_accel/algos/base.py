@@ -42,7 +42,7 @@ class Algo(NamedTuple):
 
     Attributes:
       init: ``key -> state`` (the family's learner state, e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.learner.ActorCriticState`).
+        :class:`~jaxmarl_accel.algos.actor_critic.state.ActorCriticState`).
       act: ``(state, obs [..., N, obs_dim], key, explore: bool) -> (env_action,
         action_vec [..., N, action_dim])``; ``env_action`` is ``[..., N]`` int32 (discrete)
         or ``[..., N, act_dim]`` float32 in ``[0, 1]`` (continuous). ``explore`` is static.
@@ -55,7 +55,7 @@ class Algo(NamedTuple):
         names to scalars.
       action_dim: width of the action vector the replay stores.
       phases: the steps ``update`` is composed of (e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.learner.Phases`), to run or time apart.
+        :class:`~jaxmarl_accel.algos.actor_critic.state.Phases`), to run or time apart.
       needs: what the learner needs from the replay and the env (:class:`Needs`).
       initial_carry: for recurrent learners (episode replay), ``() -> carry`` of one env at
         an episode start (leaves ``[N, ...]``: hidden state, previous action); their ``act``

@@ -44,6 +44,8 @@ def test_each_algorithm_chooses_its_plug_ins(name):
            variant.continuous_default)
     assert got == PLUG_INS[name]
     assert variant.policy_delay == (SMALL.policy_delay if name == "matd3" else 1)
+    delayed = name == "matd3" and SMALL.policy_delay > 1  # only MATD3 plugs in a delay
+    assert variant.actor_schedule.gate is (v.run_when_due if delayed else v.run_always)
     assert (variant.next_action is v.sampled_next_action) == (name != "matd3")
     assert variant.temperature is losses.fixed_temperature
     auto = variant_of(name, spec, dataclasses.replace(SMALL, auto_alpha=True))

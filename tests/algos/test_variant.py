@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxmarl_accel.algos.actor_critic import variant as v
 from jaxmarl_accel.algos.distributions import make_distribution
@@ -46,3 +47,46 @@ def test_sampled_next_action_is_the_distribution_sample():
     np.testing.assert_array_equal(action, expected[0])
     np.testing.assert_allclose(bonus, expected[1], rtol=1e-6)  # eager vs jit rounding
     assert action.shape == (8, 3, dist.action_dim) and bonus.shape == (8, 3)
+
+
+@pytest.mark.parametrize("period", [1, 2, 3])
+def test_actor_schedule_is_due_on_every_period_th_update(period):
+    schedule = v.actor_schedule(period)
+    due = jax.jit(schedule.due)
+    got = [bool(due(jnp.int32(step))) for step in range(7)]
+    assert got == [(step + 1) % period == 0 for step in range(7)]
+    assert schedule.period == period
+
+
+def test_actor_schedule_gate_and_keep_under_jit():
+    run = lambda x: (x + 1.0, jnp.ones(()))
+    skip = lambda x: (x, jnp.zeros(()))
+    new, old = {"w": jnp.full((2, 3), 5.0)}, {"w": jnp.zeros((2, 3))}
+    every, delayed = v.actor_schedule(1), v.actor_schedule(2)
+    for due in (True, False):
+        flag = jnp.asarray(due)
+        x, ran = jax.jit(lambda d, x: every.gate(d, run, skip, x))(flag, jnp.arange(3.0))
+        np.testing.assert_array_equal(x, jnp.arange(3.0) + 1.0)  # every update: always runs
+        assert float(ran) == 1.0
+        x, ran = jax.jit(lambda d, x: delayed.gate(d, run, skip, x))(flag, jnp.arange(3.0))
+        np.testing.assert_array_equal(x, jnp.arange(3.0) + float(due))
+        assert float(ran) == float(due)
+        kept = jax.jit(every.keep)(flag, new, old)
+        np.testing.assert_array_equal(kept["w"], new["w"])
+        kept = jax.jit(delayed.keep)(flag, new, old)
+        np.testing.assert_array_equal(kept["w"], (new if due else old)["w"])
+
+
+def test_actor_schedule_pieces_of_every_update_trace_no_cond_or_select():
+    every = v.actor_schedule(1)
+    jaxpr = jax.make_jaxpr(lambda d, x: (every.gate(d, jnp.sin, jnp.cos, x),
+                                         every.keep(d, x, 2 * x)))(True, jnp.ones(3))
+    names = {eqn.primitive.name for eqn in jaxpr.jaxpr.eqns}
+    assert "cond" not in names and "select_n" not in names
+
+
+@pytest.mark.parametrize("period", [0, -1, 1.5, "2"])
+def test_actor_schedule_rejects_a_period_below_one(period):
+    with pytest.raises(ValueError, match="period"):
+        v.actor_schedule(period)
+

@@ -12,7 +12,8 @@ One update (Lowe et al. 2017, Alg. 1 lines 9-14; paper 001 Alg. 1) for every age
    evaluated as ``config.actor_step`` says (:data:`~.losses.JOINT_Q`: from the critics'
    first-layer product with the replayed input plus the own action's correction, exact
    since that layer is linear, or through every agent's copy of the joint input);
-   MATD3 does this step (and step 3) only every ``policy_delay`` updates;
+   the variant's :class:`~.variant.ActorSchedule` says on which updates this step (and
+   step 3) runs (MATD3: one in every ``policy_delay``, TD3 Alg. 1; others: every update);
 3. soft target updates of all agents after the loop over agents (Alg. 1 line 14).
 
 The three algorithms differ only in the functions a :class:`Variant` plugs in. Steps 1-2
@@ -21,187 +22,43 @@ one ``vmap``, or a ``lax.scan`` agent by agent); both compute the same update, s
 agent reads another agent's new parameters within one update. (The original MADDPG code
 soft-updates agent i's targets inside its loop, so later agents' critic targets see the
 earlier agents' freshly moved target actors; we follow paper 001's Alg. 1 and move all
-targets after the loop.)
+targets after the loop.) The state, its per-agent slices and the static set-up are in
+:mod:`~.state`.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import chex
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
-from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos import networks
-from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig, actor_step_form
-from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
-from jaxmarl_accel.algos.actor_critic.agent_map import LEARNERS
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.state import (
+    ActorCriticState,
+    ActorInfo,
+    Agent,
+    CriticInfo,
+    NextInputs,
+    Phases,
+    Skeleton,
+    agents_of,
+    check_batch,
+    make_skeleton,
+    with_agents,
+)
 from jaxmarl_accel.algos.actor_critic.variant import Variant
+from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
 PyTree = Any
-
-
-@struct.dataclass
-class ActorCriticState:
-    """Learner state of all N agents (every leaf has the agent axis first).
-
-    Attributes:
-      actor: online actor parameters, leaves ``[N, ...]``.
-      critic: online critic parameters, leaves ``[N, C, ...]`` (C critics per agent).
-      target_actor: target actor parameters, like ``actor``.
-      target_critic: target critic parameters, like ``critic``.
-      actor_opt: optax state of each agent's actor parameters raveled into one vector
-        (stacked ``[N, ...]``); see :func:`~.losses.flat_step`.
-      critic_opt: the same for each agent's critics (all C critics in one vector, so the
-        gradient clip applies to their joint norm).
-      log_alpha: ``[N]`` log entropy coefficient per agent (used by MASAC only).
-      alpha_opt: optax state of ``log_alpha`` (stacked ``[N, ...]``).
-      step: ``[]`` int32 number of updates done so far.
-    """
-
-    actor: PyTree
-    critic: PyTree
-    target_actor: PyTree
-    target_critic: PyTree
-    actor_opt: PyTree
-    critic_opt: PyTree
-    log_alpha: jax.Array
-    alpha_opt: PyTree
-    step: jax.Array
-
-
-class CriticInfo(NamedTuple):
-    """What the critic step reports per agent: the weighted ``loss [N]``, ``td [N, B]``
-    (``|Q_{i,c} - y_i|`` averaged over the C critics) and the mean Q value ``q_mean [N]``."""
-
-    loss: jax.Array
-    td: jax.Array
-    q_mean: jax.Array
-
-
-class ActorInfo(NamedTuple):
-    """What the actor step reports per agent: ``loss [N]`` and ``entropy [N]`` (the mean
-    entropy bonus of the sampled own actions; zero for deterministic actors)."""
-
-    loss: jax.Array
-    entropy: jax.Array
-
-
-class Phases(NamedTuple):
-    """The steps 1-3 of one update (module docstring), each over all N agents.
-
-    With ``next_key, actor_key = split(key)``, ``update(state, batch, weights, key)`` is::
-
-        y = target_q(state, batch, next_key)
-        state, _ = critic_step(state, batch, weights, y)
-        state, _ = actor_step(state, batch, actor_key)  # skipped on delayed steps
-        state = target_update(state)  # kept back on delayed steps
-
-    and ``step + 1``, made of the same per-agent functions, one agent's three steps in one
-    pass over the agents (with sequential learners the phases' separate passes can round
-    differently in the last bit). ``batch`` leaves are ``[B, N, ...]`` (one batch for all
-    agents) or ``[N, B, N, ...]`` (agent i learns from ``batch[i]``), as for ``update``.
-
-    Attributes:
-      target_q: ``(state, batch, key) -> y [N, B]``, the critic targets ``y_i``.
-      critic_step: ``(state, batch, weights, y [N, B]) -> (state, CriticInfo)``: one
-        optimizer step of every agent's critics on the loss weighted by ``weights`` (``[B]``,
-        or ``[N, B]`` for per-agent batches); updates ``critic`` and ``critic_opt``.
-      actor_step: ``(state, batch, key) -> (state, ActorInfo)``: one optimizer step of
-        every agent's actor through ``state.critic``, and of its temperature; updates
-        ``actor``, ``actor_opt``, ``log_alpha`` and ``alpha_opt``.
-      target_update: ``state -> state`` with ``target_actor`` and ``target_critic`` moved
-        towards ``actor`` and ``critic`` by ``config.tau``.
-    """
-
-    target_q: Callable[[ActorCriticState, Transition, jax.Array], jax.Array]
-    critic_step: Callable[..., tuple[ActorCriticState, CriticInfo]]
-    actor_step: Callable[[ActorCriticState, Transition, jax.Array],
-                         tuple[ActorCriticState, ActorInfo]]
-    target_update: Callable[[ActorCriticState], ActorCriticState]
-
-
-class Skeleton(NamedTuple):
-    """The static parts of one learner, bound (``functools.partial``) to the steps below."""
-
-    spec: EnvSpec
-    config: ActorCriticConfig
-    variant: Variant
-    dist: ActionDistribution
-    actor_mlp: networks.MLP
-    critic_mlp: networks.MLP
-    actor_tx: optax.GradientTransformation
-    critic_tx: optax.GradientTransformation
-    alpha_tx: optax.GradientTransformation
-    mask: jax.Array  # [N, A] bool valid actions
-    target_entropy: jax.Array  # [N]
-    map_agents: Callable[..., tuple[PyTree, Any]]  # learners.parallel or .sequential
-    joint_q: Callable[..., jax.Array]  # losses.joint_q_linear or .joint_q_full
-
-
-class Agent(NamedTuple):
-    """Agent i's slice of :class:`ActorCriticState` plus its static per-agent inputs (the leaves of
-    :class:`ActorCriticState` without their leading agent axis).
-
-    Attributes:
-      index: ``[]`` int32, i; mask: ``[A]`` bool valid actions; target_entropy: ``[]``.
-      actor, critic, target_critic: its parameters (critic leaves ``[C, ...]``).
-      actor_opt, critic_opt, log_alpha, alpha_opt: its optimizer states and temperature.
-    """
-
-    index: jax.Array
-    mask: jax.Array
-    target_entropy: jax.Array
-    actor: PyTree
-    critic: PyTree
-    target_critic: PyTree
-    actor_opt: PyTree
-    critic_opt: PyTree
-    log_alpha: jax.Array
-    alpha_opt: PyTree
-
-
-class NextInputs(NamedTuple):
-    """What agent i's critic target comes from: a batch (leaves ``[B, N, ...]``), every
-    agent's next action ``[B, N, A]`` at ``batch.next_obs`` and its entropy bonus ``[B, N]``."""
-
-    batch: Transition
-    action: jax.Array
-    bonus: jax.Array
-
-
-def target_entropy_of(spec: EnvSpec, config: ActorCriticConfig) -> jax.Array:
-    """Each agent's entropy target ``[N]`` (MASAC): ``config.target_entropy``, else
-    ``-act_dim`` (continuous) or half the log of its valid actions (discrete)."""
-    if config.target_entropy is not None:
-        return jnp.full((spec.num_agents,), config.target_entropy, jnp.float32)
-    if spec.continuous:
-        return jnp.full((spec.num_agents,), -float(spec.act_dim), jnp.float32)
-    return 0.5 * jnp.log(jnp.asarray(spec.action_sizes, jnp.float32))
-
-
-def make_skeleton(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Skeleton:
-    """All static set-up of a learner: networks, distribution, optimizers, masks."""
-    dist = make_distribution(spec, config, variant.continuous_default)
-    n = spec.num_agents
-    return Skeleton(
-        spec=spec, config=config, variant=variant, dist=dist,
-        actor_mlp=networks.MLP(config.hidden_sizes, dist.out_size),
-        critic_mlp=networks.MLP(config.hidden_sizes, 1),
-        actor_tx=losses.make_optimizer(config.actor_lr, config.grad_clip),
-        critic_tx=losses.make_optimizer(config.critic_lr, config.grad_clip),
-        alpha_tx=optax.adam(config.alpha_lr),
-        mask=spec.action_mask if not spec.continuous else jnp.ones((n, dist.action_dim), bool),
-        target_entropy=target_entropy_of(spec, config), map_agents=LEARNERS[config.learners],
-        joint_q=losses.JOINT_Q[actor_step_form(config.actor_step, spec.num_agents)])
 
 
 def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
@@ -231,35 +88,6 @@ def act(sk: Skeleton, state: ActorCriticState, obs: jax.Array, key: jax.Array,
     if explore:
         return sk.dist.explore(out, sk.mask, key)
     return sk.dist.exploit(out, sk.mask)
-
-
-def check_batch(sk: Skeleton, batch: Transition, weights: jax.Array | None = None) -> bool:
-    """Trace-time shape checks; True for per-agent batches (leaves ``[N, B, N, ...]``)."""
-    n, per_agent = sk.spec.num_agents, batch.reward.ndim == 3
-    lead = (n,) if per_agent else ()
-    bsz = batch.reward.shape[-2]
-    chex.assert_shape(batch.obs, (*lead, bsz, n, sk.spec.obs_dim))
-    chex.assert_shape(batch.next_obs, (*lead, bsz, n, sk.spec.obs_dim))
-    chex.assert_shape(batch.action, (*lead, bsz, n, sk.dist.action_dim))
-    chex.assert_shape([batch.reward, batch.done], (*lead, bsz, n))
-    if weights is not None:
-        chex.assert_shape(weights, (*lead, bsz))
-    return per_agent
-
-
-def agents_of(sk: Skeleton, state: ActorCriticState) -> Agent:
-    """All agents' slices of ``state``, stacked: every :class:`Agent` leaf ``[N, ...]``."""
-    return Agent(
-        index=jnp.arange(sk.spec.num_agents), mask=sk.mask, target_entropy=sk.target_entropy,
-        actor=state.actor, critic=state.critic, target_critic=state.target_critic,
-        actor_opt=state.actor_opt, critic_opt=state.critic_opt,
-        log_alpha=state.log_alpha, alpha_opt=state.alpha_opt)
-
-
-def _with_agents(state: ActorCriticState, agents: Agent) -> ActorCriticState:
-    return state.replace(
-        actor=agents.actor, critic=agents.critic, actor_opt=agents.actor_opt,
-        critic_opt=agents.critic_opt, log_alpha=agents.log_alpha, alpha_opt=agents.alpha_opt)
 
 
 def _next_inputs(sk: Skeleton, state: ActorCriticState, batch: Transition, key: jax.Array,
@@ -327,7 +155,7 @@ def critic_step(sk: Skeleton, state: ActorCriticState, batch: Transition, weight
     chex.assert_shape(y, (sk.spec.num_agents, batch.reward.shape[-2]))
     agents, info = sk.map_agents(functools.partial(agent_critic_step, sk), agents_of(sk, state),
                                  (y,), (batch, weights.astype(jnp.float32)), per_agent)
-    return _with_agents(state, agents), info
+    return with_agents(state, agents), info
 
 
 def actor_step(sk: Skeleton, state: ActorCriticState, batch: Transition,
@@ -337,7 +165,7 @@ def actor_step(sk: Skeleton, state: ActorCriticState, batch: Transition,
     agents, info = sk.map_agents(functools.partial(agent_actor_step, sk), agents_of(sk, state),
                                  (jax.random.split(key, sk.spec.num_agents),), (batch,),
                                  per_agent)
-    return _with_agents(state, agents), info
+    return with_agents(state, agents), info
 
 
 def target_update(sk: Skeleton, state: ActorCriticState) -> ActorCriticState:
@@ -349,32 +177,35 @@ def target_update(sk: Skeleton, state: ActorCriticState) -> ActorCriticState:
     )
 
 
+def held_actor_step(operand: Any) -> tuple[Any, ActorInfo]:
+    """The actor step an :class:`~.variant.ActorSchedule` skips to: ``operand`` (one agent's
+    or one group's slice of the state) unchanged, and a report of zeros (``[]`` each)."""
+    return operand, ActorInfo(jnp.zeros(()), jnp.zeros(()))
+
+
 def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
            key: jax.Array) -> tuple[ActorCriticState, dict[str, jax.Array], jax.Array]:
     """One update of all agents (see :attr:`Algo.update`): each agent's steps 1-2 in one
-    pass over the agents, then step 3; actor and targets only every ``policy_delay``."""
+    pass over the agents, then step 3; the actor step and the targets only on the updates
+    the variant's :class:`~.variant.ActorSchedule` makes due (MATD3: every ``policy_delay``)."""
     per_agent = check_batch(sk, batch, weights)
     next_key, agents_key = jax.random.split(key)
-    delay = sk.variant.policy_delay
-    do_actor = (state.step + 1) % delay == 0
+    schedule = sk.variant.actor_schedule
+    do_actor = schedule.due(state.step)
 
     def agent_update(agent: Agent, key: jax.Array, nxt: NextInputs, weights: jax.Array):
         # one agent's target_q, critic_step and actor_step (see Phases)
         y = agent_target(sk, agent, nxt)
         agent, c_info = agent_critic_step(sk, agent, y, nxt.batch, weights)
-        if delay == 1:
-            agent, a_info = agent_actor_step(sk, agent, key, nxt.batch)
-        else:
-            skip = lambda a: (a, ActorInfo(jnp.zeros(()), jnp.zeros(())))
-            agent, a_info = jax.lax.cond(
-                do_actor, lambda a: agent_actor_step(sk, a, key, nxt.batch), skip, agent)
+        agent, a_info = schedule.gate(
+            do_actor, lambda a: agent_actor_step(sk, a, key, nxt.batch), held_actor_step, agent)
         return agent, (c_info, a_info)
 
     data = (_next_inputs(sk, state, batch, next_key, per_agent), weights.astype(jnp.float32))
     agents, (c_info, a_info) = sk.map_agents(
         agent_update, agents_of(sk, state),
         (jax.random.split(agents_key, sk.spec.num_agents),), data, per_agent)
-    new_state = finish_update(sk, state, _with_agents(state, agents), do_actor)
+    new_state = finish_update(sk, state, with_agents(state, agents), do_actor)
     metrics = update_metrics(sk, new_state, c_info, a_info, do_actor)
     return new_state, metrics, c_info.td if per_agent else c_info.td.T
 
@@ -382,14 +213,14 @@ def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: ja
 def finish_update(sk: Any, state: ActorCriticState, new_state: ActorCriticState,
                   do_actor: jax.Array) -> ActorCriticState:
     """Step 3 after every agent's (or group's) steps 1-2 gave ``new_state``: soft target
-    updates, kept back on MATD3's delayed steps (``do_actor`` False), and ``step + 1``.
-    ``sk`` needs ``config.tau`` and ``variant.policy_delay``."""
-    new_state = target_update(sk, new_state)
-    if sk.variant.policy_delay > 1:
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(do_actor, a, b), new, old)
-        new_state = new_state.replace(
-            target_actor=keep(new_state.target_actor, state.target_actor),
-            target_critic=keep(new_state.target_critic, state.target_critic))
+    updates, kept back where the variant's :class:`~.variant.ActorSchedule` says so
+    (``do_actor``, ``[]`` bool, from its ``due``), and ``step + 1``. ``sk`` needs
+    ``config.tau`` and ``variant.actor_schedule``."""
+    keep = sk.variant.actor_schedule.keep
+    moved = target_update(sk, new_state)
+    new_state = moved.replace(
+        target_actor=keep(do_actor, moved.target_actor, state.target_actor),
+        target_critic=keep(do_actor, moved.target_critic, state.target_critic))
     return new_state.replace(step=state.step + 1)
 
 

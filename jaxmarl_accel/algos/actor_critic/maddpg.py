@@ -16,7 +16,7 @@ from jaxmarl_accel.envs.base import EnvSpec
 def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
     """MADDPG: 1 critic, no delay, deterministic continuous actors, no entropy."""
     del spec, config
-    return v.Variant(num_critics=1, policy_delay=1, continuous_default="sigmoid",
-                     next_action=v.sampled_next_action, next_actors=v.target_actors,
-                     actor_critics=v.first_critic, alpha=v.no_entropy,
-                     temperature=losses.fixed_temperature)
+    return v.Variant(num_critics=1, actor_schedule=v.actor_schedule(1),
+                     continuous_default="sigmoid", next_action=v.sampled_next_action,
+                     next_actors=v.target_actors, actor_critics=v.first_critic,
+                     alpha=v.no_entropy, temperature=losses.fixed_temperature)

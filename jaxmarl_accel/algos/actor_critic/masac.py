@@ -25,7 +25,7 @@ def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
     temperature is tuned with ``config.auto_alpha``."""
     del spec
     temperature = losses.sac_temperature_step if config.auto_alpha else losses.fixed_temperature
-    return v.Variant(num_critics=2, policy_delay=1, continuous_default="gaussian",
-                     next_action=v.sampled_next_action, next_actors=v.online_actors,
-                     actor_critics=v.all_critics, alpha=v.entropy_coefficient,
-                     temperature=temperature)
+    return v.Variant(num_critics=2, actor_schedule=v.actor_schedule(1),
+                     continuous_default="gaussian", next_action=v.sampled_next_action,
+                     next_actors=v.online_actors, actor_critics=v.all_critics,
+                     alpha=v.entropy_coefficient, temperature=temperature)

@@ -42,14 +42,15 @@ def smoothed_next_action(
 
 
 def variant(spec: EnvSpec, config: ActorCriticConfig) -> v.Variant:
-    """MATD3: twin critics, ``config.policy_delay``, smoothing noise, first critic for actor."""
+    """MATD3: twin critics, actors and targets moved every ``config.policy_delay`` updates
+    (TD3 Alg. 1, :func:`~.variant.actor_schedule`), smoothing noise, first critic for actor."""
     next_action = functools.partial(
         smoothed_next_action,
         # Gumbel-softmax actors are smoothed on their logits, like discrete ones
         continuous=spec.continuous and config.continuous_policy != "gumbel_softmax",
         std=config.target_noise,
         clip=config.target_noise_clip)
-    return v.Variant(num_critics=2, policy_delay=config.policy_delay,
+    return v.Variant(num_critics=2, actor_schedule=v.actor_schedule(config.policy_delay),
                      continuous_default="sigmoid", next_action=next_action,
                      next_actors=v.target_actors, actor_critics=v.first_critic,
                      alpha=v.no_entropy, temperature=losses.fixed_temperature)

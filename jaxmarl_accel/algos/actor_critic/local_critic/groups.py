@@ -13,16 +13,16 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos import networks
-from jaxmarl_accel.algos.actor_critic.learner import (
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_width, make_critic
+from jaxmarl_accel.algos.actor_critic.state import (
     ActorCriticState,
     target_entropy_of,
 )
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
-from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
-from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_width, make_critic
 from jaxmarl_accel.algos.actor_critic.variant import Variant
+from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.envs.base import EnvSpec
 
 PyTree = Any

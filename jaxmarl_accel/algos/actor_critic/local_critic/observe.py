@@ -11,11 +11,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.algos.actor_critic.learner import (
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import nearest_agents, positions
+from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
+    Block,
+    Skeleton,
+    apply_all,
+    apply_at,
+)
+from jaxmarl_accel.algos.actor_critic.state import (
     ActorCriticState,
 )
-from jaxmarl_accel.algos.actor_critic.local_critic.critics import nearest_agents, positions
-from jaxmarl_accel.algos.actor_critic.local_critic.groups import Block, Skeleton, apply_all, apply_at
 from jaxmarl_accel.buffers.recompute import observe_chunk, observe_rows
 from jaxmarl_accel.types import Transition
 

@@ -1,6 +1,7 @@
 """The local-critic learner's update (critic regression, actor ascent, soft targets per
 group; paper 001 eqs. 1-2, Alg. 1) and :func:`build`, which binds it to the skeleton of
-:mod:`~jaxmarl_accel.algos.actor_critic.learner`. Shapes: B joint steps, N agents, G groups,
+:mod:`~jaxmarl_accel.algos.actor_critic.learner` (its state:
+:mod:`~jaxmarl_accel.algos.actor_critic.state`). Shapes: B joint steps, N agents, G groups,
 P samples of one group, C critics."""
 
 from __future__ import annotations
@@ -11,18 +12,15 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos import networks
+from jaxmarl_accel.algos.actor_critic import losses
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.learner import (
-    ActorCriticState,
-    ActorInfo,
-    CriticInfo,
     bind_learner,
     finish_update,
+    held_actor_step,
     update_metrics,
 )
-from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_features
 from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
     Block,
@@ -33,7 +31,9 @@ from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
     make_skeleton,
 )
 from jaxmarl_accel.algos.actor_critic.local_critic.observe import Samples, samples
+from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, CriticInfo
 from jaxmarl_accel.algos.actor_critic.variant import Variant
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
@@ -149,12 +149,13 @@ def _priorities(sk: Skeleton, blocks: list[Samples], td: list[jax.Array], bsz: i
 def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: jax.Array,
            key: jax.Array) -> tuple[ActorCriticState, dict[str, jax.Array], jax.Array]:
     """One update of every group (see :attr:`Algo.update`): critic targets and steps, then
-    actor steps (every ``policy_delay`` updates), then soft target updates."""
+    actor steps (on the updates the variant's actor schedule makes due; MATD3: every
+    ``policy_delay``), then soft target updates."""
     _check_batch(sk, batch, weights)
     sample_key, actor_key = jax.random.split(key)
     blocks = samples(sk, state, batch, weights.astype(jnp.float32), sample_key)
-    delay = sk.variant.policy_delay
-    do_actor = (state.step + 1) % delay == 0
+    schedule = sk.variant.actor_schedule
+    do_actor = schedule.due(state.step)
     new = state
     c_infos, a_infos = [], []
     for block, s, k in zip(sk.groups.blocks, blocks, jax.random.split(actor_key, len(blocks)),
@@ -164,12 +165,8 @@ def update(sk: Skeleton, state: ActorCriticState, batch: Transition, weights: ja
         def one(group: Group, s: Samples, key: jax.Array):
             y = group_target(sk, group, s)
             group, c_info = group_critic_step(sk, group, s, y)
-            if delay == 1:
-                group, a_info = group_actor_step(sk, group, s, key)
-            else:
-                skip = lambda g: (g, ActorInfo(jnp.zeros(()), jnp.zeros(())))
-                group, a_info = jax.lax.cond(
-                    do_actor, lambda g: group_actor_step(sk, g, s, key), skip, group)
+            group, a_info = schedule.gate(
+                do_actor, lambda g: group_actor_step(sk, g, s, key), held_actor_step, group)
             return group, (c_info, a_info)
 
         keys = jax.random.split(k, block.agents.shape[0])
