@@ -17,13 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.cli.checkpoint import (
-    CheckpointMismatch,
-    Checkpoints,
-    contiguous_runs,
-    read_arrays,
-    read_region,
-)
+from jaxmarl_accel.cli.array_files import contiguous_runs, read_region
+from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints, read_arrays
 
 
 @st.composite

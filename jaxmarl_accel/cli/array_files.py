@@ -1,0 +1,143 @@
+"""Arrays as raw files: each a file of the whole array's C-ordered bytes, written and read
+one shard (and at most ``piece_bytes``) at a time, so that an array is never held twice.
+
+The writer writes each shard this process holds straight from the array's own buffer on the
+CPU (``np.asarray`` of a CPU array is a view) and copies at most ``piece_bytes`` at a time
+from an accelerator (:func:`write_shards`). A reader reads any region of the file into a new
+host array (:func:`read_region`), or overwrites an existing array in place, ``piece_bytes``
+of leading-axis rows at a time (:func:`fill_rows`). :mod:`~jaxmarl_accel.cli.checkpoint`
+stores the replay this way.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+PIECE_BYTES = 64 * 2**20
+"""Bytes copied between host and device at a time: from an accelerator while saving, into
+the fresh state while restoring in place."""
+
+
+def contiguous_runs(shape: tuple[int, ...], index: tuple[slice, ...]
+                    ) -> Iterator[tuple[tuple[int, ...], int, int]]:
+    """The region ``index`` of a C-ordered array of ``shape`` as runs of contiguous
+    elements: ``(prefix, start, length)`` per run, where ``prefix`` indexes the region's
+    leading axes (the run is ``region[prefix]``, contiguous in a C-ordered region) and
+    ``start`` / ``length`` count elements of the whole array.
+
+    The runs span the region's last axes from the first one after which every axis is
+    whole; a region sharded on the leading axis is one run.
+    """
+    bounds = [s.indices(n)[:2] for s, n in zip(index, shape, strict=True)]
+    split = len(shape)
+    while split > 0 and bounds[split - 1] == (0, shape[split - 1]):
+        split -= 1
+    # axes [split - 1, ...) form one run: the axis split - 1 partly, the rest whole
+    lead = max(split - 1, 0)
+    inner = int(np.prod(shape[lead + 1:], dtype=np.int64))
+    strides = [int(np.prod(shape[a + 1:], dtype=np.int64)) for a in range(len(shape))]
+    length = (bounds[lead][1] - bounds[lead][0]) * inner if shape else 1
+    for prefix in np.ndindex(*[hi - lo for lo, hi in bounds[:lead]]):
+        start = sum((lo + p) * strides[a] for a, (p, (lo, _)) in enumerate(
+            zip(prefix, bounds[:lead], strict=True)))
+        start += bounds[lead][0] * strides[lead] if shape else 0
+        yield prefix, start, length
+
+
+def rows_per_piece(shape: tuple[int, ...], itemsize: int, piece_bytes: int) -> int:
+    """Leading-axis rows of an array of ``shape`` in at most ``piece_bytes`` (at least 1)."""
+    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
+    return max(piece_bytes // max(row_bytes, 1), 1)
+
+
+def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
+    while len(data):
+        written = os.pwrite(fd, data, offset)
+        data, offset = data[written:], offset + written
+
+
+def _host_pieces(array: Any, piece_bytes: int) -> Iterator[np.ndarray]:
+    """``array`` (a host view, or a single-device accelerator array) as C-ordered host
+    arrays along its first axis, each at most ``piece_bytes`` (a host view: itself)."""
+    if isinstance(array, np.ndarray) or array.ndim == 0:
+        yield np.ascontiguousarray(np.asarray(array))
+        return
+    rows = rows_per_piece(array.shape, array.dtype.itemsize, piece_bytes)
+    for lo in range(0, array.shape[0], rows):
+        yield np.ascontiguousarray(np.asarray(array[lo:lo + rows]))
+
+
+def write_shards(path: str, array: jax.Array, piece_bytes: int = PIECE_BYTES) -> None:
+    """Write the shards of ``array`` that this process holds (one replica of each) into
+    ``path``, a file of the whole array's C-ordered bytes that already has its size."""
+    shape, itemsize = tuple(array.shape), np.dtype(array.dtype).itemsize
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        for shard in array.addressable_shards:
+            if shard.replica_id != 0:
+                continue
+            data = shard.data
+            if all(device.platform == "cpu" for device in data.devices()):
+                data = np.asarray(data)  # a view: runs are then views too, never copies
+            for prefix, start, _ in contiguous_runs(shape, shard.index):
+                run = data[prefix] if prefix else data
+                offset = start * itemsize
+                for piece in _host_pieces(run, piece_bytes):
+                    _pwrite_all(fd, memoryview(piece.reshape(-1).view(np.uint8)), offset)
+                    offset += piece.nbytes
+    finally:
+        os.close(fd)
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any, alignment: int = 64) -> np.ndarray:
+    """An uninitialized host array whose data starts at a multiple of ``alignment`` bytes:
+    placing it on a CPU device then keeps its buffer instead of copying it."""
+    count = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    raw = np.empty(count + alignment, np.uint8)
+    start = -raw.ctypes.data % alignment
+    return raw[start:start + count].view(dtype).reshape(shape)
+
+
+def read_region(path: str, shape: tuple[int, ...], dtype: Any,
+                index: tuple[slice, ...] | None = None) -> np.ndarray:
+    """The region ``index`` (None or ``()``: all) of the C-ordered array of ``shape`` and
+    ``dtype`` in ``path``, read into a new host array of the region's shape."""
+    dtype = np.dtype(dtype)
+    index = index or tuple(slice(None) for _ in shape)
+    region = tuple(len(range(*s.indices(n))) for s, n in zip(index, shape, strict=True))
+    out = aligned_empty(region, dtype)
+    with open(path, "rb", buffering=0) as file:
+        for prefix, start, length in contiguous_runs(shape, index):
+            target = memoryview((out[prefix] if prefix else out).reshape(-1).view(np.uint8))
+            file.seek(start * dtype.itemsize)
+            done = 0
+            while done < length * dtype.itemsize:
+                got = file.readinto(target[done:])
+                if not got:
+                    raise ValueError(f"{path} ends before its data")
+                done += got
+    return out
+
+
+@functools.partial(jax.jit, donate_argnums=0)
+def _write_rows(array: jax.Array, rows: jax.Array, start: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_update_slice_in_dim(array, rows.astype(array.dtype), start, axis=0)
+
+
+def fill_rows(array: jax.Array, path: str, piece_bytes: int = PIECE_BYTES) -> jax.Array:
+    """``array`` (donated) overwritten in place with the C-ordered array of its shape in
+    ``path``, read ``piece_bytes`` of leading-axis rows at a time."""
+    shape, dtype = tuple(array.shape), jnp.dtype(array.dtype)
+    step = rows_per_piece(shape, dtype.itemsize, piece_bytes)
+    whole = tuple(slice(None) for _ in shape[1:])
+    for lo in range(0, shape[0], step):
+        rows = read_region(path, shape, dtype, (slice(lo, min(lo + step, shape[0])), *whole))
+        array = _write_rows(array, rows, np.int32(lo))
+    return array
