@@ -47,7 +47,7 @@ from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEP_CHOICES
 from jaxmarl_accel.algos.registry import family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.config import TrainConfig, defaults_for
+from jaxmarl_accel.config import TrainConfig, family_defaults
 from jaxmarl_accel.envs import make
 
 FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,
@@ -78,10 +78,8 @@ def _positive(kind: type) -> Any:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m experiments.characterize", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    pos_int, pos_float = _positive(int), _positive(float)
+def _add_scenario_flags(p: argparse.ArgumentParser, pos_int: Any, pos_float: Any) -> None:
+    """The output folder, the scenario and its sizes, and the memory limits."""
     p.add_argument("--out", required=True, help="output folder (created if missing)")
     p.add_argument("--env", default="simple_tag",
                    choices=["simple_tag", "simple_spread", "stag_hunt"],
@@ -107,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fill", type=pos_float, default=1.0,
                    help="fraction of the capacity filled with random transitions before "
                         "timing (default 1.0)")
+
+
+def _add_timing_flags(p: argparse.ArgumentParser, pos_int: Any, pos_float: Any) -> None:
+    """The extrapolation, the repetitions and budget of each timed phase, and the neighbor
+    sampler windows compared."""
     p.add_argument("--episodes", type=pos_int, default=60_000,
                    help="episodes of the extrapolated training time (default 60000, Table I)")
     p.add_argument("--episode-length", type=pos_int, default=25,
@@ -123,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--neighbors", nargs="+", type=pos_int, default=None,
                    help="neighbor-sampler window sizes compared with uniform (default 16 64: "
                         "paper 000's 16x64 and 64x16 neighbors x references at batch 1024)")
+
+
+def _add_learner_flags(p: argparse.ArgumentParser) -> None:
+    """The run settings and the learners' settings (from the config dataclasses), and the
+    actor step forms measured side by side."""
     flags.add_dataclass_flags(
         p.add_argument_group("run settings (jaxmarl_accel.config.TrainConfig)"), TrainConfig,
         only=("algo", "sampler", "layout", "batch_size", "buffer_capacity", "num_envs",
@@ -151,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "actor step (p_loss), algo.update and its memory plan for each; the "
                         "first is the one of every other measurement (default "
                         f"{ActorCriticConfig.actor_step}; e.g. --actor-step linear full)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The characterization's flags (see the module docstring)."""
+    p = _Parser(prog="python -m experiments.characterize", description=__doc__,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    pos_int, pos_float = _positive(int), _positive(float)
+    _add_scenario_flags(p, pos_int, pos_float)
+    _add_timing_flags(p, pos_int, pos_float)
+    _add_learner_flags(p)
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="skip the sampler, layout and learner comparisons")
     p.add_argument("--trainer-chunks", type=int, default=None,
@@ -166,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> argparse.Namespace:
     """Fill the defaults that depend on ``--quick`` and check values across flags."""
     if args.sampler is flags.UNSET:  # the learner's own sampler (accmer: reuse)
-        args.sampler = defaults_for(args.algo).get("sampler", TrainConfig.sampler)
+        args.sampler = family_defaults(args.algo)["sampler"]
     if family_of(args.algo) == "value":
         return cv.resolve(args, parser)
     if family_of(args.algo) == "on_policy":

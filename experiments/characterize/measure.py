@@ -1,5 +1,6 @@
-"""Measure one configuration: every phase on the same filled-buffer state, the whole steps,
-the sampler / layout / learner comparisons and (optionally) the real trainer's chunk time."""
+"""Measure one configuration: every phase on the same filled-buffer state, the whole steps
+(both timed by :mod:`experiments.characterize.phase_timing`), the sampler / layout / learner
+comparisons and (optionally) the real trainer's chunk time."""
 
 from __future__ import annotations
 
@@ -8,21 +9,22 @@ import functools
 import gc
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from experiments import timing as cp
-from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from experiments.characterize import phase_timing as pt
 from jaxmarl_accel.algos.actor_critic.config import actor_step_form
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.config import TrainConfig, steps_per_round
-from jaxmarl_accel.envs.policies import learner_policy
-from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
+from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.trainer.steps import example_transition
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.types import Transition
 
@@ -109,8 +111,26 @@ def fill(buffer: Buffer, state: PyTree, example: Transition, count: int, chunk: 
     return jax.block_until_ready(state)
 
 
-def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str, Any]:
-    """All measurements of one agent count; see the module docstring."""
+class Plan(NamedTuple):
+    """What one agent count is measured with (N agents, A action-vector width).
+
+    Attributes:
+      spec: the env spec. algo: the learner (its behaviour policy and update are timed).
+      example: one transition of the run's shapes (leaves ``[N, ...]``).
+      capacity: the buffer capacity (``--capacity`` lowered to ``--max-buffer-gb``).
+      per_transition: bytes of one stored transition.
+    """
+
+    spec: EnvSpec
+    algo: Algo
+    example: Transition
+    capacity: int
+    per_transition: int
+
+
+def plan_config(args: argparse.Namespace, agents: int, log: Any) -> Plan:
+    """The spec, learner, example transition and buffer capacity of ``agents``, after checking
+    that the update and two buffers fit in memory (:class:`SkipConfig` where they do not)."""
     probe = make_trainer(train_config(args, agents, 2 * args.batch_size))
     spec, algo = probe.env.spec, probe.algo
     example = example_transition(spec, algo.action_dim)
@@ -125,154 +145,36 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
                     fraction=args.max_memory_fraction)
     except ValueError as error:
         raise SkipConfig(str(error)) from None
-    config = train_config(args, agents, capacity)
+    return Plan(spec, algo, example, capacity, per_transition)
+
+
+def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str, Any]:
+    """All measurements of one agent count; see the module docstring."""
+    plan = plan_config(args, agents, log)
+    config = train_config(args, agents, plan.capacity)
     trainer = make_trainer(config)
-    env, params, buffer = trainer.env, trainer.env_params, trainer.buffer
+    spec, capacity = plan.spec, plan.capacity
     record: dict[str, Any] = {
         "agents": agents, "num_agents": spec.num_agents, "obs_dim": spec.obs_dim,
-        "capacity": capacity, "buffer_gb": capacity * per_transition / 2**30,
-        "bytes_per_transition": per_transition, "phases": {}, "whole": {}, "compare": {},
+        "capacity": capacity, "buffer_gb": capacity * plan.per_transition / 2**30,
+        "bytes_per_transition": plan.per_transition, "phases": {}, "whole": {}, "compare": {},
         "actor_step": {}}
     log(f"  N={spec.num_agents} learners, obs {spec.obs_dim}, capacity {capacity} "
         f"({record['buffer_gb']:.2f} GiB)")
     state = jax.jit(trainer.init)(jax.random.key(args.seed))
     count = max(args.batch_size, int(args.fill * capacity))
     chunk = min(1024, capacity)
-    buf = fill(buffer, state.buffer, example, count, chunk, jax.random.key(args.seed + 1))
-    algo_state, env_state, obs = state.algo, state.env_state, state.obs
-    del state
-    e = args.num_envs
-    behaviour = learner_policy(env, algo, scripted_prey=False, explore=True)
-    env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    forms = {form: make_algo(args.algo, spec, ActorCriticConfig(actor_step=form))  # one vmap
-             for form in args.actor_steps}
-    learner = forms[args.actor_steps[0]].phases
-
-    def act(a_state, obs, e_state, key):
-        return jax.vmap(behaviour, in_axes=(None, 0, 0, 0, None))(
-            a_state, jax.random.split(key, e), obs, e_state, params)
-
-    def step(e_state, env_action, key):
-        return env_step(jax.random.split(key, e), e_state, env_action, params)
-
-    def rollout(carry, a_state, key):  # the trainer's own env step (steps.transition_step)
-        b_state, e_state, obs = carry
-        act_key, step_key = jax.random.split(key)
-        out = transition_step(env, params, behaviour, a_state, e_state, obs, act_key, step_key)
-        return buffer.add(b_state, out.transition), out.env_state, out.obs
-
-    def update_whole(carry, key):  # the trainer's own update (steps.learn_step)
-        sample_key, update_key = jax.random.split(key)
-        learned = learn_step(algo, buffer, *carry, sample_key, update_key)
-        return learned.algo, learned.buffer
-
-    ph, whole = record["phases"], record["whole"]
-    timer = functools.partial(cp.time_loop, seed=args.seed + 2, reps=args.reps,
-                              budget_s=args.budget_s)
-    key0 = jax.random.key(args.seed + 3)
-    env_action, action_vec = jax.jit(act)(algo_state, obs, env_state, key0)
-
-    def act_body(actor, consts, key):
-        a_state, obs, e_state = consts
-        _, vec = act(a_state.replace(actor=actor), obs, e_state, key)
-        return cp.perturb(actor, jnp.mean(vec))
-
-    ph["action_selection"], _ = timer(act_body, algo_state.actor, (algo_state, obs, env_state))
-    ph["env_step"], _ = timer(lambda e_state, c, key: step(e_state, c[0], key)[1], env_state,
-                              (env_action,))
-    batch = jax.jit(buffer.sample)(buf, key0)
-    ph["sampling"], _ = timer(lambda b, c, key: buffer.sample(c[0], key), batch, (buf,))
-    exp, weights = batch.experience, batch.weights
-    y = jax.jit(learner.target_q)(algo_state, exp, key0)
-
-    def target_body(carry, consts, key):
-        a_state, exp = consts
-        y = learner.target_q(a_state.replace(target_actor=carry[1]), exp, key)
-        return y, cp.perturb(carry[1], jnp.mean(y))
-
-    ph["target_q"], _ = timer(target_body, (y, algo_state.target_actor), (algo_state, exp))
-    log(f"  target_q {1e3 * ph['target_q'].median:.2f} ms")
-
-    def q_body(carry, consts, key):
-        a_state, exp, weights, y = consts
-        a_state = a_state.replace(critic=carry[0], critic_opt=carry[1])
-        a_state, _ = learner.critic_step(a_state, exp, weights, y)
-        return a_state.critic, a_state.critic_opt
-
-    ph["q_loss"], _ = timer(q_body, (algo_state.critic, algo_state.critic_opt),
-                            (algo_state, exp, weights, y))
-
-    def p_body(carry, consts, key, phases=learner):
-        a_state, exp = consts
-        a_state, _ = phases.actor_step(a_state.replace(actor=carry[0], actor_opt=carry[1]),
-                                       exp, key)
-        return a_state.actor, a_state.actor_opt
-
-    for form, form_algo in forms.items():  # every actor step form, back to back
-        timing, _ = timer(functools.partial(p_body, phases=form_algo.phases),
-                          (algo_state.actor, algo_state.actor_opt), (algo_state, exp))
-        record["actor_step"][form] = {"p_loss": timing}
-        log(f"  p_loss (actor_step={form}) {1e3 * timing.median:.2f} ms")
-    ph["p_loss"] = record["actor_step"][args.actor_steps[0]]["p_loss"]
-
-    def target_update_body(carry, consts, key):
-        a_state = consts[0].replace(target_actor=carry[0], target_critic=carry[1])
-        a_state = learner.target_update(a_state)
-        return a_state.target_actor, a_state.target_critic
-
-    ph["target_update"], _ = timer(target_update_body,
-                                   (algo_state.target_actor, algo_state.target_critic),
-                                   (algo_state,))
-    log(f"  q_loss {1e3 * ph['q_loss'].median:.2f} ms")
-    del y
-    _, _, reward, _, _, info = jax.jit(step)(env_state, env_action, key0)
-    trans = Transition(obs=obs, action=action_vec, reward=reward, next_obs=info["final_obs"],
-                       done=jnp.zeros_like(reward))
-    ph["buffer_add"], buf = timer(lambda s, c, key: buffer.add(s, c[0]), buf, (trans,),
-                                  copy=False)
-    td = jnp.abs(jax.random.normal(key0, (args.batch_size, spec.num_agents)))
-    ph["priority_update"], buf = timer(
-        lambda s, c, key: buffer.update_priorities(s, c[0], c[1]), buf, (batch.indices, td),
-        copy=False)
-    carry = (buf, *jax.tree.map(jnp.copy, (env_state, obs)))
-    whole["rollout_step"], (buf, _, _) = timer(lambda c, consts, key: rollout(c, consts[0], key),
-                                               carry, (algo_state,), copy=False)
-    carry = (jax.tree.map(jnp.copy, algo_state), buf)
-    whole["update_step"], (_, buf) = timer(lambda c, consts, key: update_whole(c, key), carry,
-                                           (), copy=False)
-    log(f"  whole update step {1e3 * whole['update_step'].median:.2f} ms")
-    for form, form_algo in forms.items():  # algo.update of every actor step form
-        body = lambda s, c, key, a=form_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
-        entry = record["actor_step"][form]
-        entry["update"], _ = timer(body, algo_state, (exp, weights))
-        entry["update_memory"] = update_memory(form_algo, algo_state, exp, weights, key0)
-        log(f"  algo.update (actor_step={form}) {1e3 * entry['update'].median:.2f} ms, "
-            f"temporaries {entry['update_memory']['temp_bytes'] / 2**20:.1f} MiB")
-    learner_modes = ("parallel", "sequential") if args.compare else ()
-    for mode in learner_modes:
-        mode_algo = make_algo(args.algo, spec,
-                              ActorCriticConfig(learners=mode, actor_step=args.actor_steps[0]))
-        body = lambda s, c, key, a=mode_algo: a.update(s, c[0], c[1], key)[0]  # noqa: E731
-        whole[f"learner_update_{mode}"], _ = timer(body, algo_state, (exp, weights))
-        log(f"  algo.update ({mode}) {1e3 * whole[f'learner_update_{mode}'].median:.2f} ms")
-    del buf, batch, exp, weights, env_state, obs, algo_state
+    buf = fill(trainer.buffer, state.buffer, plan.example, count, chunk,
+               jax.random.key(args.seed + 1))
+    bench = pt.make_bench(args, plan.spec, plan.algo, trainer)
+    pt.time_phases(bench, record, state.algo, state.env_state, state.obs, buf, log)
+    del state, buf
     gc.collect()
     if args.compare:
-        record["compare"] = compare_samplers(args, example, capacity, count, chunk, log)
+        record["compare"] = compare_samplers(args, plan.example, capacity, count, chunk, log)
     if args.trainer_chunks:
         record["trainer"] = trainer_check(args, config, log)
     return record
-
-
-def update_memory(algo: Any, algo_state: PyTree, exp: Transition, weights: jax.Array,
-                  key: jax.Array) -> dict[str, int]:
-    """XLA's memory plan of one compiled ``algo.update``: the bytes of its temporaries (the
-    peak beyond its inputs and outputs), arguments and outputs."""
-    compiled = jax.jit(algo.update).lower(algo_state, exp, weights, key).compile()
-    stats = compiled.memory_analysis()
-    return {"temp_bytes": int(stats.temp_size_in_bytes),
-            "argument_bytes": int(stats.argument_size_in_bytes),
-            "output_bytes": int(stats.output_size_in_bytes)}
 
 
 def sampler_variants(args: argparse.Namespace) -> list[tuple[str, str, str, dict]]:
