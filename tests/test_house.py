@@ -1,4 +1,6 @@
-"""The package's module graph: no import cycle among its modules at import time.
+"""The house's measured limits: no import cycle among the package's modules at import time,
+no module over :data:`MAX_MODULE_LINES` lines and no function over :data:`MAX_FUNCTION_LINES`
+in the package and the experiments.
 
 A module-level import of a sibling that (directly or through others) imports the first one
 back works only in some import orders; imports inside functions are deferred and not edges
@@ -12,6 +14,9 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "jaxmarl_accel"
+SOURCES = (ROOT, ROOT.parent / "experiments")
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 
 def module_names() -> dict[str, pathlib.Path]:
@@ -88,3 +93,37 @@ def test_no_import_cycle_among_the_package_modules():
     graph = import_graph()
     assert "jaxmarl_accel.trainer.train" in graph and graph["jaxmarl_accel.trainer.train"]
     assert cycles(graph) == []
+
+
+def oversized(paths: list[pathlib.Path]) -> list[str]:
+    """``"file: N lines"`` for each module over :data:`MAX_MODULE_LINES` and
+    ``"file:function: N lines"`` for each function (at any depth) over
+    :data:`MAX_FUNCTION_LINES` among ``paths``."""
+    found = []
+    for path in paths:
+        text = path.read_text()
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            found.append(f"{path.name}: {lines} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found.append(f"{path.name}:{node.name}: {length} lines")
+    return found
+
+
+def test_the_size_check_finds_long_functions_and_modules(tmp_path):
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "long.py").write_text(f"def f():\n{body}\n")
+    (tmp_path / "short.py").write_text("def g():\n    return 1\n")
+    (tmp_path / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    found = oversized(sorted(tmp_path.glob("*.py")))
+    assert found == [f"big.py: {MAX_MODULE_LINES + 1} lines",
+                     f"long.py:f: {MAX_FUNCTION_LINES + 1} lines"]
+
+
+def test_no_module_or_function_over_the_limits():
+    paths = [path for root in SOURCES for path in sorted(root.rglob("*.py"))]
+    assert len(paths) > 100
+    assert oversized(paths) == []

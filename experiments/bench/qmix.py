@@ -74,11 +74,9 @@ import dataclasses
 import importlib.util
 import json
 import os
-import statistics
 import sys
-import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +84,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from experiments.bench.timing import Side, run_sides
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
@@ -234,24 +233,6 @@ def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] |
     return module, config
 
 
-def compile_program(train: Callable, keys: jax.Array) -> tuple[Any, float, float]:
-    """``jax.jit(jax.vmap(train))`` compiled for ``keys``, after clearing JAX's caches:
-    ``(executable, trace-and-lower seconds, XLA compile seconds)``."""
-    jax.clear_caches()
-    start = time.perf_counter()
-    lowered = jax.jit(jax.vmap(train)).lower(keys)
-    lowered_at = time.perf_counter()
-    compiled = lowered.compile()
-    return compiled, lowered_at - start, time.perf_counter() - lowered_at
-
-
-def timed_call(compiled: Any, keys: jax.Array) -> tuple[float, Any]:
-    """Seconds of one call of ``compiled(keys)`` up to ``block_until_ready``, and its output."""
-    start = time.perf_counter()
-    out = jax.block_until_ready(compiled(keys))
-    return time.perf_counter() - start, out
-
-
 def our_updates(out: Any) -> int:
     """Updates of seed 0 in our program's output (summed over its chunks)."""
     return int(np.asarray(out[1].updates)[0].sum())
@@ -260,41 +241,6 @@ def our_updates(out: Any) -> int:
 def reference_updates(out: Any) -> int:
     """Updates (gradient steps) of seed 0 in theirs."""
     return int(np.asarray(out["runner_state"][0].grad_steps)[0])
-
-
-class Side:
-    """One program of the comparison, compiled for a seed count, with its timed calls."""
-
-    def __init__(self, name: str, train: Callable, keys: jax.Array, steps_per_seed: int,
-                 updates_of: Callable[[Any], int]) -> None:
-        self.name, self.keys, self.steps_per_seed = name, keys, steps_per_seed
-        self.compiled, self.lower_s, self.xla_s = compile_program(train, keys)
-        self.updates_of, self.samples, self.updates = updates_of, [], -1
-
-    def call(self, record: bool = True) -> None:
-        seconds, out = timed_call(self.compiled, self.keys)
-        self.updates = self.updates_of(out)
-        if record:
-            self.samples.append(seconds)
-
-    def summary(self) -> dict[str, Any]:
-        steps = self.keys.shape[0] * self.steps_per_seed
-        return {f"{self.name}_compile_s": self.lower_s + self.xla_s,
-                f"{self.name}_lower_s": self.lower_s, f"{self.name}_xla_compile_s": self.xla_s,
-                f"{self.name}_env_steps_per_seed": self.steps_per_seed,
-                f"{self.name}_updates_per_seed": self.updates,
-                f"{self.name}_seconds": list(self.samples),
-                f"{self.name}_steps_per_s": steps / min(self.samples),
-                f"{self.name}_steps_per_s_median": steps / statistics.median(self.samples)}
-
-
-def run_sides(sides: list[Side], reps: int) -> None:
-    """One warm-up call of every side, then ``reps`` timed calls interleaved."""
-    for side in sides:
-        side.call(record=False)
-    for _ in range(reps):
-        for side in sides:
-            side.call()
 
 
 def bench_seeds(args: argparse.Namespace, settings: Settings, reference: Any | None,

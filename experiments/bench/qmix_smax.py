@@ -53,13 +53,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments.bench.qmix import (
-    _logging_stand_ins,
-    compile_program,
-    our_updates,
-    reference_updates,
-    timed_call,
-)
+from experiments.bench.qmix import _logging_stand_ins, our_updates, reference_updates
+from experiments.bench.timing import compile_program, timed_call
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer

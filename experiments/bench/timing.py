@@ -1,0 +1,66 @@
+"""Timing compiled programs side by side: each side compiled once (compile time apart), one
+warm-up call each, then timed calls interleaved so that both see the same machine state.
+Used by the QMIX benches against JaxMARL's ``qmix_rnn`` (:mod:`~.qmix`, :mod:`~.qmix_smax`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+
+def compile_program(train: Callable, keys: jax.Array) -> tuple[Any, float, float]:
+    """``jax.jit(jax.vmap(train))`` compiled for ``keys``, after clearing JAX's caches:
+    ``(executable, trace-and-lower seconds, XLA compile seconds)``."""
+    jax.clear_caches()
+    start = time.perf_counter()
+    lowered = jax.jit(jax.vmap(train)).lower(keys)
+    lowered_at = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, lowered_at - start, time.perf_counter() - lowered_at
+
+
+def timed_call(compiled: Any, keys: jax.Array) -> tuple[float, Any]:
+    """Seconds of one call of ``compiled(keys)`` up to ``block_until_ready``, and its output."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(compiled(keys))
+    return time.perf_counter() - start, out
+
+
+class Side:
+    """One program of the comparison, compiled for a seed count, with its timed calls."""
+
+    def __init__(self, name: str, train: Callable, keys: jax.Array, steps_per_seed: int,
+                 updates_of: Callable[[Any], int]) -> None:
+        self.name, self.keys, self.steps_per_seed = name, keys, steps_per_seed
+        self.compiled, self.lower_s, self.xla_s = compile_program(train, keys)
+        self.updates_of, self.samples, self.updates = updates_of, [], -1
+
+    def call(self, record: bool = True) -> None:
+        seconds, out = timed_call(self.compiled, self.keys)
+        self.updates = self.updates_of(out)
+        if record:
+            self.samples.append(seconds)
+
+    def summary(self) -> dict[str, Any]:
+        steps = self.keys.shape[0] * self.steps_per_seed
+        return {f"{self.name}_compile_s": self.lower_s + self.xla_s,
+                f"{self.name}_lower_s": self.lower_s, f"{self.name}_xla_compile_s": self.xla_s,
+                f"{self.name}_env_steps_per_seed": self.steps_per_seed,
+                f"{self.name}_updates_per_seed": self.updates,
+                f"{self.name}_seconds": list(self.samples),
+                f"{self.name}_steps_per_s": steps / min(self.samples),
+                f"{self.name}_steps_per_s_median": steps / statistics.median(self.samples)}
+
+
+def run_sides(sides: list[Side], reps: int) -> None:
+    """One warm-up call of every side, then ``reps`` timed calls interleaved."""
+    for side in sides:
+        side.call(record=False)
+    for _ in range(reps):
+        for side in sides:
+            side.call()
