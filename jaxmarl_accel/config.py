@@ -9,8 +9,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
-from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
     ALGOS,
