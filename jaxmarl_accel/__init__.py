@@ -129,7 +129,13 @@ if TYPE_CHECKING:
         plan_layout,
     )
     from jaxmarl_accel.trainer.steps import collect_episodes, learn_step, transition_step
-    from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState, make_train, make_trainer
+    from jaxmarl_accel.trainer.train import (
+        ChunkMetrics,
+        Trainer,
+        TrainState,
+        make_train,
+        make_trainer,
+    )
     from jaxmarl_accel.types import Episode, Transition
 
 

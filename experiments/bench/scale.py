@@ -3,7 +3,8 @@ the rollout alone.
 
 For each scenario and agent count the env is made with ``k_nearest`` observations and the
 learner with team-shared networks and a neighbourhood critic (``--sharing team --critic
-knearest``, :mod:`jaxmarl_accel.algos.actor_critic.local_critic`), once per ``--shared-batch`` mode. Each
+knearest``, :mod:`~jaxmarl_accel.algos.actor_critic.local_critic`), once per
+``--shared-batch`` mode. Each
 configuration is compiled once (compile time reported on its own), warmed up by one chunk
 and timed over ``--chunks`` chunks of the real trainer (:func:`~jaxmarl_accel.trainer.train.
 make_trainer`: rollout, replay, one update per ``--update-every`` env steps, evaluation).

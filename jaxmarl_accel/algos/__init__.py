@@ -4,9 +4,9 @@ skeleton (:class:`ActorCriticConfig`), QMIX, VDN and IQL on one value skeleton
 network per team (:mod:`~.on_policy`, :class:`OnPolicyConfig`). ``ALGOS`` lists the
 registered names; ``family_of`` and ``config_type`` say which config a name takes."""
 
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, CriticInfo, Phases
 from jaxmarl_accel.algos.base import Algo, Needs
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, make_algo
 from jaxmarl_accel.algos.value import ValueConfig, ValueState

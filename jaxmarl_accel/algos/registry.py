@@ -4,7 +4,8 @@
 (:class:`~jaxmarl_accel.algos.base.Algo`):
 
 * actor-critic (MADDPG, MATD3, MASAC; :class:`ActorCriticConfig`): a variant is a function
-  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.actor_critic.variant`) assembled by the shared
+  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.actor_critic.variant`)
+  assembled by the shared
   skeleton; adding an algorithm is one module with its ``variant`` and one line below;
 * value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
   ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
@@ -26,9 +27,10 @@ from collections.abc import Callable
 import jax
 
 from jaxmarl_accel.algos.actor_critic import local_critic, maddpg, masac, matd3
-from jaxmarl_accel.algos.actor_critic.learner import build
-from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.learner import build
+from jaxmarl_accel.algos.actor_critic.variant import Variant
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy import learner as on_policy_learner
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
@@ -36,7 +38,6 @@ from jaxmarl_accel.algos.value import learner as value_learner
 from jaxmarl_accel.algos.value import macpo, mixers, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.buffers import PRIORITIZED
 from jaxmarl_accel.envs.base import EnvSpec
 

@@ -19,7 +19,8 @@ The saving is paid for at every sample: ``observe`` runs on the ``2B`` sampled j
 distances per joint step, so ``chunk`` bounds the joint steps observed at once (and their
 temporaries: about 10 MB per joint step of 1,000-agent k-nearest spread). Learners that
 read only some agents of each joint step can take the compact rows instead and observe
-what they read (the neighbourhood critics, :mod:`jaxmarl_accel.algos.actor_critic.local_critic`, with
+what they read (the neighbourhood critics,
+:mod:`jaxmarl_accel.algos.actor_critic.local_critic`, with
 ``Env.observe_physical_at``); the trainer then gives the replay no ``observe``.
 """
 

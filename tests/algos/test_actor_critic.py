@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos.actor_critic import learner as ac
+from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEPS
 from jaxmarl_accel.algos.registry import variant_of
 from jaxmarl_accel.types import Transition

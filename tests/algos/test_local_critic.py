@@ -1,4 +1,5 @@
-"""Neighbourhood critics and team parameter sharing (jaxmarl_accel.algos.actor_critic.local_critic)."""
+"""Neighbourhood critics and team parameter sharing
+(jaxmarl_accel.algos.actor_critic.local_critic)."""
 
 from __future__ import annotations
 

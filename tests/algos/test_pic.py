@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.algos.actor_critic import pic
 from jaxmarl_accel.algos.actor_critic import local_critic as lc
+from jaxmarl_accel.algos.actor_critic import pic
 from jaxmarl_accel.algos.actor_critic.local_critic import update as lc_update
 from jaxmarl_accel.cli import run
 from jaxmarl_accel.envs import make

@@ -11,11 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.trainer import steps
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.buffers import SAMPLERS, make_buffer
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.trainer import steps
 from tests.algos.helpers import random_batch
 from tests.algos.value.helpers import SMALL, SMALL_MLP
 

@@ -14,7 +14,8 @@ and action and a neighbourhood of the other agents' actions (and, for PIC, obser
 * ``critic="pic"``: a graph network over the nodes ``{i} ∪ {k nearest agents}`` with node
   features ``[o_j, a_j]``, invariant to the neighbours' order (the permutation-invariant
   critic of PIC, Liu et al. 2019, on agent i's neighbourhood;
-  :mod:`~jaxmarl_accel.algos.actor_critic.pic`). Its samples also carry the neighbours' observations at
+  :mod:`~jaxmarl_accel.algos.actor_critic.pic`). Its samples also carry the neighbours'
+  observations at
   ``obs`` and ``next_obs``; the other kinds' samples do not.
 
 The neighbours are found from the joint observation: the scenarios whose spec has
@@ -40,7 +41,8 @@ sampled joint steps (``shared_batch="joint_steps"``, B x M samples for a team of
 (``shared_batch="pairs"``).
 
 Everything else is the skeleton of :mod:`~jaxmarl_accel.algos.actor_critic.learner` and the
-algorithm's :class:`~jaxmarl_accel.algos.actor_critic.variant.Variant` (MADDPG, MATD3, MASAC): critic
+algorithm's :class:`~jaxmarl_accel.algos.actor_critic.variant.Variant` (MADDPG, MATD3,
+MASAC): critic
 regression to ``y_i = r_i + gamma (1 - d_i) (min_c Q'_c(o'_i, a'_i, a'_N'(i)) + alpha H)``
 (paper 001 eq. 2) with next actions from the variant's next actors, the actor ascending
 its critic through its own action with the neighbours' actions (and observations) from the

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 from jaxmarl_accel.algos import networks
 from jaxmarl_accel.algos.actor_critic import pic
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.envs.mpe import core
 
 PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
