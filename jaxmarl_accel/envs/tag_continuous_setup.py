@@ -1,6 +1,6 @@
-"""Settings of continuous Tag (:mod:`~jaxmarl_accel.envs.tag_continuous`): the params
-pytree, the make-time checks, the spec, the joint action encoding and WarpDrive's seeded
-start.
+"""Settings and start of continuous Tag (:mod:`~jaxmarl_accel.envs.tag_continuous`): the
+params and state pytrees, the make-time checks, the spec, the joint action encoding,
+WarpDrive's seeded start and the first state of each episode (:func:`initial_state`).
 
 The seeded start repeats, call for call, what WarpDrive's ``TagContinuous`` constructor
 draws after ``np.random.seed(seed)``: the tagger indices (``choice`` without replacement),
@@ -20,6 +20,7 @@ import numpy as np
 from flax import struct
 
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.envs.mpe import core
 
 HEADINGS = (0.0, np.pi / 2, np.pi, np.pi * 3 / 2)
 
@@ -59,6 +60,28 @@ class TagContinuousParams:
     start_x: jax.Array
     start_y: jax.Array
     start_direction: jax.Array
+
+
+@struct.dataclass
+class TagContinuousState:
+    """State of one env; every leaf ``[N]`` (agents, taggers first) except ``step``.
+
+    Attributes:
+      x, y: float32 positions in ``[0, grid_length]``.
+      speed: float32 speeds in ``[0, max_speed * skill]``.
+      direction: float32 headings in ``[0, 2 pi)``.
+      acceleration: float32 accumulated accelerations.
+      in_game: bool still in the game (taggers always).
+      step: int32 steps taken in this episode.
+    """
+
+    x: jax.Array
+    y: jax.Array
+    speed: jax.Array
+    direction: jax.Array
+    acceleration: jax.Array
+    in_game: jax.Array
+    step: jax.Array
 
 
 _NUMBERS = ("grid_length", "max_speed", "skill_level_runner", "skill_level_tagger",
@@ -168,6 +191,26 @@ def seeded_start(c: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     else:
         direction = np.asarray(c["starting_directions"], np.float32)
     return x, y, direction
+
+
+def initial_state(key: jax.Array, params: TagContinuousParams, random_start: bool
+                  ) -> TagContinuousState:
+    """A fresh episode: ``params.start_*`` or, with ``random_start``, positions uniform in
+    ``[0, grid_length)^2`` and headings in ``{0, pi/2, pi, 3 pi/2}`` drawn from ``key``."""
+    n = params.max_speed_of.shape[0]
+    zeros = jnp.zeros((n,), jnp.float32)
+    if random_start:
+        unit = core.uniform_positions(key, 2 * n, 0.5) + 0.5  # [2N, 2] in [0, 1)
+        x, y = unit[:n, 0] * params.grid_length, unit[:n, 1] * params.grid_length
+        quarter = jnp.minimum(jnp.floor(unit[n:, 0] * 4.0), 3.0)
+        direction = (quarter * np.float32(np.pi / 2)).astype(jnp.float32)
+    else:
+        # the barrier keeps XLA from constant-folding the start's observation when params
+        # are closed over by jit (minutes of compilation at 1,000 agents)
+        x, y, direction = jax.lax.optimization_barrier(
+            (params.start_x, params.start_y, params.start_direction))
+    return TagContinuousState(x=x, y=y, speed=zeros, direction=direction, acceleration=zeros,
+                              in_game=jnp.ones((n,), bool), step=jnp.zeros((), jnp.int32))
 
 
 def _levels(low: float, high: float, count: int) -> jax.Array:
