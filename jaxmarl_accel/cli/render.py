@@ -52,7 +52,7 @@ def render_to_files(
     env, params = make(scenario, **scenario_kwargs)
     run = jax.jit(rollout, static_argnums=(0, 2, 4))
     states = run(env, params, _POLICIES[policy](env), jax.random.PRNGKey(seed), steps).states
-    frames = render_rollout(states, params, env.spec, pixels=pixels)
+    frames = render_rollout(env, states, params, pixels=pixels)
     gif = os.path.join(out_dir, f"{scenario}.gif")
     png = os.path.join(out_dir, f"{scenario}.png")
     write_gif(gif, frames)

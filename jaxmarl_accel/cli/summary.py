@@ -177,6 +177,6 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     ended = np.asarray(record.terminated | record.truncated)
     shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
     states = jax.tree.map(lambda leaf: leaf[:shown], record.states)
-    frames = render_rollout(states, params, env.spec)
+    frames = render_rollout(env, states, params)
     write_gif(os.path.join(out_dir, names[0]), frames)
     write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])

@@ -19,13 +19,17 @@ observation when no reset happened), so a replay buffer stores the true ``next_o
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 PyTree = Any
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +144,12 @@ class Env(NamedTuple):
         rows ``agents`` of ``observe_physical``, bit for bit; k-nearest scenarios compute
         only those rows (``[M, N]`` distances instead of ``[N, N]``). ``None`` with
         ``observe_physical``.
+      render: ``(states, params, spec, pixels, extent) -> [T, pixels, pixels, 3]`` uint8 RGB
+        frames of a stored rollout (every leaf of ``states`` with a leading time axis T),
+        drawn on the host with one fixed view (``extent``: half-width of the view where the
+        drawing has a camera, ``None`` fits the states), or ``None`` when the env cannot be
+        drawn. Called by :func:`~.render.render_rollout` and :func:`~.render.render_frame`;
+        a renderer imports matplotlib only when called.
     """
 
     spec: EnvSpec
@@ -152,3 +162,19 @@ class Env(NamedTuple):
     physical_state: Callable[[PyTree], jax.Array] | None = None
     observe_physical: Callable[[jax.Array, PyTree], jax.Array] | None = None
     observe_physical_at: Callable[[jax.Array, PyTree, jax.Array], jax.Array] | None = None
+    render: Callable[..., np.ndarray] | None = None
+
+
+def bind_static(fn: Callable[..., T], static: Any) -> Callable[..., T]:
+    """``fn`` with its first argument bound to ``static`` (an env's static sizes), as
+    ``functools.partial(fn, static)`` but a plain function, for the fields of an :class:`Env`:
+    ``chex.assert_max_traces`` and ``inspect.getsource`` refuse partial objects. The result
+    has ``fn``'s name and source and the partial's signature (without ``static``).
+    """
+
+    @functools.wraps(fn)
+    def bound(*args: Any, **kwargs: Any) -> T:
+        return fn(static, *args, **kwargs)
+
+    bound.__signature__ = inspect.signature(functools.partial(fn, static))  # type: ignore[attr-defined]
+    return bound

@@ -41,26 +41,26 @@
 Keyword arguments: the constructor's (e.g. SMAX's ``max_steps``, ``see_enemy_actions``);
 strings are converted where JaxMARL takes objects (SMAX ``scenario="3m"`` via its
 ``map_name_to_scenario``, Overcooked ``layout="cramped_room"``), and ``episode_length`` is
-ours (see above). ``jaxmarl`` is imported on first use only.
+ours (see above). ``jaxmarl`` is imported on first use only. The wrapped env's functions are
+in :mod:`~.jaxmarl_wrapped`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import inspect
 import io
 import os
 import sys
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 
-from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs import jaxmarl_wrapped as wrapped
+from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.jaxmarl_families import Family, family_of
+from jaxmarl_accel.envs.jaxmarl_wrapped import Actions, JaxMARLParams, JaxMARLState
 
 PREFIX = "jaxmarl:"
 DEFAULT_UNLIMITED_LENGTH = 1000
@@ -68,31 +68,6 @@ OUR_KEYWORDS = ("episode_length",)
 # Settings JaxMARL's SimpleMPE reads from its **kwargs (arrays, one per entity).
 MPE_EXTRA_KEYWORDS = ("rad", "moveable", "silent", "collide", "mass", "accel", "max_speed",
                       "u_noise", "c_noise", "damping", "contact_force", "contact_margin")
-
-
-@struct.dataclass
-class JaxMARLParams:
-    """Params of a wrapped JaxMARL env (its own settings are static, fixed at make time).
-
-    Attributes:
-      episode_length: int32 []: an episode is truncated when its step count reaches it (at
-        most JaxMARL's own limit, ``spec.episode_length``).
-    """
-
-    episode_length: jax.Array
-
-
-@struct.dataclass
-class JaxMARLState:
-    """State of a wrapped JaxMARL env.
-
-    Attributes:
-      inner: JaxMARL's own state pytree.
-      t: int32 [], steps taken in the current episode.
-    """
-
-    inner: Any
-    t: jax.Array
 
 
 def _jaxmarl() -> Any:
@@ -207,15 +182,6 @@ def make(env_id: str, **kwargs: Any) -> tuple[Env, JaxMARLParams]:
     return wrap(inner, PREFIX + env_id, length)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Actions:
-    continuous: bool
-    sizes: tuple[int, ...]  # discrete counts or continuous widths per agent
-    dtypes: tuple[Any, ...]
-    low: np.ndarray  # [N, act_dim] (continuous)
-    span: np.ndarray  # [N, act_dim] high - low (continuous)
-
-
 def _flat_size(space: Any, name: str, agent: str) -> int:
     kind = type(space).__name__
     if kind not in ("Box", "MultiDiscrete", "Discrete"):
@@ -225,11 +191,11 @@ def _flat_size(space: Any, name: str, agent: str) -> int:
     return int(np.prod(shape, dtype=np.int64))
 
 
-def _action_spaces(inner: Any, name: str) -> _Actions:
+def _action_spaces(inner: Any, name: str) -> Actions:
     spaces = [inner.action_space(a) for a in inner.agents]
     kinds = {type(s).__name__ for s in spaces}
     if kinds == {"Discrete"}:
-        return _Actions(False, tuple(int(s.n) for s in spaces), tuple(s.dtype for s in spaces),
+        return Actions(False, tuple(int(s.n) for s in spaces), tuple(s.dtype for s in spaces),
                         np.zeros((0,)), np.zeros((0,)))
     boxes = kinds == {"Box"} and all(
         isinstance(s.shape, tuple) and len(s.shape) == 1 for s in spaces)
@@ -246,7 +212,7 @@ def _action_spaces(inner: Any, name: str) -> _Actions:
             raise ValueError(f"{name}: agent {inner.agents[i]}'s Box action space has infinite "
                              "bounds; continuous actions need finite ones")
         low[i, :width], span[i, :width] = lo, hi - lo
-    return _Actions(True, widths, tuple(s.dtype for s in spaces), low, span)
+    return Actions(True, widths, tuple(s.dtype for s in spaces), low, span)
 
 
 def _avail_fn(inner: Any) -> Any:
@@ -272,116 +238,50 @@ def wrap(inner: Any, name: str, episode_length: int | None = None) -> tuple[Env,
     """
     family: Family = family_of(inner)
     agents = tuple(inner.agents)
-    n = len(agents)
     obs_sizes = tuple(_flat_size(inner.observation_space(a), name, a) for a in agents)
-    obs_dim = max(obs_sizes)
     acts = _action_spaces(inner, name)
-    limit = family.time_limit
+    episode_length = _episode_length(episode_length, family.time_limit)
+    avail_fn = _avail_fn(inner)
+    spec = _spec(name, agents, obs_sizes, acts, episode_length, family, avail_fn is not None)
+    width_mask = (np.arange(spec.act_dim)[None, :] < np.asarray(acts.sizes)[:, None]
+                  ).astype(np.float32)  # [N, act_dim] (continuous)
+    w = wrapped.Wrapped(inner=inner, agents=agents, family=family, acts=acts, avail_fn=avail_fn,
+                        spec=spec, width_mask=width_mask)
+    bind = bind_static
+    env = Env(spec=spec, reset=bind(wrapped.reset, w), step=bind(wrapped.step, w),
+              scripted_action=bind(wrapped.scripted_action, w),
+              random_action=bind(wrapped.random_action, w),
+              avail_actions=bind(wrapped.avail_actions, w) if avail_fn is not None else None,
+              state_of=bind(wrapped.state_of, w) if family.state_dim > 0 else None)
+    return env, JaxMARLParams(episode_length=jnp.asarray(episode_length, jnp.int32))
+
+
+def _episode_length(episode_length: int | None, limit: int | None) -> int:
+    """Our time limit: ``episode_length`` checked against JaxMARL's ``limit``, or the default."""
     if episode_length is None:
         episode_length = limit if limit is not None else DEFAULT_UNLIMITED_LENGTH
     if not isinstance(episode_length, int) or episode_length < 1 or (
             limit is not None and episode_length > limit):
         bound = f"<= {limit} (JaxMARL's own limit)" if limit is not None else ">= 1"
         raise ValueError(f"episode_length must be an int >= 1 and {bound}, got {episode_length!r}")
-    avail_fn = _avail_fn(inner)
+    return episode_length
+
+
+def _spec(name: str, agents: tuple[str, ...], obs_sizes: tuple[int, ...], acts: Actions,
+          episode_length: int, family: Family, has_avail: bool) -> EnvSpec:
+    """The wrapped env's spec (module docstring); ``scripted`` only where the family's
+    scripted policy can act (discrete actions, available actions known)."""
+    n = len(agents)
     num_actions = 0 if acts.continuous else max(acts.sizes)
-    state_dim = family.state_dim
-    has_world = state_dim > 0
     teams = tuple(a.rsplit("_", 1)[0] if a.rsplit("_", 1)[-1].isdigit() else a for a in agents)
-    spec = EnvSpec(
-        name=name, num_agents=n, obs_dim=obs_dim, obs_sizes=obs_sizes, teams=teams,
+    return EnvSpec(
+        name=name, num_agents=n, obs_dim=max(obs_sizes), obs_sizes=obs_sizes, teams=teams,
         continuous=acts.continuous, num_actions=num_actions,
         action_sizes=(0,) * n if acts.continuous else acts.sizes,
         act_dim=max(acts.sizes) if acts.continuous else num_actions,
         episode_length=episode_length, shared_reward=family.shared_reward, terminates=True,
-        state_dim=state_dim, episode_stats=tuple(s for s, _ in family.stats),
-        scripted=family.scripted is not None)
-    params = JaxMARLParams(episode_length=jnp.asarray(episode_length, jnp.int32))
-
-    def observe(obs: dict) -> jax.Array:
-        rows = [jnp.ravel(obs[a]).astype(jnp.float32) for a in agents]
-        return jnp.stack([jnp.pad(r, (0, obs_dim - r.shape[0])) for r in rows])
-
-    def avail_of(inner_state: Any) -> jax.Array:
-        masks = avail_fn(inner_state)
-        rows = [jnp.asarray(masks[a]).astype(bool) for a in agents]
-        return jnp.stack([jnp.pad(r, (0, num_actions - r.shape[0])) for r in rows])
-
-    def to_jaxmarl(actions: jax.Array) -> dict:
-        if acts.continuous:
-            scaled = acts.low + actions * acts.span  # [N, act_dim]
-            return {a: scaled[i, :acts.sizes[i]].astype(acts.dtypes[i])
-                    for i, a in enumerate(agents)}
-        return {a: actions[i].astype(acts.dtypes[i]) for i, a in enumerate(agents)}
-
-    def reset(key: jax.Array, params: JaxMARLParams) -> tuple[jax.Array, JaxMARLState]:
-        obs, inner_state = inner.reset(key)
-        return observe(obs), JaxMARLState(inner=inner_state, t=jnp.zeros((), jnp.int32))
-
-    def step(key: jax.Array, state: JaxMARLState, actions: jax.Array, params: JaxMARLParams):
-        if tuple(actions.shape) != spec.action_shape:
-            raise ValueError(f"{name}: actions must have shape {spec.action_shape}, got "
-                             f"{tuple(actions.shape)}")
-        key_step, key_reset = jax.random.split(key)
-        obs, next_inner, reward, dones, _ = inner.step_env(key_step, state.inner,
-                                                            to_jaxmarl(actions))
-        t = state.t + 1
-        ended = jnp.asarray(dones["__all__"], bool)
-        if family.terminal is not None:
-            terminated = ended & family.terminal(next_inner)
-        elif limit is not None:
-            terminated = ended & (t < limit)
-        else:
-            terminated = ended
-        truncated = ~terminated & (ended | (t >= params.episode_length))
-        done = terminated | truncated
-        reset_obs, reset_inner = inner.reset(key_reset)
-        new_inner = jax.tree.map(lambda r, s: jnp.where(done, r, s), reset_inner, next_inner)
-        final_obs = observe(obs)
-        info = {"final_obs": final_obs}
-        if avail_fn is not None:
-            info["avail_actions"] = avail_of(new_inner)
-            info["final_avail_actions"] = avail_of(next_inner)
-        if has_world:
-            info["state"] = jnp.where(done, jnp.ravel(reset_obs["world_state"]),
-                                      jnp.ravel(obs["world_state"])).astype(jnp.float32)
-            info["final_state"] = jnp.ravel(obs["world_state"]).astype(jnp.float32)
-        for stat, counter in family.stats:
-            info[stat] = counter(next_inner, done)
-        rewards = jnp.stack([jnp.asarray(reward[a], jnp.float32) for a in agents])
-        new_state = JaxMARLState(inner=new_inner, t=jnp.where(done, 0, t).astype(jnp.int32))
-        return (jnp.where(done, observe(reset_obs), final_obs), new_state, rewards, terminated,
-                truncated, info)
-
-    width_mask = (np.arange(spec.act_dim)[None, :] < np.asarray(acts.sizes)[:, None]
-                  ).astype(np.float32)  # [N, act_dim] (continuous)
-
-    def random_action(key: jax.Array) -> jax.Array:
-        if acts.continuous:
-            return jax.random.uniform(key, spec.action_shape) * width_mask
-        return jax.random.randint(key, (n,), 0, jnp.asarray(acts.sizes), jnp.int32)
-
-    def avail_actions(state: JaxMARLState, params: JaxMARLParams) -> jax.Array:
-        return avail_of(state.inner)
-
-    def scripted_action(key: jax.Array, state: JaxMARLState, params: JaxMARLParams):
-        if family.scripted is not None and not acts.continuous and avail_fn is not None:
-            return family.scripted(key, state.inner, avail_of(state.inner))
-        if avail_fn is None or acts.continuous:
-            return random_action(key)
-        logits = jnp.where(avail_of(state.inner), 0.0, -jnp.inf)
-        return jax.random.categorical(key, logits).astype(jnp.int32)
-
-    def state_of(state: JaxMARLState, params: JaxMARLParams) -> jax.Array:
-        return jnp.ravel(inner.get_world_state(state.inner)).astype(jnp.float32)
-
-    if family.scripted is not None and (acts.continuous or avail_fn is None):
-        spec = dataclasses.replace(spec, scripted=False)
-    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
-              random_action=random_action,
-              avail_actions=avail_actions if avail_fn is not None else None,
-              state_of=state_of if has_world else None)
-    return env, params
+        state_dim=family.state_dim, episode_stats=tuple(s for s, _ in family.stats),
+        scripted=family.scripted is not None and not acts.continuous and has_avail)
 
 
 __all__ = ["PREFIX", "JaxMARLParams", "JaxMARLState", "check_id", "keywords", "make",

@@ -1,11 +1,13 @@
-"""Drawing MPE and grid-hunt states as RGB images (host side, matplotlib's Agg canvas; no
-files, no windows).
+"""Drawing env states as RGB images (host side, matplotlib's Agg canvas; no files, no
+windows), and the MPE drawer.
 
 :func:`render_frame` draws one state and :func:`render_rollout` a stored rollout (a state
 pytree with a leading time axis, e.g. the per-step states of a ``lax.scan``) with one fixed
-camera. Writing GIF / PNG files is left to the caller (``experiments/render.py``).
-Grid-hunt states (``stag_hunt``'s :class:`~.hunt_rules.HuntState`) are drawn by
-:func:`~.render_grid.draw_hunt`; the rest of this docstring is about MPE states.
+camera, both with the env's own renderer (:attr:`~.base.Env.render`): :func:`render_mpe`
+for the MPE scenarios (set by :func:`~.mpe.scenario.build_env`),
+:func:`~.render_grid.render_hunt` for the grid hunt. Writing GIF / PNG files is left to the
+caller (``experiments/render.py``). Matplotlib is imported when a frame is drawn, not with
+this module. The rest of this docstring is about MPE states.
 
 What is drawn (entities are circles of their true radius, ``params.world.size``, filled
 with ``params.world.color``):
@@ -14,31 +16,120 @@ with ``params.world.color``):
   adversaries, ``o`` for prey and good agents, ``s`` for speakers, ``D`` for listeners;
 * landmarks (not agents, not colliding): a thin grey outline and an ``x``;
 * obstacles (not agents, colliding, e.g. in ``simple_tag``): solid dark grey, no marker;
-* goals: a dashed ring around the goal landmark(s) of scenarios that have one
-  (speaker-listener, adversary, push, reference);
+* goals: a dashed ring around the goal landmark(s) of states that have one (``state.goal``
+  not empty: speaker-listener, adversary, push, reference);
 * communication: the letter of an agent's strongest symbol (``A`` for symbol 0, ...) above
   it when its comm is non-zero.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import jax
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.patches import Circle
 
-from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree
 from jaxmarl_accel.envs.mpe.core import MPEState, WorldParams
-from jaxmarl_accel.envs.hunt_rules import HuntState
-from jaxmarl_accel.envs.render_grid import draw_hunt
+
+if TYPE_CHECKING:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
 TEAM_MARKERS = {"predator": "^", "adversary": "^", "prey": "o", "agent": "o",
                 "speaker": "s", "listener": "D"}
 OBSTACLE_COLOR = (0.3, 0.3, 0.3)
-GOAL_SCENARIOS = ("simple_speaker_listener", "simple_adversary", "simple_push",
-                  "simple_reference")
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def render_frame(env: Env, state: PyTree, params: PyTree, pixels: int = 400,
+                 extent: float | None = None) -> np.ndarray:
+    """Draws one state with the env's renderer.
+
+    Args:
+      env: the env (its ``render`` draws, its ``spec`` names the agents' teams).
+      state: an unbatched state (an MPE state's ``pos [E, 2]``, ``comm [N, C]``, ``step []``,
+        ``goal [G]``, or a grid hunt's ``agent_pos [N, 2]``, ``prey_pos [P, 2]``, ...).
+      params: the env's params (an MPE world's ``world`` field gives sizes, colours,
+        colliders; unused for a grid hunt).
+      pixels: width and height of the image.
+      extent: half-width of the square view of an MPE state (default: fits the state).
+
+    Returns:
+      ``[pixels, pixels, 3]`` uint8 RGB image.
+    """
+    states = jax.tree.map(lambda leaf: np.asarray(leaf)[None], state)  # a time axis of 1
+    return _renderer(env)(states, params, env.spec, pixels, extent)[0]
+
+
+def render_rollout(env: Env, states: PyTree, params: PyTree, pixels: int = 400) -> np.ndarray:
+    """Draws every step of a stored rollout with one fixed camera (the env's renderer).
+
+    Args:
+      env: the env (its ``render`` draws).
+      states: a state pytree whose leaves have a leading time axis T (``pos [T, E, 2]``,
+        or a grid hunt's ``agent_pos [T, N, 2]``).
+      params: the env's (unbatched) params.
+      pixels: width and height of each image.
+
+    Returns:
+      ``[T, pixels, pixels, 3]`` uint8 RGB frames.
+    """
+    return _renderer(env)(states, params, env.spec, pixels, None)
+
+
+def _renderer(env: Env) -> Callable[..., np.ndarray]:
+    if env.render is None:
+        raise ValueError(f"env {env.spec.name!r} cannot be drawn: it has no renderer "
+                         "(Env.render is None)")
+    return env.render
+
+
+def draw_rollout(states: PyTree, steps: int, pixels: int,
+                 draw: Callable[[Figure, PyTree], None]) -> np.ndarray:
+    """Draws ``steps`` frames, ``draw(figure, state_t)`` each on one reused canvas.
+
+    Args:
+      states: a state pytree whose leaves have a leading time axis of at least ``steps``.
+      steps: T, the number of frames.
+      pixels: width and height of each image.
+      draw: draws one unbatched state (leaves as NumPy arrays) on an emptied figure.
+
+    Returns:
+      ``[T, pixels, pixels, 3]`` uint8 RGB frames.
+    """
+    fig, canvas = _canvas(pixels)
+    host = jax.tree.map(np.asarray, states)
+    frames = []
+    for t in range(steps):
+        draw(fig, jax.tree.map(lambda x, t=t: x[t], host))
+        frames.append(_pixels(canvas))
+    return np.stack(frames)
+
+
+def render_mpe(states: MPEState, params: Any, spec: EnvSpec, pixels: int = 400,
+               extent: float | None = None) -> np.ndarray:
+    """The MPE scenarios' renderer (:attr:`~.base.Env.render`; module docstring).
+
+    Args:
+      states: MPE states with a leading time axis T (``pos [T, E, 2]``, ``vel [T, E, 2]``,
+        ``comm [T, N, C]``, ``step [T]``, ``goal [T, G]``).
+      params: the scenario's (unbatched) params; ``params.world`` gives sizes, colours and
+        colliders.
+      spec: the scenario's spec (names the agents' teams).
+      pixels: width and height of each image.
+      extent: half-width of the square view (default: fits every state).
+
+    Returns:
+      ``[T, pixels, pixels, 3]`` uint8 RGB frames.
+    """
+    pos = np.asarray(states.pos)
+    if pos.ndim != 3:
+        raise ValueError(f"states.pos must be [T, E, 2] (a leading time axis), got {pos.shape}")
+    extent = _camera_extent(pos) if extent is None else extent
+    return draw_rollout(states, pos.shape[0], pixels,
+                        lambda fig, state: _draw(fig, state, params.world, spec, extent))
 
 
 def _camera_extent(pos: np.ndarray) -> float:
@@ -48,6 +139,8 @@ def _camera_extent(pos: np.ndarray) -> float:
 
 def _draw(fig: Figure, state: MPEState, world: WorldParams, spec: EnvSpec, extent: float):
     """Draws one (unbatched) state on an emptied figure."""
+    from matplotlib.patches import Circle
+
     pos, comm, goal = np.asarray(state.pos), np.asarray(state.comm), np.asarray(state.goal)
     size, color = np.asarray(world.size), np.clip(np.asarray(world.color), 0.0, 1.0)
     collide = np.asarray(world.collide)
@@ -65,11 +158,10 @@ def _draw(fig: Figure, state: MPEState, world: WorldParams, spec: EnvSpec, exten
         else:
             ax.add_patch(Circle(pos[e], size[e], fc=color[e], ec="0.4", lw=0.8))
             ax.plot(*pos[e], marker="x", color="0.2", ms=5)
-    if spec.name in GOAL_SCENARIOS and goal.size:
-        for g in np.unique(goal):
-            e = n + int(g)
-            ring = max(float(size[e]) * 1.8, 0.08)
-            ax.add_patch(Circle(pos[e], ring, fill=False, ls="--", lw=1.5, ec="black"))
+    for g in np.unique(goal):  # none when the state has no goal
+        e = n + int(g)
+        ring = max(float(size[e]) * 1.8, 0.08)
+        ax.add_patch(Circle(pos[e], ring, fill=False, ls="--", lw=1.5, ec="black"))
     for i in range(n):
         ax.add_patch(Circle(pos[i], size[i], fc=color[i], ec="black", lw=1.2, alpha=0.9))
         ax.plot(*pos[i], marker=TEAM_MARKERS.get(spec.teams[i], "o"), color="black",
@@ -83,6 +175,9 @@ def _draw(fig: Figure, state: MPEState, world: WorldParams, spec: EnvSpec, exten
 
 
 def _canvas(pixels: int) -> tuple[Figure, FigureCanvasAgg]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     dpi = 100
     fig = Figure(figsize=(pixels / dpi, pixels / dpi), dpi=dpi)
     return fig, FigureCanvasAgg(fig)
@@ -91,74 +186,3 @@ def _canvas(pixels: int) -> tuple[Figure, FigureCanvasAgg]:
 def _pixels(canvas: FigureCanvasAgg) -> np.ndarray:
     canvas.draw()
     return np.array(canvas.buffer_rgba())[..., :3]
-
-
-def render_frame(
-    state: MPEState, params, spec: EnvSpec, pixels: int = 400, extent: float | None = None
-) -> np.ndarray:
-    """Draws one state.
-
-    Args:
-      state: an unbatched state (``pos [E, 2]``, ``comm [N, C]``, ``step []``, ``goal [G]``),
-        or a grid hunt's (``agent_pos [N, 2]``, ``prey_pos [P, 2]``, ...).
-      params: the scenario's params (an MPE world's ``world`` field gives sizes, colours,
-        colliders; unused for a grid hunt).
-      spec: the scenario's spec (names the agents' teams).
-      pixels: width and height of the image.
-      extent: half-width of the square view (default: fits the state).
-
-    Returns:
-      ``[pixels, pixels, 3]`` uint8 RGB image.
-    """
-    fig, canvas = _canvas(pixels)
-    if isinstance(state, HuntState):
-        draw_hunt(fig, state, spec.name)
-        return _pixels(canvas)
-    extent = _camera_extent(np.asarray(state.pos)) if extent is None else extent
-    _draw(fig, state, params.world, spec, extent)
-    return _pixels(canvas)
-
-
-def render_rollout(states: MPEState, params, spec: EnvSpec, pixels: int = 400) -> np.ndarray:
-    """Draws every step of a stored rollout with one fixed camera.
-
-    Args:
-      states: a state pytree whose leaves have a leading time axis T (``pos [T, E, 2]``,
-        or a grid hunt's ``agent_pos [T, N, 2]``).
-      params: the scenario's (unbatched) params.
-      spec: the scenario's spec.
-      pixels: width and height of each image.
-
-    Returns:
-      ``[T, pixels, pixels, 3]`` uint8 RGB frames.
-    """
-    if isinstance(states, HuntState):
-        return _render_hunt_rollout(states, spec, pixels)
-    pos = np.asarray(states.pos)
-    if pos.ndim != 3:
-        raise ValueError(f"states.pos must be [T, E, 2] (a leading time axis), got {pos.shape}")
-    extent = _camera_extent(pos)
-    fig, canvas = _canvas(pixels)
-    frames = []
-    for t in range(pos.shape[0]):
-        state_t = MPEState(pos=pos[t], vel=np.asarray(states.vel)[t],
-                           comm=np.asarray(states.comm)[t], step=np.asarray(states.step)[t],
-                           goal=np.asarray(states.goal)[t])
-        _draw(fig, state_t, params.world, spec, extent)
-        frames.append(_pixels(canvas))
-    return np.stack(frames)
-
-
-def _render_hunt_rollout(states: HuntState, spec: EnvSpec, pixels: int) -> np.ndarray:
-    """``[T, pixels, pixels, 3]`` uint8 frames of grid-hunt states with a leading time axis."""
-    agent_pos = np.asarray(states.agent_pos)
-    if agent_pos.ndim != 3:
-        raise ValueError("states.agent_pos must be [T, N, 2] (a leading time axis), got "
-                         f"{agent_pos.shape}")
-    fig, canvas = _canvas(pixels)
-    host = jax.tree.map(np.asarray, states)
-    frames = []
-    for t in range(agent_pos.shape[0]):
-        draw_hunt(fig, jax.tree.map(lambda x, t=t: x[t], host), spec.name)
-        frames.append(_pixels(canvas))
-    return np.stack(frames)

@@ -70,6 +70,7 @@ Choices left open by the rules, as made here and compared with the DCG authors' 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -79,11 +80,31 @@ from jax.experimental import checkify
 
 from jaxmarl_accel.envs import hunt_rules as rules
 from jaxmarl_accel.envs import moves
-from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.hunt_rules import HuntState
+from jaxmarl_accel.envs.render_grid import render_hunt
 
 NAME = "stag_hunt"
 STAG_CAPTURERS, HARE_CAPTURERS = 2, 1
+NUM_ACTIONS = len(rules.ACTION_NAMES)
+
+
+class HuntShape(NamedTuple):
+    """Static sizes of one stag hunt (hashable; the first argument of the env's functions).
+
+    Attributes:
+      grid_shape: ``(H, W)`` rows and columns of the grid.
+      num_agents: N hunters.
+      num_stags: M stags.
+      num_hares: K hares.
+      check_actions: the step fails on an unavailable action (``checkify``).
+    """
+
+    grid_shape: tuple[int, int]
+    num_agents: int
+    num_stags: int
+    num_hares: int
+    check_actions: bool
 
 
 @struct.dataclass
@@ -156,67 +177,111 @@ def make(
     Returns:
       ``(env, params)``.
     """
-    shape = _grid_shape(grid_size)
-    _check(num_agents, num_stags, num_hares, shape, miscapture_punishment,
+    grid = _grid_shape(grid_size)
+    _check(num_agents, num_stags, num_hares, grid, miscapture_punishment,
            (("stag_reward", stag_reward), ("hare_reward", hare_reward)), episode_length)
-    n = num_agents
-    obs_dim = (2 * rules.VIEW_RADIUS + 1) ** 2 * rules.NUM_CHANNELS
-    num_actions = len(rules.ACTION_NAMES)
-    spec = EnvSpec(
-        name=NAME, num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
-        teams=("agent",) * n, continuous=False, num_actions=num_actions,
-        action_sizes=(num_actions,) * n, act_dim=num_actions, episode_length=episode_length,
-        shared_reward=True, state_dim=shape[0] * shape[1] * rules.NUM_CHANNELS,
-        binary_observations=True, episode_stats=("captures",), terminates=True)
+    shape = HuntShape(grid_shape=grid, num_agents=num_agents, num_stags=num_stags,
+                      num_hares=num_hares, check_actions=check_actions)
     params = StagHuntParams(
         episode_length=jnp.asarray(episode_length, jnp.int32),
         miscapture_punishment=jnp.asarray(miscapture_punishment, jnp.float32),
         stag_reward=jnp.asarray(stag_reward, jnp.float32),
         hare_reward=jnp.asarray(hare_reward, jnp.float32))
-
-    def views(state: HuntState) -> tuple[jax.Array, jax.Array, jax.Array]:
-        grid = rules.grid_channels(state)
-        return rules.observe(grid, state), rules.avail_actions(state), grid.reshape(-1)
-
-    def reset(key: jax.Array, params: StagHuntParams) -> tuple[jax.Array, HuntState]:
-        state = rules.place(key, shape, n, num_stags, num_hares)
-        return views(state)[0], state
-
-    def step(key: jax.Array, state: HuntState, actions: jax.Array, params: StagHuntParams):
-        validate_actions(actions, n)
-        if check_actions:
-            check_available(state, actions)
-        key_rules, key_reset = jax.random.split(key)
-        outcome = transition(key_rules, state, actions, params)
-        next_state = outcome.state
-        terminated = ~jnp.any(next_state.prey_alive) | jnp.all(next_state.frozen)
-        truncated = ~terminated & (next_state.step >= params.episode_length)
-        final_obs, final_avail, final_grid = views(next_state)
-        fresh = rules.place(key_reset, shape, n, num_stags, num_hares)
-        done = terminated | truncated
-        new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, next_state)
-        obs, avail, grid = views(new_state)
-        info = {"final_obs": final_obs, "avail_actions": avail,
-                "final_avail_actions": final_avail, "state": grid, "final_state": final_grid,
-                "captures": outcome.captures}
-        reward = jnp.full((n,), outcome.reward, jnp.float32)
-        return obs, new_state, reward, terminated, truncated, info
-
-    def random_action(key: jax.Array) -> jax.Array:
-        return jax.random.randint(key, (n,), 0, num_actions, jnp.int32)
-
-    def scripted_action(key: jax.Array, state: HuntState, params: StagHuntParams):
-        return scripted_actions(key, state)
-
-    def avail_actions(state: HuntState, params: StagHuntParams) -> jax.Array:
-        return rules.avail_actions(state)
-
-    def state_of(state: HuntState, params: StagHuntParams) -> jax.Array:
-        return rules.grid_channels(state).reshape(-1)
-
-    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
-              random_action=random_action, avail_actions=avail_actions, state_of=state_of)
+    env = Env(spec=_spec(shape, episode_length), reset=bind_static(reset, shape),
+              step=bind_static(step, shape), scripted_action=scripted_action,
+              random_action=bind_static(random_action, shape),
+              avail_actions=available_actions, state_of=state_of, render=render_hunt)
     return env, params
+
+
+def _spec(shape: HuntShape, episode_length: int) -> EnvSpec:
+    n = shape.num_agents
+    obs_dim = (2 * rules.VIEW_RADIUS + 1) ** 2 * rules.NUM_CHANNELS
+    return EnvSpec(
+        name=NAME, num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
+        teams=("agent",) * n, continuous=False, num_actions=NUM_ACTIONS,
+        action_sizes=(NUM_ACTIONS,) * n, act_dim=NUM_ACTIONS, episode_length=episode_length,
+        shared_reward=True,
+        state_dim=shape.grid_shape[0] * shape.grid_shape[1] * rules.NUM_CHANNELS,
+        binary_observations=True, episode_stats=("captures",), terminates=True)
+
+
+def views(state: HuntState) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """What the agents and a mixer see of ``state``: ``(obs [N, obs_dim] float32, available
+    actions [N, 6] bool, global state [H * W * 3] float32)``."""
+    grid = rules.grid_channels(state)
+    return rules.observe(grid, state), rules.avail_actions(state), grid.reshape(-1)
+
+
+def reset(shape: HuntShape, key: jax.Array, params: StagHuntParams
+          ) -> tuple[jax.Array, HuntState]:
+    """A fresh episode (``Env.reset``): ``(obs [N, obs_dim], state)``.
+
+    Args:
+      shape: the static sizes.
+      key: PRNG key of the placement.
+      params: the settings (unused: the placement has none).
+    """
+    state = rules.place(key, shape.grid_shape, shape.num_agents, shape.num_stags,
+                        shape.num_hares)
+    return views(state)[0], state
+
+
+def step(shape: HuntShape, key: jax.Array, state: HuntState, actions: jax.Array,
+         params: StagHuntParams):
+    """One step with the time limit and the auto-reset (``Env.step``).
+
+    Args:
+      shape: the static sizes and ``check_actions``.
+      key: PRNG key of the step's random orders and prey moves and of a reset.
+      state: the state before the step.
+      actions: ``[N]`` int32.
+      params: the settings.
+
+    Returns:
+      ``(obs [N, obs_dim], state, reward [N], terminated [], truncated [], info)``; ``info``
+      holds ``final_obs [N, obs_dim]``, ``avail_actions`` and ``final_avail_actions``
+      ``[N, 6]``, ``state`` and ``final_state`` ``[H * W * 3]`` and ``captures []`` int32.
+    """
+    n = shape.num_agents
+    validate_actions(actions, n)
+    if shape.check_actions:
+        check_available(state, actions)
+    key_rules, key_reset = jax.random.split(key)
+    outcome = transition(key_rules, state, actions, params)
+    next_state = outcome.state
+    terminated = ~jnp.any(next_state.prey_alive) | jnp.all(next_state.frozen)
+    truncated = ~terminated & (next_state.step >= params.episode_length)
+    final_obs, final_avail, final_grid = views(next_state)
+    fresh = rules.place(key_reset, shape.grid_shape, n, shape.num_stags, shape.num_hares)
+    done = terminated | truncated
+    new_state = jax.tree.map(lambda r, s: jnp.where(done, r, s), fresh, next_state)
+    obs, avail, grid = views(new_state)
+    info = {"final_obs": final_obs, "avail_actions": avail,
+            "final_avail_actions": final_avail, "state": grid, "final_state": final_grid,
+            "captures": outcome.captures}
+    reward = jnp.full((n,), outcome.reward, jnp.float32)
+    return obs, new_state, reward, terminated, truncated, info
+
+
+def random_action(shape: HuntShape, key: jax.Array) -> jax.Array:
+    """Uniform actions ``[N]`` int32 in ``[0, 6)`` (available or not)."""
+    return jax.random.randint(key, (shape.num_agents,), 0, NUM_ACTIONS, jnp.int32)
+
+
+def scripted_action(key: jax.Array, state: HuntState, params: StagHuntParams) -> jax.Array:
+    """``Env.scripted_action``: :func:`scripted_actions`, ``[N]`` int32."""
+    return scripted_actions(key, state)
+
+
+def available_actions(state: HuntState, params: StagHuntParams) -> jax.Array:
+    """``Env.avail_actions``: ``[N, 6]`` bool, the actions available in ``state``."""
+    return rules.avail_actions(state)
+
+
+def state_of(state: HuntState, params: StagHuntParams) -> jax.Array:
+    """``Env.state_of``: the global state ``[H * W * 3]`` float32 (module docstring)."""
+    return rules.grid_channels(state).reshape(-1)
 
 
 def transition(key: jax.Array, state: HuntState, actions: jax.Array, params: StagHuntParams,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import imageio.v2 as imageio
 import jax
@@ -12,7 +14,8 @@ import pytest
 from jaxmarl_accel.cli.render import render_to_files
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import scripted_policy
-from jaxmarl_accel.envs.render import render_frame, render_rollout
+from jaxmarl_accel.envs.render import render_frame, render_mpe, render_rollout
+from jaxmarl_accel.envs.render_grid import render_hunt
 from jaxmarl_accel.envs.rollout import rollout
 
 
@@ -20,15 +23,15 @@ def test_rollout_frames_differ_and_kinds_are_drawn():
     env, params = make("simple_tag", num_predators=2, num_prey=1, num_obstacles=1)
     states = jax.jit(rollout, static_argnums=(0, 2, 4))(
         env, params, scripted_policy(env), jax.random.PRNGKey(0), 4).states
-    frames = render_rollout(states, params, env.spec, pixels=96)
+    frames = render_rollout(env, states, params, pixels=96)
     assert frames.shape == (4, 96, 96, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])  # agents moved
     first = jax.tree.map(lambda x: x[0], states)
-    one = render_frame(first, params, env.spec, pixels=96)
+    one = render_frame(env, first, params, pixels=96)
     assert one.shape == (96, 96, 3)
     assert len(np.unique(one.reshape(-1, 3), axis=0)) > 10  # more than a blank canvas
     with pytest.raises(ValueError, match="time axis"):
-        render_rollout(first, params, env.spec)
+        render_rollout(env, first, params)
 
 
 def test_writes_gif_and_png(tmp_path):
@@ -44,17 +47,47 @@ def test_stag_hunt_frames_draw_the_grid_and_drop_frozen_agents():
     env, params = make("stag_hunt", num_agents=4, num_stags=2, num_hares=1, grid_size=6)
     states = jax.jit(rollout, static_argnums=(0, 2, 4))(
         env, params, scripted_policy(env), jax.random.PRNGKey(1), 5).states
-    frames = render_rollout(states, params, env.spec, pixels=90)
+    frames = render_rollout(env, states, params, pixels=90)
     assert frames.shape == (5, 90, 90, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[-1])
     first = jax.tree.map(lambda x: x[0], states)
     blue = np.array([64, 102, 217])  # the agents' fill colour
 
     def agent_pixels(state):
-        image = render_frame(state, params, env.spec, pixels=90).astype(int)
+        image = render_frame(env, state, params, pixels=90).astype(int)
         return int(np.sum(np.abs(image - blue).sum(axis=-1) < 30))
     all_on_grid = agent_pixels(first)
     half_frozen = agent_pixels(first.replace(frozen=first.frozen.at[:2].set(True)))
     assert 0 < half_frozen < all_on_grid
     with pytest.raises(ValueError, match="time axis"):
-        render_rollout(first, params, env.spec)
+        render_rollout(env, first, params)
+
+
+def test_each_env_brings_its_renderer_and_one_without_gets_a_one_line_error():
+    assert make("simple_spread")[0].render is render_mpe
+    assert make("simple_reference")[0].render is render_mpe
+    assert make("stag_hunt")[0].render is render_hunt
+    env, params = make("tag_gridworld")
+    assert env.render is None
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    with pytest.raises(ValueError, match="'tag_gridworld' cannot be drawn") as error:
+        render_frame(env, state, params)
+    assert "\n" not in str(error.value)
+
+
+def test_goal_rings_are_drawn_only_for_states_with_a_goal():
+    env, params = make("simple_speaker_listener")
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    with_goal = render_frame(env, state, params, pixels=80)
+    without = render_frame(env, state.replace(goal=state.goal[:0]), params, pixels=80)
+    assert not np.array_equal(with_goal, without)
+
+
+def test_making_envs_and_importing_the_renderers_leaves_matplotlib_unimported():
+    code = ("import sys; import jaxmarl_accel.envs as e; import jaxmarl_accel.envs.render; "
+            "[e.make(name) for name in ('simple_tag', 'stag_hunt')]; "
+            "print('matplotlib' in sys.modules)")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jaxmarl.environments.mpe.simple_spread import SimpleSpreadMPE
 from mpe2 import simple_spread_v3
 
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.mpe import simple_spread
 from jaxmarl_accel.envs.policies import random_policy
 from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
 
@@ -46,3 +48,24 @@ def test_spread_scripted_targets_distinct_landmarks():
     act = jax.jit(env.scripted_action)(jax.random.PRNGKey(1), state, params)
     assert act.shape == (12,) and act.dtype == jnp.int32
     assert int(jnp.sum(act == 0)) < 12
+
+
+def test_module_functions_bound_to_a_shape_are_what_the_env_runs():
+    env, params = make("simple_spread", num_agents=5, num_landmarks=4, k_nearest=2)
+    shape = simple_spread.SpreadShape(num_agents=5, num_landmarks=4, seen_agents=2,
+                                      seen_landmarks=2, nearest_only=True, continuous=False)
+    key = jax.random.PRNGKey(4)
+    obs, env_state = jax.jit(env.reset)(key, params)
+    state = jax.jit(simple_spread.init, static_argnums=0)(shape, key, params)
+    np.testing.assert_array_equal(state.pos, env_state.pos)
+    observe = jax.jit(simple_spread.observe, static_argnums=0)
+    # reset fuses the start into its observation: the last bit of a few numbers may differ
+    np.testing.assert_allclose(observe(shape, state, params), obs, rtol=0, atol=1e-6)
+    obs = observe(shape, state, params)
+    agents = jnp.array([4, 1])
+    rows = jax.jit(simple_spread.observe_at, static_argnums=0)(shape, state, params, agents)
+    np.testing.assert_array_equal(rows, obs[agents])
+    assert jax.jit(simple_spread.reward, static_argnums=0)(shape, state, params).shape == (5,)
+    np.testing.assert_array_equal(
+        jax.jit(simple_spread.scripted, static_argnums=0)(shape, key, state, params),
+        env.scripted_action(key, state, params))

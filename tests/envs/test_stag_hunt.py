@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from jax.experimental import checkify
 
-from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs import make, stag_hunt
 from jaxmarl_accel.envs.hunt_rules import CATCH, STAY, HuntState
 from jaxmarl_accel.envs.policies import random_policy
 from jaxmarl_accel.envs.rollout import rollout
@@ -292,3 +292,21 @@ def test_reset_and_turn_orders_are_uniform():
                                   np.tile(np.arange(3), (6000, 1)))  # inverse permutations
     orders, counts = np.unique(np.asarray(order), axis=0, return_counts=True)
     assert len(orders) == 6 and counts.min() > 880 and counts.max() < 1120  # 1000 each
+
+
+def test_module_functions_bound_to_a_shape_are_what_the_env_runs():
+    shape = stag_hunt.HuntShape(grid_shape=(5, 5), num_agents=3, num_stags=2, num_hares=1,
+                                check_actions=False)
+    key = jax.random.PRNGKey(2)
+    obs, state = jax.jit(stag_hunt.reset, static_argnums=0)(shape, key, PARAMS)
+    expected = ENV.reset(key, PARAMS)
+    chex.assert_trees_all_equal((obs, state), expected)
+    actions = jax.jit(stag_hunt.scripted_action)(key, state, PARAMS)
+    stepped = jax.jit(stag_hunt.step, static_argnums=0)(shape, key, state, actions, PARAMS)
+    chex.assert_trees_all_equal(stepped, ENV.step(key, state, actions, PARAMS))
+    assert stepped[0].shape == (3, ENV.spec.obs_dim) and stepped[2].shape == (3,)
+    np.testing.assert_array_equal(jax.jit(stag_hunt.available_actions)(state, PARAMS),
+                                  ENV.avail_actions(state, PARAMS))
+    assert jax.jit(stag_hunt.state_of)(state, PARAMS).shape == (ENV.spec.state_dim,)
+    draws = jax.jit(stag_hunt.random_action, static_argnums=0)(shape, key)
+    assert draws.shape == (3,) and draws.dtype == jnp.int32

@@ -2,9 +2,10 @@
 
 A scenario module supplies five small pure functions over :class:`~.core.MPEState` and its
 params pytree, and :func:`build_env` adds everything that is shared: action validation at
-trace time, the physics step, the time limit, auto-reset with ``info["final_obs"]``, and the
-uniform random policy. The params pytree of every scenario must have the fields ``world``
-(:class:`~.core.WorldParams`) and ``episode_length`` (int32 scalar); the rest is its own.
+trace time, the physics step, the time limit, auto-reset with ``info["final_obs"]``, the
+uniform random policy and the MPE renderer. The params pytree of every scenario must have
+the fields ``world`` (:class:`~.core.WorldParams`) and ``episode_length`` (int32 scalar);
+the rest is its own.
 
 Functions a scenario supplies (``N`` agents, ``E`` entities):
 
@@ -29,9 +30,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
-from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree
+from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree, bind_static
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs.render import render_mpe
 
 
 def moves_decoder(continuous: bool, dim_c: int = 0) -> Callable:
@@ -99,6 +101,15 @@ def agents_and_still_landmarks(num_agents: int, num_landmarks: int, dim_c: int) 
     return Physical(width=4 + chunk, pack=pack, unpack=unpack, position_columns=(2, 4))
 
 
+def random_action(spec: EnvSpec, key: jax.Array) -> jax.Array:
+    """Uniform valid actions of ``spec.action_shape``: ``[N, act_dim]`` float32 in ``[0, 1)``
+    (continuous) or ``[N]`` int32 in ``[0, spec.action_sizes[i])`` (discrete)."""
+    if spec.continuous:
+        return jax.random.uniform(key, spec.action_shape, jnp.float32)
+    sizes = jnp.asarray(spec.action_sizes, jnp.int32)
+    return jax.random.randint(key, spec.action_shape, 0, sizes, jnp.int32)
+
+
 def build_env(
     spec: EnvSpec,
     init: Callable[[jax.Array, PyTree], core.MPEState],
@@ -125,7 +136,8 @@ def build_env(
     ``info["final_physical_state"]``, the pre-reset state packed, and
     ``observe_physical_at``: ``observe_at(state, params, agents)`` (some agents' rows of
     ``observe``, e.g. k-nearest rows from ``[M, N]`` distances) of the unpacked state, or
-    those rows of ``observe`` where the scenario gives no ``observe_at``.
+    those rows of ``observe`` where the scenario gives no ``observe_at``. The env is drawn
+    by :func:`~jaxmarl_accel.envs.render.render_mpe`.
     """
     if physical is not None:
         spec = dataclasses.replace(spec, physical_state_dim=physical.width,
@@ -154,18 +166,13 @@ def build_env(
             info["final_physical_state"] = physical.pack(next_state)
         return obs, new_state, rew, terminated, truncated, info
 
-    def random_action(key: jax.Array) -> jax.Array:
-        if spec.continuous:
-            return jax.random.uniform(key, spec.action_shape, jnp.float32)
-        sizes = jnp.asarray(spec.action_sizes, jnp.int32)
-        return jax.random.randint(key, spec.action_shape, 0, sizes, jnp.int32)
-
     def scripted_action(key: jax.Array, state: core.MPEState, params: PyTree) -> jax.Array:
         return scripted(key, state, params)
 
+    env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
+              random_action=bind_static(random_action, spec), render=render_mpe)
     if physical is None:
-        return Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
-                   random_action=random_action)
+        return env
 
     def observe_physical(packed: jax.Array, params: PyTree) -> jax.Array:
         return observe(physical.unpack(packed), params)
@@ -175,6 +182,5 @@ def build_env(
             return observe(physical.unpack(packed), params)[agents]
         return observe_at(physical.unpack(packed), params, agents)
 
-    return Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
-               random_action=random_action, physical_state=physical.pack,
-               observe_physical=observe_physical, observe_physical_at=observe_physical_at)
+    return env._replace(physical_state=physical.pack, observe_physical=observe_physical,
+                        observe_physical_at=observe_physical_at)

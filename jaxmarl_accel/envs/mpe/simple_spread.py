@@ -34,15 +34,18 @@ per episode over 2,000 episodes (N = 3, standard error about 0.2): random -26.7,
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
-from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks, build_env, moves_decoder
 
 AGENT_COLOR = (0.35, 0.35, 0.85)
@@ -64,6 +67,28 @@ class SpreadParams:
     world: core.WorldParams
     episode_length: jax.Array
     local_ratio: jax.Array
+
+
+class SpreadShape(NamedTuple):
+    """Static sizes and flags of one simple_spread (hashable; the first argument of its
+    functions).
+
+    Attributes:
+      num_agents: N agents (entities ``0 .. N-1``).
+      num_landmarks: L landmarks (entities ``N .. N+L-1``).
+      seen_agents: other agents in an observation (``N - 1``, or k in large-N mode).
+      seen_landmarks: landmarks in an observation (L, or ``k_l`` in large-N mode).
+      nearest_only: large-N mode (``k_nearest`` given): the nearest ones are observed,
+        closest first.
+      continuous: actions are ``[N, 5]`` move vectors.
+    """
+
+    num_agents: int
+    num_landmarks: int
+    seen_agents: int
+    seen_landmarks: int
+    nearest_only: bool
+    continuous: bool
 
 
 def _check_counts(num_agents, num_landmarks, k_nearest, k_landmarks, local_ratio, length):
@@ -114,10 +139,11 @@ def make(
     if k_nearest is not None and k_land is None and isinstance(num_landmarks, int):
         k_land = min(k_nearest, num_landmarks)
     _check_counts(n, num_landmarks, k_nearest, k_land, local_ratio, episode_length)
-    num_l = num_landmarks
-    seen_agents = n - 1 if k_nearest is None else k_nearest
-    seen_landmarks = num_l if k_nearest is None else k_land
-    obs_dim = 4 + 2 * seen_landmarks + (2 + DIM_C) * seen_agents
+    shape = SpreadShape(num_agents=n, num_landmarks=num_landmarks,
+                        seen_agents=n - 1 if k_nearest is None else k_nearest,
+                        seen_landmarks=num_landmarks if k_nearest is None else k_land,
+                        nearest_only=k_nearest is not None, continuous=continuous_actions)
+    obs_dim = 4 + 2 * shape.seen_landmarks + (2 + DIM_C) * shape.seen_agents
     spec = EnvSpec(
         name="simple_spread", num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
         teams=("agent",) * n, continuous=continuous_actions, num_actions=moves.NUM_MOVES,
@@ -125,75 +151,100 @@ def make(
         episode_length=episode_length,
         position_columns=(2, 4))  # observations start [velocity, position, ...]
     world = core.make_world_params(
-        size=np.r_[np.full(n, 0.15), np.full(num_l, 0.05)],
-        movable=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
-        collide=np.r_[np.ones(n, bool), np.zeros(num_l, bool)],
-        color=np.array([AGENT_COLOR] * n + [LANDMARK_COLOR] * num_l),
+        size=np.r_[np.full(n, 0.15), np.full(num_landmarks, 0.05)],
+        movable=np.r_[np.ones(n, bool), np.zeros(num_landmarks, bool)],
+        collide=np.r_[np.ones(n, bool), np.zeros(num_landmarks, bool)],
+        color=np.array([AGENT_COLOR] * n + [LANDMARK_COLOR] * num_landmarks),
         accel=np.full(n, 5.0))
     params = SpreadParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
                           local_ratio=jnp.asarray(local_ratio, jnp.float32))
-
-    def init(key: jax.Array, params: SpreadParams) -> core.MPEState:
-        pos = core.uniform_positions(key, n + num_l, 1.0)
-        return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
-                             comm=jnp.zeros((n, DIM_C), jnp.float32),
-                             step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
-
-    def nearest_parts(state: core.MPEState, me: jax.Array, is_me: jax.Array) -> list:
-        # k-nearest observation rows of the agents at positions me [M, 2] (is_me [M, N]:
-        # which agent each row is), from [M, N] distances
-        agent_pos, landmark_pos = state.pos[:n], state.pos[n:]
-        _, land_dist = core.pairwise_delta(me, landmark_pos)
-        land_idx = core.nearest_index(land_dist, seen_landmarks)
-        _, agent_dist = core.pairwise_delta(me, agent_pos)
-        other_idx = core.nearest_index(jnp.where(is_me, jnp.inf, agent_dist), seen_agents)
-        return [landmark_pos[land_idx] - me[:, None], agent_pos[other_idx] - me[:, None],
-                state.comm[other_idx]]
-
-    def observe(state: core.MPEState, params: SpreadParams) -> jax.Array:
-        pos, agent_pos = state.pos, state.pos[:n]
-        landmark_pos = pos[n:]
-        if k_nearest is None:
-            land_rel = core.relative_positions(agent_pos, landmark_pos)
-            other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
-            other_comm = core.exclude_self(jnp.broadcast_to(state.comm, (n,) + state.comm.shape))
-        else:
-            land_rel, other_rel, other_comm = nearest_parts(state, agent_pos,
-                                                            jnp.eye(n, dtype=bool))
-        return assemble([state.vel[:n], agent_pos, land_rel, other_rel, other_comm])
-
-    def assemble(parts: list) -> jax.Array:
-        rows = parts[0].shape[0]
-        return jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
-
-    def observe_at(state: core.MPEState, params: SpreadParams, agents: jax.Array) -> jax.Array:
-        # k-nearest rows of some agents (build_env takes the rows of observe otherwise)
-        me = state.pos[agents]
-        return assemble([state.vel[agents], me,
-                         *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])])
-
-    def reward(state: core.MPEState, params: SpreadParams) -> jax.Array:
-        agent_pos, size, collide = state.pos[:n], params.world.size, params.world.collide
-        hit = core.is_collision(agent_pos, agent_pos, size[:n], size[:n])
-        hit = hit & collide[:n, None] & collide[None, :n] & ~jnp.eye(n, dtype=bool)
-        local = -jnp.sum(hit, axis=1).astype(jnp.float32)
-        _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
-        global_rew = -jnp.sum(jnp.min(dist, axis=0))
-        ratio = params.local_ratio
-        return ratio * local + (1.0 - ratio) * global_rew
-
-    def scripted(key: jax.Array, state: core.MPEState, params: SpreadParams) -> jax.Array:
-        agent_pos = state.pos[:n]
-        _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
-        target = state.pos[n:][assign(dist)]
-        kp, kd = PD_GAINS
-        direction = kp * (target - agent_pos) - kd * state.vel[:n]
-        if continuous_actions:
-            return moves.moves_to_continuous(direction)
-        return moves.direction_to_move(direction)
-
-    env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    scripted, colliders=slice(0, n),
-                    physical=agents_and_still_landmarks(n, num_l, DIM_C),
-                    observe_at=None if k_nearest is None else observe_at)
+    env = build_env(spec, functools.partial(init, shape), moves_decoder(continuous_actions, DIM_C),
+                    functools.partial(observe, shape), functools.partial(reward, shape),
+                    functools.partial(scripted, shape), colliders=slice(0, n),
+                    physical=agents_and_still_landmarks(n, num_landmarks, DIM_C),
+                    observe_at=functools.partial(observe_at, shape) if shape.nearest_only else None)
     return env, params
+
+
+def init(shape: SpreadShape, key: jax.Array, params: SpreadParams) -> core.MPEState:
+    """A fresh episode: every entity uniform in ``[-1, 1]^2`` (``pos [N + L, 2]``, agents
+    then landmarks), at rest, silent (``comm [N, 2]`` zeros), ``step`` 0, no goal."""
+    n = shape.num_agents
+    pos = core.uniform_positions(key, n + shape.num_landmarks, 1.0)
+    return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
+                         comm=jnp.zeros((n, DIM_C), jnp.float32),
+                         step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
+
+
+def _nearest_parts(shape: SpreadShape, state: core.MPEState, me: jax.Array, is_me: jax.Array
+                   ) -> list:
+    """k-nearest observation blocks of the agents at positions ``me [R, 2]`` (``is_me
+    [R, N]``: which agent each row is), from ``[R, N]`` distances: ``[landmark offsets
+    [R, k_l, 2], agent offsets [R, k, 2], their comm [R, k, 2]]``, closest first."""
+    n = shape.num_agents
+    agent_pos, landmark_pos = state.pos[:n], state.pos[n:]
+    _, land_dist = core.pairwise_delta(me, landmark_pos)
+    land_idx = core.nearest_index(land_dist, shape.seen_landmarks)
+    _, agent_dist = core.pairwise_delta(me, agent_pos)
+    other_idx = core.nearest_index(jnp.where(is_me, jnp.inf, agent_dist), shape.seen_agents)
+    return [landmark_pos[land_idx] - me[:, None], agent_pos[other_idx] - me[:, None],
+            state.comm[other_idx]]
+
+
+def observe(shape: SpreadShape, state: core.MPEState, params: SpreadParams) -> jax.Array:
+    """Observations ``[N, obs_dim]`` float32, one row per agent (module docstring)."""
+    n = shape.num_agents
+    pos, agent_pos = state.pos, state.pos[:n]
+    landmark_pos = pos[n:]
+    if not shape.nearest_only:
+        land_rel = core.relative_positions(agent_pos, landmark_pos)
+        other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+        other_comm = core.exclude_self(jnp.broadcast_to(state.comm, (n,) + state.comm.shape))
+    else:
+        land_rel, other_rel, other_comm = _nearest_parts(shape, state, agent_pos,
+                                                         jnp.eye(n, dtype=bool))
+    return _assemble([state.vel[:n], agent_pos, land_rel, other_rel, other_comm])
+
+
+def _assemble(parts: list) -> jax.Array:
+    """Observation rows ``[R, obs_dim]`` float32: the blocks ``parts`` (each ``[R, ...]``)
+    flattened per row and concatenated."""
+    rows = parts[0].shape[0]
+    return jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
+
+
+def observe_at(shape: SpreadShape, state: core.MPEState, params: SpreadParams,
+               agents: jax.Array) -> jax.Array:
+    """k-nearest observation rows ``[R, obs_dim]`` of the agents ``agents [R]`` int, from
+    ``[R, N]`` distances (``observe(...)[agents]`` bit for bit)."""
+    me = state.pos[agents]
+    return _assemble([state.vel[agents], me, *_nearest_parts(
+        shape, state, me, agents[:, None] == jnp.arange(shape.num_agents)[None, :])])
+
+
+def reward(shape: SpreadShape, state: core.MPEState, params: SpreadParams) -> jax.Array:
+    """Rewards ``[N]`` float32 of the state reached (module docstring)."""
+    n = shape.num_agents
+    agent_pos, size, collide = state.pos[:n], params.world.size, params.world.collide
+    hit = core.is_collision(agent_pos, agent_pos, size[:n], size[:n])
+    hit = hit & collide[:n, None] & collide[None, :n] & ~jnp.eye(n, dtype=bool)
+    local = -jnp.sum(hit, axis=1).astype(jnp.float32)
+    _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
+    global_rew = -jnp.sum(jnp.min(dist, axis=0))
+    ratio = params.local_ratio
+    return ratio * local + (1.0 - ratio) * global_rew
+
+
+def scripted(shape: SpreadShape, key: jax.Array, state: core.MPEState, params: SpreadParams
+             ) -> jax.Array:
+    """The scripted policy of the module docstring: actions ``[N]`` int32 moves, or
+    ``[N, 5]`` float32 move vectors (continuous)."""
+    n = shape.num_agents
+    agent_pos = state.pos[:n]
+    _, dist = core.pairwise_delta(agent_pos, state.pos[n:])
+    target = state.pos[n:][assign(dist)]
+    kp, kd = PD_GAINS
+    direction = kp * (target - agent_pos) - kd * state.vel[:n]
+    if shape.continuous:
+        return moves.moves_to_continuous(direction)
+    return moves.direction_to_move(direction)

@@ -41,14 +41,17 @@ centre near the boundary and away from obstacles; the direction is mapped to a m
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks, build_env, moves_decoder
 
 PREDATOR_COLOR = (0.85, 0.35, 0.35)
@@ -76,6 +79,36 @@ class TagParams:
     capture_reward: jax.Array
     obstacle_bound: jax.Array
     arena: jax.Array
+
+
+class TagShape(NamedTuple):
+    """Static sizes and flags of one simple_tag (hashable; the first argument of its
+    functions).
+
+    Attributes:
+      num_predators: N predators (agents ``0 .. N-1``).
+      num_prey: M prey (agents ``N .. N+M-1``).
+      num_obstacles: K obstacles (entities ``N+M .. N+M+K-1``).
+      k_nearest: other agents observed in large-N mode, or ``None`` (all).
+      k_landmarks: obstacles observed in large-N mode (``None`` with ``k_nearest``).
+      obs_dim: padded observation width.
+      continuous: actions are ``[N+M, 5]`` move vectors.
+      predator_reward: ``"shared"`` or ``"own"``.
+    """
+
+    num_predators: int
+    num_prey: int
+    num_obstacles: int
+    k_nearest: int | None
+    k_landmarks: int | None
+    obs_dim: int
+    continuous: bool
+    predator_reward: str
+
+    @property
+    def num_agents(self) -> int:
+        """N + M, predators and prey."""
+        return self.num_predators + self.num_prey
 
 
 def boundary_penalty(pos: jax.Array) -> jax.Array:
@@ -143,21 +176,46 @@ def make(
         k_land = max(min(k_nearest, num_obstacles), 0)
     _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, episode_length, arena,
            predator_reward)
-    n_pred, n_prey, n_obs = num_predators, num_prey, num_obstacles
+    spec = _spec(num_predators, num_prey, num_obstacles, k_nearest, k_land, episode_length,
+                 continuous_actions)
+    shape = TagShape(num_predators=num_predators, num_prey=num_prey,
+                     num_obstacles=num_obstacles, k_nearest=k_nearest, k_landmarks=k_land,
+                     obs_dim=spec.obs_dim, continuous=continuous_actions,
+                     predator_reward=predator_reward)
+    params = TagParams(world=_world(num_predators, num_prey, num_obstacles),
+                       episode_length=jnp.asarray(episode_length, jnp.int32),
+                       capture_reward=jnp.asarray(10.0, jnp.float32),
+                       obstacle_bound=jnp.asarray(0.9, jnp.float32),
+                       arena=jnp.asarray(arena, jnp.float32))
+    env = build_env(
+        spec, functools.partial(init, shape), moves_decoder(continuous_actions, DIM_C),
+        functools.partial(observe, shape), functools.partial(reward, shape),
+        functools.partial(scripted, shape),
+        physical=agents_and_still_landmarks(shape.num_agents, num_obstacles, DIM_C),
+        observe_at=None if k_nearest is None else functools.partial(observe_at, shape))
+    return env, params
+
+
+def _spec(n_pred: int, n_prey: int, n_obs: int, k_nearest: int | None, k_land: int | None,
+          episode_length: int, continuous: bool) -> EnvSpec:
     n = n_pred + n_prey
     if k_nearest is None:
         pred_size = 4 + 2 * n_obs + 2 * (n - 1) + 2 * n_prey
         sizes = (pred_size,) * n_pred + (pred_size - 2,) * n_prey
     else:
         sizes = (4 + 2 * k_land + 4 * k_nearest,) * n
-    spec = EnvSpec(
+    return EnvSpec(
         name="simple_tag", num_agents=n, obs_dim=max(sizes), obs_sizes=sizes,
-        teams=("predator",) * n_pred + ("prey",) * n_prey, continuous=continuous_actions,
+        teams=("predator",) * n_pred + ("prey",) * n_prey, continuous=continuous,
         num_actions=moves.NUM_MOVES, action_sizes=(moves.NUM_MOVES,) * n,
         act_dim=moves.NUM_MOVES, episode_length=episode_length,
         position_columns=(2, 4))  # observations start [velocity, position, ...]
+
+
+def _world(n_pred: int, n_prey: int, n_obs: int) -> core.WorldParams:
+    n = n_pred + n_prey
     is_pred = np.r_[np.ones(n_pred, bool), np.zeros(n_prey, bool)]
-    world = core.make_world_params(
+    return core.make_world_params(
         size=np.r_[np.where(is_pred, 0.075, 0.05), np.full(n_obs, 0.2)],
         movable=np.r_[np.ones(n, bool), np.zeros(n_obs, bool)],
         collide=np.ones(n + n_obs, bool),
@@ -165,96 +223,115 @@ def make(
                        + [OBSTACLE_COLOR] * n_obs).reshape(n + n_obs, 3),
         accel=np.where(is_pred, 3.0, 4.0),
         max_speed=np.r_[np.where(is_pred, 1.0, 1.3), np.full(n_obs, np.inf)])
-    params = TagParams(world=world, episode_length=jnp.asarray(episode_length, jnp.int32),
-                       capture_reward=jnp.asarray(10.0, jnp.float32),
-                       obstacle_bound=jnp.asarray(0.9, jnp.float32),
-                       arena=jnp.asarray(arena, jnp.float32))
-    is_pred_j = jnp.asarray(is_pred)
 
-    def init(key: jax.Array, params: TagParams) -> core.MPEState:
-        bound = jnp.concatenate([jnp.ones(n), jnp.full(n_obs, params.obstacle_bound)])
-        pos = core.uniform_positions(key, n + n_obs, 1.0) * (bound[:, None] * params.arena)
-        return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
-                             comm=jnp.zeros((n, DIM_C), jnp.float32),
-                             step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
 
-    def nearest_parts(state: core.MPEState, me: jax.Array, is_me: jax.Array) -> list:
-        # k-nearest observation rows of the agents at positions me [M, 2] (is_me [M, N]:
-        # which agent each row is), from [M, N] distances
-        agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
-        _, obs_dist = core.pairwise_delta(me, obstacle_pos)
-        obstacle_rel = obstacle_pos[core.nearest_index(obs_dist, k_land)] - me[:, None]
-        _, dist = core.pairwise_delta(me, agent_pos)
-        near = core.nearest_index(jnp.where(is_me, jnp.inf, dist), k_nearest)
-        seen_vel = jnp.where(is_pred_j[near][..., None], 0.0, agent_vel[near])
-        return [obstacle_rel, agent_pos[near] - me[:, None], seen_vel]
+def init(shape: TagShape, key: jax.Array, params: TagParams) -> core.MPEState:
+    """A fresh episode: agents uniform in ``[-s, s]^2`` and obstacles in ``[-b s, b s]^2``
+    (``pos [N + M + K, 2]``, agents then obstacles), at rest, silent (``comm [N + M, 2]``
+    zeros), ``step`` 0 and no goal (``goal [0]``)."""
+    n, n_obs = shape.num_agents, shape.num_obstacles
+    bound = jnp.concatenate([jnp.ones(n), jnp.full(n_obs, params.obstacle_bound)])
+    pos = core.uniform_positions(key, n + n_obs, 1.0) * (bound[:, None] * params.arena)
+    return core.MPEState(pos=pos, vel=jnp.zeros_like(pos),
+                         comm=jnp.zeros((n, DIM_C), jnp.float32),
+                         step=jnp.zeros((), jnp.int32), goal=jnp.zeros((0,), jnp.int32))
 
-    def assemble(parts: list) -> jax.Array:
-        rows = parts[0].shape[0]
-        obs = jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
-        return jnp.pad(obs, ((0, 0), (0, spec.obs_dim - obs.shape[1])))
 
-    def observe_at(state: core.MPEState, params: TagParams, agents: jax.Array) -> jax.Array:
-        # k-nearest rows of some agents (build_env takes the rows of observe otherwise)
-        me = state.pos[agents]
-        return assemble([state.vel[agents], me,
-                         *nearest_parts(state, me, agents[:, None] == jnp.arange(n)[None, :])])
+def _nearest_parts(shape: TagShape, state: core.MPEState, me: jax.Array, is_me: jax.Array
+                   ) -> list:
+    """k-nearest observation blocks of the agents at positions ``me [R, 2]`` (``is_me
+    [R, N + M]``: which agent each row is), from ``[R, N + M]`` distances: ``[obstacle
+    offsets [R, k_l, 2], agent offsets [R, k, 2], their velocities [R, k, 2]]`` (zero for
+    predators)."""
+    n = shape.num_agents
+    agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
+    is_pred = jnp.asarray(np.r_[np.ones(shape.num_predators, bool),
+                                np.zeros(shape.num_prey, bool)])
+    _, obs_dist = core.pairwise_delta(me, obstacle_pos)
+    obstacle_rel = obstacle_pos[core.nearest_index(obs_dist, shape.k_landmarks)] - me[:, None]
+    _, dist = core.pairwise_delta(me, agent_pos)
+    near = core.nearest_index(jnp.where(is_me, jnp.inf, dist), shape.k_nearest)
+    seen_vel = jnp.where(is_pred[near][..., None], 0.0, agent_vel[near])
+    return [obstacle_rel, agent_pos[near] - me[:, None], seen_vel]
 
-    def observe(state: core.MPEState, params: TagParams) -> jax.Array:
-        agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
-        if k_nearest is None:
-            obstacle_rel = core.relative_positions(agent_pos, obstacle_pos)
-            other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
-            prey_vel = agent_vel[n_pred:]
-            other_prey_vel = core.exclude_self(jnp.broadcast_to(prey_vel, (n_prey, n_prey, 2)))
-            seen_vel = jnp.concatenate([
-                jnp.broadcast_to(prey_vel, (n_pred, n_prey, 2)),
-                jnp.pad(other_prey_vel, ((0, 0), (0, 1), (0, 0)))])
-        else:
-            obstacle_rel, other_rel, seen_vel = nearest_parts(state, agent_pos,
-                                                              jnp.eye(n, dtype=bool))
-        return assemble([agent_vel, agent_pos, obstacle_rel, other_rel, seen_vel])
 
-    def reward(state: core.MPEState, params: TagParams) -> jax.Array:
-        size, collide = params.world.size, params.world.collide
-        hit = core.is_collision(state.pos[n_pred:n], state.pos[:n_pred], size[n_pred:n],
-                                size[:n_pred])  # [M, N]
-        hit = hit & collide[n_pred:n, None] & collide[None, :n_pred]
-        bonus = params.capture_reward
-        if predator_reward == "own":
-            pred_rew = bonus * jnp.sum(hit, axis=0).astype(jnp.float32)
-        else:
-            pred_rew = jnp.full((n_pred,), bonus * jnp.sum(hit))
-        prey_rew = (-bonus * jnp.sum(hit, axis=1)
-                    - boundary_penalty(state.pos[n_pred:n] / params.arena))
-        return jnp.concatenate([pred_rew, prey_rew])
+def _assemble(shape: TagShape, parts: list) -> jax.Array:
+    """Observation rows ``[R, obs_dim]`` float32: the blocks ``parts`` (each ``[R, ...]``)
+    flattened per row, concatenated and zero padded."""
+    rows = parts[0].shape[0]
+    obs = jnp.concatenate([p.reshape(rows, -1) for p in parts], axis=1).astype(jnp.float32)
+    return jnp.pad(obs, ((0, 0), (0, shape.obs_dim - obs.shape[1])))
 
-    def scripted(key: jax.Array, state: core.MPEState, params: TagParams) -> jax.Array:
-        pos, vel = state.pos[:n], state.vel[:n]
-        delta, dist = core.pairwise_delta(pos[:n_pred], pos[n_pred:])  # [N, M]
-        prey = jnp.argmin(dist, axis=1)
-        lead = jnp.min(dist, axis=1, keepdims=True) / params.world.max_speed[:n_pred, None]
-        chase = pos[n_pred:][prey] + vel[n_pred:][prey] * lead - pos[:n_pred]
-        pred = jnp.argmin(dist, axis=0)
-        away = -delta[pred, jnp.arange(n_prey)]
-        near = jnp.min(dist, axis=0)[:, None]
-        prey_pos, prey_vel = pos[n_pred:], vel[n_pred:]
-        urgency = jnp.clip(1.5 - near, 0.0, 1.0)
-        flee = FLEE_GAIN * urgency * away / (near + 1e-6)
-        scaled = prey_pos / params.arena
-        flee = flee - CENTRE_GAIN * scaled - BRAKE_GAIN * prey_vel
-        flee = flee - WALL_GAIN * jnp.sign(scaled) * jnp.maximum(jnp.abs(scaled) - 0.75, 0.0)
-        if n_obs:
-            push, obs_dist = core.pairwise_delta(prey_pos, state.pos[n:])
-            gap = jnp.maximum(0.25 - (obs_dist - params.world.size[n:]), 0.0)
-            flee = flee + jnp.sum(push / (obs_dist[..., None] + 1e-6) * gap[..., None] * 8.0, 1)
-        chase = chase / (jnp.linalg.norm(chase, axis=-1, keepdims=True) + 1e-6)
-        direction = jnp.concatenate([chase, flee])
-        if continuous_actions:
-            return moves.moves_to_continuous(direction)
-        return moves.direction_to_move(direction)
 
-    env = build_env(spec, init, moves_decoder(continuous_actions, DIM_C), observe, reward,
-                    scripted, physical=agents_and_still_landmarks(n, n_obs, DIM_C),
-                    observe_at=None if k_nearest is None else observe_at)
-    return env, params
+def observe_at(shape: TagShape, state: core.MPEState, params: TagParams, agents: jax.Array
+               ) -> jax.Array:
+    """k-nearest observation rows ``[R, obs_dim]`` of the agents ``agents [R]`` int, from
+    ``[R, N + M]`` distances (``observe(...)[agents]`` bit for bit)."""
+    me = state.pos[agents]
+    return _assemble(shape, [state.vel[agents], me, *_nearest_parts(
+        shape, state, me, agents[:, None] == jnp.arange(shape.num_agents)[None, :])])
+
+
+def observe(shape: TagShape, state: core.MPEState, params: TagParams) -> jax.Array:
+    """Observations ``[N + M, obs_dim]`` float32, one row per agent (module docstring)."""
+    n, n_pred, n_prey = shape.num_agents, shape.num_predators, shape.num_prey
+    agent_pos, agent_vel, obstacle_pos = state.pos[:n], state.vel[:n], state.pos[n:]
+    if shape.k_nearest is None:
+        obstacle_rel = core.relative_positions(agent_pos, obstacle_pos)
+        other_rel = core.exclude_self(core.relative_positions(agent_pos, agent_pos))
+        prey_vel = agent_vel[n_pred:]
+        other_prey_vel = core.exclude_self(jnp.broadcast_to(prey_vel, (n_prey, n_prey, 2)))
+        seen_vel = jnp.concatenate([
+            jnp.broadcast_to(prey_vel, (n_pred, n_prey, 2)),
+            jnp.pad(other_prey_vel, ((0, 0), (0, 1), (0, 0)))])
+    else:
+        obstacle_rel, other_rel, seen_vel = _nearest_parts(shape, state, agent_pos,
+                                                           jnp.eye(n, dtype=bool))
+    return _assemble(shape, [agent_vel, agent_pos, obstacle_rel, other_rel, seen_vel])
+
+
+def reward(shape: TagShape, state: core.MPEState, params: TagParams) -> jax.Array:
+    """Rewards ``[N + M]`` float32 of the state reached: predators' then prey's."""
+    n, n_pred = shape.num_agents, shape.num_predators
+    size, collide = params.world.size, params.world.collide
+    hit = core.is_collision(state.pos[n_pred:n], state.pos[:n_pred], size[n_pred:n],
+                            size[:n_pred])  # [M, N]
+    hit = hit & collide[n_pred:n, None] & collide[None, :n_pred]
+    bonus = params.capture_reward
+    if shape.predator_reward == "own":
+        pred_rew = bonus * jnp.sum(hit, axis=0).astype(jnp.float32)
+    else:
+        pred_rew = jnp.full((n_pred,), bonus * jnp.sum(hit))
+    prey_rew = (-bonus * jnp.sum(hit, axis=1)
+                - boundary_penalty(state.pos[n_pred:n] / params.arena))
+    return jnp.concatenate([pred_rew, prey_rew])
+
+
+def scripted(shape: TagShape, key: jax.Array, state: core.MPEState, params: TagParams
+             ) -> jax.Array:
+    """The scripted policy of the module docstring: actions ``[N + M]`` int32 moves, or
+    ``[N + M, 5]`` float32 move vectors (continuous)."""
+    n, n_pred, n_prey = shape.num_agents, shape.num_predators, shape.num_prey
+    pos, vel = state.pos[:n], state.vel[:n]
+    delta, dist = core.pairwise_delta(pos[:n_pred], pos[n_pred:])  # [N, M]
+    prey = jnp.argmin(dist, axis=1)
+    lead = jnp.min(dist, axis=1, keepdims=True) / params.world.max_speed[:n_pred, None]
+    chase = pos[n_pred:][prey] + vel[n_pred:][prey] * lead - pos[:n_pred]
+    pred = jnp.argmin(dist, axis=0)
+    away = -delta[pred, jnp.arange(n_prey)]
+    near = jnp.min(dist, axis=0)[:, None]
+    prey_pos, prey_vel = pos[n_pred:], vel[n_pred:]
+    urgency = jnp.clip(1.5 - near, 0.0, 1.0)
+    flee = FLEE_GAIN * urgency * away / (near + 1e-6)
+    scaled = prey_pos / params.arena
+    flee = flee - CENTRE_GAIN * scaled - BRAKE_GAIN * prey_vel
+    flee = flee - WALL_GAIN * jnp.sign(scaled) * jnp.maximum(jnp.abs(scaled) - 0.75, 0.0)
+    if shape.num_obstacles:
+        push, obs_dist = core.pairwise_delta(prey_pos, state.pos[n:])
+        gap = jnp.maximum(0.25 - (obs_dist - params.world.size[n:]), 0.0)
+        flee = flee + jnp.sum(push / (obs_dist[..., None] + 1e-6) * gap[..., None] * 8.0, 1)
+    chase = chase / (jnp.linalg.norm(chase, axis=-1, keepdims=True) + 1e-6)
+    direction = jnp.concatenate([chase, flee])
+    if shape.continuous:
+        return moves.moves_to_continuous(direction)
+    return moves.direction_to_move(direction)
