@@ -52,8 +52,8 @@ class TrainConfig:
       ``dataclasses.replace`` keeps them as resolved: to change ``algo`` to another family,
       build a new ``TrainConfig``.
 
-      sampler: replay sampler name, one of :data:`SAMPLERS` (family default: ``"uniform"``;
-        ``"per"`` for MAC-PO, ``"reuse"`` for AccMER).
+      sampler: replay sampler name, one of :data:`SAMPLERS` (family default; MAC-PO's and
+        AccMER's own).
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
       index_sharing: ``"shared"`` (one index set for all agents' learners) or

@@ -78,6 +78,17 @@ ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
 """The on-policy learners (paper 003's trainer: A2C; and PPO)."""
 ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
 LearnerConfig = ActorCriticConfig | ValueConfig | OnPolicyConfig
+FAMILIES: dict[str, tuple[type, tuple[str, ...]]] = {
+    "actor_critic": (ActorCriticConfig, tuple(VARIANTS)),
+    "value": (ValueConfig, (*MIXERS, *QSTAR_ALGOS)),
+    "on_policy": (OnPolicyConfig, ON_POLICY),
+}
+"""Each learner family -> ``(its hyperparameter class, its learners)``. The class carries the
+family's ``REPLAY_DEFAULTS`` (the run's replay and schedule defaults); the command line
+makes one flag per field of each class."""
+FAMILY_TITLES: dict[str, str] = {"actor_critic": "actor-critic", "value": "value-based",
+                                 "on_policy": "on-policy"}
+"""How help and errors call each learner family."""
 
 
 def _check_name(name: str) -> None:
@@ -89,16 +100,13 @@ def family_of(name: str) -> str:
     """The family of algorithm ``name``: ``"actor_critic"``, ``"value"`` or
     ``"on_policy"``."""
     _check_name(name)
-    if name in ON_POLICY:
-        return "on_policy"
-    return "actor_critic" if name in VARIANTS else "value"
+    return next(family for family, (_, names) in FAMILIES.items() if name in names)
 
 
 def config_type(name: str) -> type[ActorCriticConfig] | type[ValueConfig] | type[OnPolicyConfig]:
     """The hyperparameter class of algorithm ``name`` (:class:`ActorCriticConfig`,
     :class:`ValueConfig` or :class:`OnPolicyConfig`)."""
-    return {"actor_critic": ActorCriticConfig, "value": ValueConfig,
-            "on_policy": OnPolicyConfig}[family_of(name)]
+    return FAMILIES[family_of(name)][0]
 
 
 def variant_of(name: str, spec: EnvSpec, config: ActorCriticConfig) -> Variant:

@@ -233,11 +233,9 @@ def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
 
 def learner_classes() -> dict[str, type]:
     """Each learner family's hyperparameter class, by family name."""
-    from jaxmarl_accel.algos import ActorCriticConfig
-    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
+    from jaxmarl_accel.algos.registry import FAMILIES
 
-    return {"actor_critic": ActorCriticConfig, "value": ValueConfig, "on_policy": OnPolicyConfig}
+    return {family: cls for family, (cls, _) in FAMILIES.items()}
 
 
 def shared_learner_fields() -> tuple[str, ...]:
@@ -257,18 +255,15 @@ the dataclass's applies."""
 
 def family_members(family: str) -> str:
     """The registered learners of ``family``, comma-separated (from the registry)."""
-    from jaxmarl_accel.algos.registry import ALGOS, family_of
+    from jaxmarl_accel.algos.registry import FAMILIES
 
-    return ", ".join(name for name in ALGOS if family_of(name) == family)
-
-
-FAMILY_TITLES = {"actor_critic": "actor-critic", "value": "value-based",
-                 "on_policy": "on-policy"}
-"""How help and errors call each learner family."""
+    return ", ".join(FAMILIES[family][1])
 
 
 def family_name(family: str) -> str:
     """``"the value-based family (qmix, vdn, ...)"``: a family and its registered learners."""
+    from jaxmarl_accel.algos.registry import FAMILY_TITLES
+
     return f"the {FAMILY_TITLES[family]} family ({family_members(family)})"
 
 
@@ -281,23 +276,22 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
     whose default depends on the learner family and the fields several families share start
     as :data:`UNSET`; their help shows each family's default."""
-    from jaxmarl_accel.algos import ActorCriticConfig
-    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
+    classes = learner_classes()
+    first = next(iter(classes))  # its defaults are shown plain, the other families' named
 
-    shown = {}
-    for name, value in ActorCriticConfig.REPLAY_DEFAULTS.items():
-        others = [f"{other} for the {family.replace('_', '-')} family"
-                  for family, other in (("value", ValueConfig.REPLAY_DEFAULTS[name]),
-                                        ("on_policy", OnPolicyConfig.REPLAY_DEFAULTS[name]))
-                  if other != value]
-        shown[name] = "; ".join([str(value), *others])
+    def shown_per_family(values: dict[str, Any], skip_equal: bool = True) -> str:
+        plain = _shown(values[first]) if first in values else None
+        named = [f"{_shown(value)} for the {family.replace('_', '-')} family"
+                 for family, value in values.items()
+                 if family != first and not (skip_equal and _shown(value) == plain)]
+        return "; ".join(([plain] if plain is not None else []) + named)
+
+    shown = {name: shown_per_family({family: cls.REPLAY_DEFAULTS[name]
+                                     for family, cls in classes.items()})
+             for name in classes[first].REPLAY_DEFAULTS}
     for name in shared_learner_fields():
-        text = [_shown(getattr(cls, name)) + ("" if family == "actor_critic"
-                                              else f" for the {family.replace('_', '-')} family")
-                for family, cls in (("actor_critic", ActorCriticConfig), ("value", ValueConfig),
-                                    ("on_policy", OnPolicyConfig)) if hasattr(cls, name)]
-        shown[name] = "; ".join(text)
+        shown[name] = shown_per_family({family: getattr(cls, name) for family, cls
+                                        in classes.items() if hasattr(cls, name)}, False)
     shown["sampler"] = "uniform; per for macpo, reuse for accmer"
     return {name: UNSET for name in shown}, shown
 
