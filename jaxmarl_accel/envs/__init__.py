@@ -9,11 +9,12 @@ and :func:`~.evaluate.evaluate_policy` and other one-episode rollouts take their
 length from it by default. ``spec.episode_length`` is only the make-time default (the value
 given to ``make``, 25 unless set): it is static and does not follow ``params.replace``.
 
-Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` with a function
-``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
-:func:`jaxmarl_accel.envs.mpe.scenario.build_env` on the physics of :mod:`jaxmarl_accel.envs.mpe.core`
-and the action decoding and scripted steering of :mod:`jaxmarl_accel.envs.moves`, or build
-the :class:`Env` directly as :mod:`~jaxmarl_accel.envs.stag_hunt` does), then add one line
+Adding a scenario: write ``jaxmarl_accel/envs/<name>.py`` (an MPE one in ``envs/mpe/``) with
+a function ``make(**scenario_kwargs) -> (Env, params)`` (assemble it with
+:func:`jaxmarl_accel.envs.mpe.scenario.build_env` on the physics of
+:mod:`jaxmarl_accel.envs.mpe.core` and the action decoding and scripted steering of
+:mod:`jaxmarl_accel.envs.moves`, or build the :class:`Env` directly as
+:mod:`~jaxmarl_accel.envs.stag_hunt` does), then add one line
 ``"<name>": "jaxmarl_accel.envs.<name>",`` to ``_SCENARIOS`` below. Modules are imported on
 first use, so a scenario's import cost is paid only by those who make it.
 

@@ -90,8 +90,8 @@ def test_scripted_beats_random():
 @pytest.mark.parametrize("continuous", [False, True])
 def test_silent_policy_sits_between_random_and_communicating(continuous):
     from jaxmarl_accel.envs.evaluate import evaluate_policy
-    from jaxmarl_accel.envs.policies import scripted_policy
     from jaxmarl_accel.envs.mpe.simple_speaker_listener import silent_policy
+    from jaxmarl_accel.envs.policies import scripted_policy
 
     env, params = make("simple_speaker_listener", continuous_actions=continuous)
     key = jax.random.PRNGKey(3)

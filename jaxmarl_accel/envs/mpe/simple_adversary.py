@@ -36,10 +36,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
-from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.mpe.scenario import build_env, moves_decoder
 
 ADVERSARY_COLOR = (0.85, 0.35, 0.35)

@@ -40,9 +40,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env, moves_decoder
 
 NUM_LANDMARKS = 2

@@ -39,9 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env
 
 NUM_LANDMARKS = 3
