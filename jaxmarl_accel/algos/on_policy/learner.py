@@ -159,8 +159,9 @@ class Minibatch(NamedTuple):
     avail: jax.Array | None
 
 
-class Setup(NamedTuple):
-    """What :func:`build` fixes before tracing (static): the functions below take it first.
+class Skeleton(NamedTuple):
+    """The static parts of one on-policy learner, fixed by :func:`build` before tracing: the
+    functions below take it first.
 
     Attributes:
       spec: the env spec.
@@ -184,7 +185,7 @@ class Setup(NamedTuple):
     normalize: bool
 
 
-def init(s: Setup, key: jax.Array) -> OnPolicyState:
+def init(s: Skeleton, key: jax.Array) -> OnPolicyState:
     """A fresh learner: every team's parameters and Adam state (and value moments)."""
     params = nets.init_params(s.policy, key, s.spec.obs_dim, s.config.log_std_init)
     return OnPolicyState(
@@ -194,7 +195,7 @@ def init(s: Setup, key: jax.Array) -> OnPolicyState:
                     if s.config.normalize_value else ()))
 
 
-def unnormalized(s: Setup, state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
+def unnormalized(s: Skeleton, state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
     """The teams' value-head outputs ``[..., N_k]`` as values (ValueNorm undone)."""
     if not s.config.normalize_value:
         return vals
@@ -202,7 +203,7 @@ def unnormalized(s: Setup, state: OnPolicyState, vals: list[jax.Array]) -> list[
     return [mu + sigma * v for v, (mu, sigma) in zip(vals, moments, strict=True)]
 
 
-def team_mask(s: Setup, k: int, avail: jax.Array | None) -> jax.Array | None:
+def team_mask(s: Skeleton, k: int, avail: jax.Array | None) -> jax.Array | None:
     """Team ``k``'s available actions ``[..., N_k, A]`` (the spec's when ``avail`` is None);
     None for continuous actions."""
     if s.spec.continuous:
@@ -211,7 +212,7 @@ def team_mask(s: Setup, k: int, avail: jax.Array | None) -> jax.Array | None:
                           -2)
 
 
-def sample(s: Setup, state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
+def sample(s: Skeleton, state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
            key: jax.Array) -> PolicyStep:
     """Exploration actions of every agent of ``obs [E, N, obs_dim]`` (:class:`PolicyStep`)."""
     teams = s.policy.teams
@@ -228,13 +229,13 @@ def sample(s: Setup, state: OnPolicyState, obs: jax.Array, avail: jax.Array | No
     return PolicyStep(env_action, action, merge([lp for _, lp in steps], -1), merge(vals, -1))
 
 
-def value(s: Setup, state: OnPolicyState, obs: jax.Array) -> jax.Array:
+def value(s: Skeleton, state: OnPolicyState, obs: jax.Array) -> jax.Array:
     """Values ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]``."""
     return nets.merge_teams(s.policy.teams, unnormalized(s, state, nets.forward(
         s.policy, state.params, obs)[1]), -1)
 
 
-def act(s: Setup, state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
+def act(s: Skeleton, state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
         key: jax.Array, explore: bool) -> tuple[jax.Array, tuple]:
     """The env actions of ``obs [..., N, obs_dim]``: sampled, or each distribution's mode
     (the Gaussian's mean clipped to [0, 1]); the carry is ``()``."""
@@ -249,7 +250,7 @@ def act(s: Setup, state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax
     return nets.merge_teams(teams, modes, -1), carry
 
 
-def advantages(s: Setup, state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
+def advantages(s: Skeleton, state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
     """GAE (lambda ``s.lam``) over the rollout, leaves ``[T, E, N]``."""
     del state
     return losses.gae(rollout.reward, rollout.value, rollout.next_value,
@@ -257,7 +258,7 @@ def advantages(s: Setup, state: OnPolicyState, rollout: Rollout) -> losses.Advan
                       s.config.gamma, s.lam)
 
 
-def team_loss(s: Setup, k: int, params: PyTree, batch: Minibatch,
+def team_loss(s: Skeleton, k: int, params: PyTree, batch: Minibatch,
               norm: losses.ValueNorm | None) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Team ``k``'s loss ``L_pi + c_v L_V - c_e H`` on its agents' rows of ``batch``."""
     config = s.config
@@ -288,7 +289,7 @@ def team_loss(s: Setup, k: int, params: PyTree, batch: Minibatch,
                   "entropy": entropy, **metrics}
 
 
-def total_loss(s: Setup, params: tuple[PyTree, ...], batch: Minibatch,
+def total_loss(s: Skeleton, params: tuple[PyTree, ...], batch: Minibatch,
                norms: tuple[losses.ValueNorm, ...]
                ) -> tuple[jax.Array, list[dict[str, jax.Array]]]:
     """The teams' losses summed (each team's gradient comes from its own term)."""
@@ -297,7 +298,7 @@ def total_loss(s: Setup, params: tuple[PyTree, ...], batch: Minibatch,
     return sum(loss for loss, _ in results), [m for _, m in results]
 
 
-def minibatch_step(s: Setup, state: OnPolicyState, batch: Minibatch
+def minibatch_step(s: Skeleton, state: OnPolicyState, batch: Minibatch
                    ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
     """One gradient step of every team on ``batch`` (leaves ``[B, N, ...]``)."""
     grads, team_metrics = jax.grad(functools.partial(total_loss, s), has_aux=True)(
@@ -314,7 +315,7 @@ def minibatch_step(s: Setup, state: OnPolicyState, batch: Minibatch
                          updates=state.updates + 1), metrics
 
 
-def update(s: Setup, state: OnPolicyState, rollout: Rollout, weights: Any, key: jax.Array
+def update(s: Skeleton, state: OnPolicyState, rollout: Rollout, weights: Any, key: jax.Array
            ) -> tuple[OnPolicyState, dict[str, jax.Array], jax.Array]:
     """Learn from one rollout (leaves ``[T, E, ...]``): advantages, the value moments,
     then ``epochs`` passes of ``minibatches`` shuffled minibatch steps (A2C: one step on
@@ -361,14 +362,14 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
       policies mask the actions an env reports unavailable: the rollout round hands them
       over, :attr:`Rollout.avail`), an empty carry (``initial_carry() == ()``, so greedy
       evaluation passes the available actions to ``act``) and :class:`OnPolicyFns` as
-      ``on_policy``; each function is this module's with its :class:`Setup` bound.
+      ``on_policy``; each function is this module's with its :class:`Skeleton` bound.
     """
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
     ppo = name == "ppo"
     clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip else []
     txs = tuple(optax.chain(*clip, optax.adam(lr))
                 for lr in team_learning_rates(config, policy.teams.names))
-    s = Setup(spec, config, policy, txs, ppo, *((config.epochs, config.minibatches) if ppo
+    s = Skeleton(spec, config, policy, txs, ppo, *((config.epochs, config.minibatches) if ppo
                                                 else (1, 1)),
               config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
     bind = functools.partial
@@ -380,4 +381,4 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
 
 
 __all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Rollout",
-           "Setup", "build"]
+           "Skeleton", "build"]
