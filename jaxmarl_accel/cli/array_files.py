@@ -5,8 +5,8 @@ The writer writes each shard this process holds straight from the array's own bu
 CPU (``np.asarray`` of a CPU array is a view) and copies at most ``piece_bytes`` at a time
 from an accelerator (:func:`write_shards`). A reader reads any region of the file into a new
 host array (:func:`read_region`), or overwrites an existing array in place, ``piece_bytes``
-of leading-axis rows at a time (:func:`fill_rows`). :mod:`~jaxmarl_accel.cli.checkpoint`
-stores the replay this way.
+at a time (:func:`fill_rows`). :mod:`~jaxmarl_accel.cli.checkpoint` stores the replay this
+way.
 """
 
 from __future__ import annotations
@@ -51,10 +51,27 @@ def contiguous_runs(shape: tuple[int, ...], index: tuple[slice, ...]
         yield prefix, start, length
 
 
-def rows_per_piece(shape: tuple[int, ...], itemsize: int, piece_bytes: int) -> int:
-    """Leading-axis rows of an array of ``shape`` in at most ``piece_bytes`` (at least 1)."""
-    row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
-    return max(piece_bytes // max(row_bytes, 1), 1)
+def pieces(shape: tuple[int, ...], itemsize: int, piece_bytes: int
+           ) -> Iterator[tuple[slice, ...]]:
+    """An array of ``shape`` as consecutive regions in C order, each contiguous and at most
+    ``piece_bytes`` (at least one element): one index of every axis before some axis, a
+    range of that axis, every later axis whole. The axis is the first whose later axes fit
+    in ``piece_bytes``, so a leading row larger than that (one seed's replay) is split too.
+    """
+    if not shape:
+        yield ()
+        return
+    axis = 0
+    while axis < len(shape) - 1 and (
+            int(np.prod(shape[axis + 1:], dtype=np.int64)) * itemsize > piece_bytes):
+        axis += 1
+    inner = int(np.prod(shape[axis + 1:], dtype=np.int64)) * itemsize
+    step = max(piece_bytes // max(inner, 1), 1)
+    whole = tuple(slice(None) for _ in shape[axis + 1:])
+    for outer in np.ndindex(*shape[:axis]):
+        fixed = tuple(slice(i, i + 1) for i in outer)
+        for lo in range(0, shape[axis], step):
+            yield (*fixed, slice(lo, min(lo + step, shape[axis])), *whole)
 
 
 def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
@@ -64,14 +81,14 @@ def _pwrite_all(fd: int, data: memoryview, offset: int) -> None:
 
 
 def _host_pieces(array: Any, piece_bytes: int) -> Iterator[np.ndarray]:
-    """``array`` (a host view, or a single-device accelerator array) as C-ordered host
-    arrays along its first axis, each at most ``piece_bytes`` (a host view: itself)."""
+    """``array`` (a host view, or a single-device accelerator array) as consecutive
+    C-ordered host arrays (:func:`pieces`), each at most ``piece_bytes`` (a host view:
+    itself)."""
     if isinstance(array, np.ndarray) or array.ndim == 0:
         yield np.ascontiguousarray(np.asarray(array))
         return
-    rows = rows_per_piece(array.shape, array.dtype.itemsize, piece_bytes)
-    for lo in range(0, array.shape[0], rows):
-        yield np.ascontiguousarray(np.asarray(array[lo:lo + rows]))
+    for index in pieces(array.shape, array.dtype.itemsize, piece_bytes):
+        yield np.ascontiguousarray(np.asarray(array[index]))
 
 
 def write_shards(path: str, array: jax.Array, piece_bytes: int = PIECE_BYTES) -> None:
@@ -127,17 +144,25 @@ def read_region(path: str, shape: tuple[int, ...], dtype: Any,
 
 
 @functools.partial(jax.jit, donate_argnums=0)
-def _write_rows(array: jax.Array, rows: jax.Array, start: jax.Array) -> jax.Array:
-    return jax.lax.dynamic_update_slice_in_dim(array, rows.astype(array.dtype), start, axis=0)
+def _write_region(array: jax.Array, values: jax.Array, starts: jax.Array) -> jax.Array:
+    """``array`` (donated: written in place) with ``values`` from the ``starts`` (one index
+    per axis) on."""
+    return jax.lax.dynamic_update_slice(array, values.astype(array.dtype), tuple(starts))
 
 
 def fill_rows(array: jax.Array, path: str, piece_bytes: int = PIECE_BYTES) -> jax.Array:
     """``array`` (donated) overwritten in place with the C-ordered array of its shape in
-    ``path``, read ``piece_bytes`` of leading-axis rows at a time."""
+    ``path``, read ``piece_bytes`` at a time (:func:`pieces`).
+
+    At most two pieces are held at once: the next piece is read while one is written, and
+    each write is dispatched once the one before it (at first: whatever computes ``array``,
+    e.g. a fresh state's initialization) has finished. A write dispatched before its input
+    exists waits with its piece, so without that wait the loop reads ahead and may hold
+    the whole file.
+    """
     shape, dtype = tuple(array.shape), jnp.dtype(array.dtype)
-    step = rows_per_piece(shape, dtype.itemsize, piece_bytes)
-    whole = tuple(slice(None) for _ in shape[1:])
-    for lo in range(0, shape[0], step):
-        rows = read_region(path, shape, dtype, (slice(lo, min(lo + step, shape[0])), *whole))
-        array = _write_rows(array, rows, np.int32(lo))
+    for index in pieces(shape, dtype.itemsize, piece_bytes):
+        values = read_region(path, shape, dtype, index)
+        starts = np.array([s.start or 0 for s in index], np.int32)
+        array = _write_region(array.block_until_ready(), values, starts)
     return array

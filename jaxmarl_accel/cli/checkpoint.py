@@ -27,9 +27,10 @@ raise the peak memory by 1.77 GiB (``docs/training.md``), and its per-save byte 
 writer (:mod:`~jaxmarl_accel.cli.array_files`) writes each shard's bytes straight from the
 array's own buffer on the CPU (``np.asarray`` of a CPU array is a view) and copies at most
 ``piece_bytes`` at a time from an accelerator. A single-process restore overwrites a fresh
-replay in place, ``piece_bytes`` of rows at a time (:func:`~.array_files.fill_rows`);
-otherwise each array's shards are read into host buffers of one shard and placed
-(``jax.make_array_from_callback``). The replay is never held twice either way.
+replay in place, ``piece_bytes`` at a time, with at most two pieces held
+(:func:`~.array_files.fill_rows`); otherwise each array's shards are read into host buffers
+of one shard and placed (``jax.make_array_from_callback``). The replay is never held twice
+either way.
 
 With ``jax.distributed`` all processes call :meth:`Checkpoints.save` together: orbax
 writes each process's shards of the learners; for the replay process 0 creates the files,
@@ -295,7 +296,7 @@ class Checkpoints:
         buffer that the CPU then uses in place. Such borrowed buffers cannot be donated, so
         a program that donates its input copies them; ``into`` avoids that: arrays of the
         same shapes (a fresh state's, nothing else referring to them) that are overwritten
-        in place, ``piece_bytes`` of rows at a time (single-process runs; with several
+        in place, ``piece_bytes`` at a time (single-process runs; with several
         processes every array is read by shards).
         """
         import orbax.checkpoint as ocp
