@@ -223,6 +223,9 @@ def replay_of(config: TrainConfig) -> str:
     return replay_needed(config.learner)
 
 
+DEFAULT_SAMPLER = "uniform"
+"""The sampler of learners without their own (:func:`family_defaults`)."""
+
 FAMILY_DEFAULTED = ("sampler", "buffer_capacity", "batch_size", "num_envs", "total_env_steps",
                     "learning_starts")
 """The ``TrainConfig`` fields whose default depends on the learner (``None`` resolves them)."""
@@ -233,7 +236,7 @@ def family_defaults(algo: str) -> dict[str, Any]:
     ``algo`` take when left ``None``: its config type's ``REPLAY_DEFAULTS`` and its sampler
     (``"uniform"``, or the learner's own: MAC-PO's ``"per"``, AccMER's ``"reuse"``)."""
     own = sampler_defaults(algo)
-    return {"sampler": "uniform" if own is None else own[0],
+    return {"sampler": DEFAULT_SAMPLER if own is None else own[0],
             **config_type(algo).REPLAY_DEFAULTS}
 
 
@@ -337,11 +340,12 @@ def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
     if train.get("prey") == "heuristic":  # configs written before "scripted" was its name
         train["prey"] = "scripted"
-    family = family_of(train.get("algo", TrainConfig.algo))
+    algo = train.get("algo", TrainConfig.algo)
+    # configs written before one learner field held the family's kept one field per family
     old = {name: train.pop(name, None) for name in OLD_LEARNER_FIELDS.values()}
-    learner = train.get("learner") or old[OLD_LEARNER_FIELDS[family]]
-    if learner is not None:  # configs written before one learner field held the family's
-        train["learner"] = config_type(train.get("algo", TrainConfig.algo))(
+    learner = train.get("learner") or old[OLD_LEARNER_FIELDS[family_of(algo)]]
+    if learner is not None:
+        train["learner"] = config_type(algo)(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in learner.items()})
     train["env_kwargs"] = tuple(sorted(train["env_kwargs"].items()))
     train["sampler_kwargs"] = tuple(sorted(train["sampler_kwargs"].items()))

@@ -276,6 +276,9 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
     whose default depends on the learner family and the fields several families share start
     as :data:`UNSET`; their help shows each family's default."""
+    from jaxmarl_accel.algos.registry import SAMPLER_DEFAULTS
+    from jaxmarl_accel.config import DEFAULT_SAMPLER
+
     classes = learner_classes()
     first = next(iter(classes))  # its defaults are shown plain, the other families' named
 
@@ -292,7 +295,8 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     for name in shared_learner_fields():
         shown[name] = shown_per_family({family: getattr(cls, name) for family, cls
                                         in classes.items() if hasattr(cls, name)}, False)
-    shown["sampler"] = "uniform; per for macpo, reuse for accmer"
+    shown["sampler"] = f"{DEFAULT_SAMPLER}; " + ", ".join(
+        f"{sampler} for {algo}" for algo, (sampler, _) in SAMPLER_DEFAULTS.items())
     return {name: UNSET for name in shown}, shown
 
 
