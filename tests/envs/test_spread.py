@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from jaxmarl.environments.mpe.simple_spread import SimpleSpreadMPE
 from mpe2 import simple_spread_v3
@@ -13,6 +12,7 @@ from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.mpe import simple_spread
 from jaxmarl_accel.envs.policies import random_policy
 from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
+from tests.envs.rollouts import check_shape_bound_functions
 
 TOL = 1e-5
 SEEDS = [0, 1, 2]
@@ -54,18 +54,4 @@ def test_module_functions_bound_to_a_shape_are_what_the_env_runs():
     env, params = make("simple_spread", num_agents=5, num_landmarks=4, k_nearest=2)
     shape = simple_spread.SpreadShape(num_agents=5, num_landmarks=4, seen_agents=2,
                                       seen_landmarks=2, nearest_only=True, continuous=False)
-    key = jax.random.PRNGKey(4)
-    obs, env_state = jax.jit(env.reset)(key, params)
-    state = jax.jit(simple_spread.init, static_argnums=0)(shape, key, params)
-    np.testing.assert_array_equal(state.pos, env_state.pos)
-    observe = jax.jit(simple_spread.observe, static_argnums=0)
-    # reset fuses the start into its observation: the last bit of a few numbers may differ
-    np.testing.assert_allclose(observe(shape, state, params), obs, rtol=0, atol=1e-6)
-    obs = observe(shape, state, params)
-    agents = jnp.array([4, 1])
-    rows = jax.jit(simple_spread.observe_at, static_argnums=0)(shape, state, params, agents)
-    np.testing.assert_array_equal(rows, obs[agents])
-    assert jax.jit(simple_spread.reward, static_argnums=0)(shape, state, params).shape == (5,)
-    np.testing.assert_array_equal(
-        jax.jit(simple_spread.scripted, static_argnums=0)(shape, key, state, params),
-        env.scripted_action(key, state, params))
+    check_shape_bound_functions(simple_spread, shape, env, params, jnp.array([4, 1]))

@@ -13,7 +13,7 @@ from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.mpe import simple_tag
 from jaxmarl_accel.envs.policies import team_rows
 from tests.envs.mpe_reference import compare_jaxmarl, compare_mpe2, our_rollouts, seed_keys
-from tests.envs.rollouts import mixed_policy
+from tests.envs.rollouts import check_shape_bound_functions, mixed_policy
 
 TOL = 1e-5
 SEEDS = [0, 1, 2]
@@ -134,18 +134,4 @@ def test_module_functions_bound_to_a_shape_are_what_the_env_runs():
     shape = simple_tag.TagShape(num_predators=4, num_prey=2, num_obstacles=3, k_nearest=3,
                                 k_landmarks=3, obs_dim=env.spec.obs_dim, continuous=False,
                                 predator_reward="shared")
-    key = jax.random.PRNGKey(4)
-    obs, env_state = jax.jit(env.reset)(key, params)
-    state = jax.jit(simple_tag.init, static_argnums=0)(shape, key, params)
-    np.testing.assert_array_equal(state.pos, env_state.pos)
-    observe = jax.jit(simple_tag.observe, static_argnums=0)
-    # reset fuses the start into its observation: the last bit of a few numbers may differ
-    np.testing.assert_allclose(observe(shape, state, params), obs, rtol=0, atol=1e-6)
-    obs = observe(shape, state, params)
-    agents = jnp.array([5, 0])
-    rows = jax.jit(simple_tag.observe_at, static_argnums=0)(shape, state, params, agents)
-    np.testing.assert_array_equal(rows, obs[agents])
-    assert jax.jit(simple_tag.reward, static_argnums=0)(shape, state, params).shape == (6,)
-    np.testing.assert_array_equal(
-        jax.jit(simple_tag.scripted, static_argnums=0)(shape, key, state, params),
-        env.scripted_action(key, state, params))
+    check_shape_bound_functions(simple_tag, shape, env, params, jnp.array([5, 0]))
