@@ -91,7 +91,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "a folder that holds a run is refused")
     run.add_argument("--agents", type=flags.parse_int, default=None,
                      help="number of agents: num_agents of simple_spread, num_predators of "
-                          "simple_tag; scenarios with a fixed count (simple_speaker_listener, "
+                          "simple_tag; the total of tag_gridworld and tag_continuous (their "
+                          "num_taggers stay as given or default, num_runners are the rest: "
+                          "--agents 12 --env-kwargs num_taggers=2 is 2 taggers and 10 "
+                          "runners); scenarios with a fixed count (simple_speaker_listener, "
                           "simple_reference: 2) accept only that count, scenarios with several "
                           "counts (simple_push, simple_adversary: num_good, num_adversaries) "
                           "take them in --env-kwargs")
@@ -169,7 +172,13 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
     """``--env-kwargs`` with ``--agents`` written as the scenario's count keyword;
     ``ValueError`` (one line) for a keyword the scenario does not take, or an ``--agents``
     that it cannot express."""
-    from jaxmarl_accel.envs import agent_count_kwarg, make, scenario_keywords
+    from jaxmarl_accel.envs import (
+        TOTAL_COUNT_ENVS,
+        agent_count_kwarg,
+        make,
+        scenario_keywords,
+        total_count_kwargs,
+    )
 
     keywords = scenario_keywords(env)
     unknown = [name for name, _ in given if name not in keywords]
@@ -182,6 +191,8 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
     if agent_count_kwarg(env) in keywords:
         kwargs[agent_count_kwarg(env)] = agents
         return tuple(sorted(kwargs.items()))
+    if env in TOTAL_COUNT_ENVS:
+        return tuple(sorted(total_count_kwargs(env, agents, kwargs).items()))
     counts = [name for name in keywords if name.startswith("num_")]
     if counts:
         raise ValueError(f"--agents: {env} has no single agent count; set "

@@ -47,6 +47,28 @@ SCENARIOS: tuple[str, ...] = tuple(_SCENARIOS)
 
 _AGENT_COUNT_KWARGS: dict[str, str] = {"simple_tag": "num_predators"}
 
+TOTAL_COUNT_ENVS: dict[str, tuple[str, str]] = {
+    "tag_gridworld": ("num_taggers", "num_runners"),
+    "tag_continuous": ("num_taggers", "num_runners"),
+}
+"""Scenarios whose agent count is a total over two roles, ``(fixed, rest)``: a total of
+``N`` agents keeps the ``fixed`` role's count (given or its default) and makes the rest
+the other role (WarpDrive's Tag: the taggers stay, the runners fill up to ``N``)."""
+
+
+def total_count_kwargs(name: str, total: int, given: dict[str, Any]) -> dict[str, Any]:
+    """The keywords of scenario ``name`` (in :data:`TOTAL_COUNT_ENVS`) for ``total`` agents,
+    given its other keywords ``given``: ``given`` with the ``rest`` role's count set to
+    ``total`` minus the ``fixed`` role's; ``ValueError`` (one line) when that leaves none."""
+    fixed, rest = TOTAL_COUNT_ENVS[name]
+    module = importlib.import_module(_SCENARIOS[name])
+    kept = given.get(fixed, inspect.signature(module.make).parameters[fixed].default)
+    if total <= kept:
+        raise ValueError(f"--agents {total}: {name} keeps its {kept} {fixed.removeprefix('num_')} "
+                         f"({fixed}) and needs at least one of {rest}; give more agents or a "
+                         f"smaller {fixed} in --env-kwargs")
+    return {**given, rest: total - kept}
+
 
 def agent_count_kwarg(name: str) -> str:
     """The keyword of scenario ``name`` that sets its number of (learning) agents: the
@@ -111,4 +133,5 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
 
 
 __all__ = ["ENV_NAMES", "JAXMARL_PREFIX", "SCENARIOS", "Env", "EnvSpec", "Rollout",
-           "agent_count_kwarg", "is_valid_name", "make", "rollout", "scenario_keywords"]
+           "TOTAL_COUNT_ENVS", "agent_count_kwarg", "is_valid_name", "make", "rollout",
+           "scenario_keywords", "total_count_kwargs"]

@@ -81,6 +81,9 @@ def test_help_documents_every_flag(capsys):
     (["--env", "simple_adversary", "--agents", "3"], "set num_good and num_adversaries"),
     (["--env", "simple_speaker_listener", "--agents", "3"], "always has 2 agents"),
     (["--env", "simple_reference", "--agents", "3"], "always has 2 agents"),
+    (["--env", "tag_gridworld", "--agents", "4"], "--agents 4: tag_gridworld keeps its 4 taggers"),
+    (["--env", "tag_continuous", "--agents", "3", "--env-kwargs", "num_taggers=3"],
+     "needs at least one of num_runners"),
     (["--resume", "somewhere", "--overwrite"], "exclude each other"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler", "uniform"],
      "sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
@@ -106,6 +109,11 @@ def test_flags_accept_the_readme_notation_and_agents_where_they_fit():
     assert (config.buffer_capacity, config.total_env_steps) == (1_000_000, 1_500_000)
     tag = run.config_from_args(parser.parse_args(["--env", "simple_tag", "--agents", "4"]))
     assert dict(tag.env_kwargs) == {"num_predators": 4}
+    fig10 = parser.parse_args(["--env", "tag_continuous", "--agents", "12",
+                               "--env-kwargs", "num_taggers=2"])
+    assert dict(run.config_from_args(fig10).env_kwargs) == {"num_taggers": 2, "num_runners": 10}
+    grid = run.config_from_args(parser.parse_args(["--env", "tag_gridworld", "--agents", "9"]))
+    assert dict(grid.env_kwargs) == {"num_runners": 5}  # the default 4 taggers stay
     listener = parser.parse_args(["--env", "simple_speaker_listener", "--agents", "2"])
     assert run.config_from_args(listener).env_kwargs == ()
 
