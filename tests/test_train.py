@@ -141,3 +141,17 @@ def test_learners_with_qstar_train_over_seeds_with_their_samplers(algo):
         assert np.all(np.isfinite(leaves) & (leaves > 0))
     else:
         np.testing.assert_array_equal(np.asarray(sampler.window), [8 // 2] * 2)
+
+
+def test_running_episode_statistics_end_with_their_episode():
+    from jaxmarl_accel.trainer.rounds.state import add_episode_stats
+
+    running = {"tags": jnp.array([2.0, 0.0, 5.0])}
+    running, finished = add_episode_stats(running, {"tags": jnp.array([1.0, 1.0, 0.0])},
+                                          jnp.array([True, False, False]))
+    np.testing.assert_array_equal(running["tags"], [0.0, 1.0, 5.0])
+    assert float(finished["tags"]) == 3.0
+    running, finished = add_episode_stats(running, {"tags": jnp.array([0.0, 2.0, 1.0])},
+                                          jnp.array([False, True, True]))
+    np.testing.assert_array_equal(running["tags"], [0.0, 0.0, 0.0])
+    assert float(finished["tags"]) == 9.0

@@ -36,7 +36,7 @@ from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState
 PyTree = Any
 SEED_AXIS = "seeds"
 ENV_AXIS = "envs"
-ENV_FIELDS = ("env_state", "obs", "episode_return")
+ENV_FIELDS = ("env_state", "obs", "episode_return", "episode_stats")
 
 
 class DeviceLayout(NamedTuple):
@@ -116,8 +116,8 @@ def state_shardings(mesh: Mesh, state: PyTree) -> PyTree:
     """NamedShardings of a vmapped :class:`TrainState` (or any tree of its shape).
 
     Every leaf is split on its leading seed axis over ``"seeds"``; the leaves of
-    ``env_state``, ``obs`` and ``episode_return`` (``[S, E, ...]``) also on their env axis
-    over ``"envs"``.
+    ``env_state``, ``obs``, ``episode_return`` and ``episode_stats`` (``[S, E, ...]``) also
+    on their env axis over ``"envs"``.
     """
     by_seed = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
     by_seed_and_env = NamedSharding(mesh, PartitionSpec(SEED_AXIS, ENV_AXIS))

@@ -35,12 +35,14 @@ class EnvStep(NamedTuple):
       env_state: env states after the step (auto-reset where an episode ended), ``[E]``.
       obs: observations after the step, ``[E, N, obs_dim]``.
       ended: bool ``[E]``, the episode ended (terminated or truncated) at this step.
+      stats: name -> ``[E]`` the step's counter of each of the env's ``spec.episode_stats``.
     """
 
     transition: Transition
     env_state: PyTree
     obs: jax.Array
     ended: jax.Array
+    stats: dict[str, jax.Array] = {}
 
 
 class LearnStep(NamedTuple):
@@ -94,7 +96,8 @@ def transition_step(
     final = info["final_physical_state"] if physical_state else info["final_obs"]
     transition = Transition(obs=stored_obs, action=action_vec, reward=reward, next_obs=final,
                             done=done)
-    return EnvStep(transition, env_state, next_obs, terminated | truncated)
+    return EnvStep(transition, env_state, next_obs, terminated | truncated,
+                   {name: info[name] for name in env.spec.episode_stats})
 
 
 def learn_step(

@@ -130,7 +130,9 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
             algo=algo.init(algo_key), buffer=buffer.init(plan.item),
             env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
-            key=run_key, env_steps=jnp.zeros((), jnp.int32))
+            key=run_key, env_steps=jnp.zeros((), jnp.int32),
+            episode_stats={name: jnp.zeros((num_envs,), jnp.float32)
+                           for name in spec.episode_stats} if plan.carries_stats else {})
 
     def evaluate(algo_state: PyTree, key: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
         def policy_fn(key, obs, env_state, params, carry):

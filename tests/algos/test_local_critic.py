@@ -21,14 +21,27 @@ from jaxmarl_accel.types import Transition
 
 
 def _states(env, params, key, steps=6):
-    """Observations of a few random joint steps, ``[steps, N, obs_dim]``."""
-    obs, state = env.reset(key, params)
-    out = []
-    for k in jax.random.split(key, steps):
-        act_key, step_key = jax.random.split(k)
-        obs, state, *_ = env.step(step_key, state, env.random_action(act_key), params)
-        out.append(obs)
-    return jnp.stack(out)
+    """Observations of a few random joint steps, ``[steps, N, obs_dim]`` (one compiled
+    scan: stepping the env op by op compiles each of its operations on its own)."""
+
+    def run(key):
+        def step(state, k):
+            act_key, step_key = jax.random.split(k)
+            obs, state, *_ = env.step(step_key, state, env.random_action(act_key), params)
+            return state, obs
+
+        return jax.lax.scan(step, env.reset(key, params)[1], jax.random.split(key, steps))[1]
+
+    return jax.jit(run)(key)
+
+
+def _init_and_samples(sk, batch, weight):
+    """The learner's initial state and its samples of ``batch`` (compiled together)."""
+    def run(weight):
+        state = lc.init(sk, jax.random.PRNGKey(0))
+        return state, lc.samples(sk, state, batch, weight, jax.random.PRNGKey(2))
+
+    return jax.jit(run)(weight)
 
 
 @pytest.mark.parametrize("name, kwargs, k, rel", [
@@ -97,29 +110,31 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
     config = ActorCriticConfig(sharing=sharing, critic=critic, critic_k=3, shared_batch=batch)
     variant = variant_of("maddpg", env.spec, config)
     sk = lc.make_skeleton(env.spec, config, variant)
-    state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 4)
-    blocks = lc.samples(sk, state, batch, jnp.ones(4), jax.random.PRNGKey(2))
+    state, blocks = _init_and_samples(sk, batch, jnp.ones(4))
     k, gamma = 3, config.gamma
+    @jax.jit
+    def target_q(g, i, nb, nxt):
+        """The target critic of group ``g`` at agent ``i``'s next observation, with the
+        target actors' next actions of ``i`` and of its neighbours ``nb``."""
+        def act(j):
+            actor = jax.tree.map(lambda leaf: leaf[jnp.asarray(sk.groups.of_agent)[j]],
+                                 state.target_actor)
+            return jax.nn.sigmoid(sk.actor_mlp.apply(actor, nxt[j]))
+
+        x = lc.critic_features(critic, nxt[i], act(i), jax.vmap(act)(nb), nxt[nb])
+        return sk.critic_mlp.apply(jax.tree.map(lambda c: c[g, 0], state.target_critic), x)[0]
+
     for block, s in zip(sk.groups.blocks, blocks, strict=True):
         group = lc_update._groups_of(sk, state, block)
-        y = jax.vmap(lambda g, smp: lc_update.group_target(sk, g, smp))(group, s)
+        y = jax.jit(jax.vmap(lambda g, smp: lc_update.group_target(sk, g, smp)))(group, s)
         for gi in range(block.agents.shape[0]):
             g = block.first + gi
             for p in range(s.rows.shape[1]):
                 row, i = int(s.rows[gi, p]), int(s.agents[gi, p])
                 nxt = np.asarray(batch.next_obs[row])
                 nb = _np_neighbours(nxt[:, 2:4], i, k)
-
-                def act(j, nxt=nxt):
-                    actor = jax.tree.map(lambda leaf, j=j: leaf[sk.groups.of_agent[j]],
-                                         state.target_actor)
-                    return jax.nn.sigmoid(sk.actor_mlp.apply(actor, nxt[j]))
-
-                others = jnp.stack([act(j) for j in nb])
-                x = lc.critic_features(critic, nxt[i], act(i), others, nxt[nb])
-                q = sk.critic_mlp.apply(jax.tree.map(lambda c, g=g: c[g, 0],
-                                                     state.target_critic), x)[0]
+                q = target_q(g, i, nb, nxt)
                 want = batch.reward[row, i] + gamma * (1 - batch.done[row, i]) * q
                 np.testing.assert_allclose(y[gi, p], want, rtol=1e-5, atol=1e-5)
 
@@ -129,9 +144,8 @@ def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
     env, params = make("simple_tag", num_predators=6, num_prey=2, k_nearest=3)
     config = ActorCriticConfig(sharing="team", critic=critic, critic_k=3, shared_batch="pairs")
     sk = lc.make_skeleton(env.spec, config, variant_of("matd3", env.spec, config))
-    state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 5)
-    blocks = lc.samples(sk, state, batch, jnp.arange(5.0), jax.random.PRNGKey(2))
+    state, blocks = _init_and_samples(sk, batch, jnp.arange(5.0))
     for block, s in zip(sk.groups.blocks, blocks, strict=True):
         assert s.rows.shape == (1, 5)
         np.testing.assert_array_equal(s.rows[0], np.arange(5))
@@ -156,13 +170,13 @@ def test_team_loss_is_the_mean_of_its_agents_losses():
     env, params = make("simple_spread", num_agents=5, k_nearest=2)
     config = ActorCriticConfig(sharing="team", critic="knearest", critic_k=2)
     sk = lc.make_skeleton(env.spec, config, variant_of("maddpg", env.spec, config))
-    state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 3)
-    (s,) = lc.samples(sk, state, batch, jnp.ones(3), jax.random.PRNGKey(2))
+    state, (s,) = _init_and_samples(sk, batch, jnp.ones(3))
     s = jax.tree.map(lambda x: x[0], s)
     critic = jax.tree.map(lambda c: c[0], state.critic)
     y = jnp.linspace(-1, 1, s.rows.shape[0])
-    grad = lambda smp, yy: jax.grad(lambda c: lc_update._critic_loss(c, sk, smp, yy)[0])(critic)
+    grad = jax.jit(lambda smp, yy: jax.grad(
+        lambda c: lc_update._critic_loss(c, sk, smp, yy)[0])(critic))
     whole = grad(s, y)
     per_agent = [grad(jax.tree.map(lambda x, i=i: x[s.agents == i], s), y[s.agents == i])
                  for i in range(5)]
@@ -196,9 +210,8 @@ def test_actor_gradient_flows_through_its_own_action_only():
     env, params = make("simple_spread", num_agents=4, k_nearest=2, continuous_actions=True)
     config = ActorCriticConfig(critic="knearest", critic_k=2)
     sk = lc.make_skeleton(env.spec, config, variant_of("maddpg", env.spec, config))
-    state = lc.init(sk, jax.random.PRNGKey(0))
     batch = _batch(env, params, jax.random.PRNGKey(1), 3)
-    (s,) = lc.samples(sk, state, batch, jnp.ones(3), jax.random.PRNGKey(2))
+    state, (s,) = _init_and_samples(sk, batch, jnp.ones(3))
     s0 = jax.tree.map(lambda x: x[0], s)
     actor, critics = jax.tree.map(lambda x: x[0], state.actor), jax.tree.map(
         lambda c: c[0], state.critic)
@@ -206,9 +219,9 @@ def test_actor_gradient_flows_through_its_own_action_only():
                                      jax.random.PRNGKey(0), jnp.zeros(()))[0]
     # the neighbours' actions are data: the actor's loss moves with them, its gradient
     # with respect to them is not part of the actor's update
-    assert float(jnp.abs(jax.grad(loss)(s0.neighbour_action)).sum()) > 0
-    g = jax.grad(lambda a: lc_update._actor_loss(a, sk, critics, s0, jax.random.PRNGKey(0),
-                                          jnp.zeros(()))[0])(actor)
+    assert float(jnp.abs(jax.jit(jax.grad(loss))(s0.neighbour_action)).sum()) > 0
+    g = jax.jit(jax.grad(lambda a: lc_update._actor_loss(a, sk, critics, s0, jax.random.PRNGKey(0),
+                                                      jnp.zeros(()))[0]))(actor)
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(g))
 
 

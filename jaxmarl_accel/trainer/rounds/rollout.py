@@ -35,6 +35,8 @@ from jaxmarl_accel.trainer.rounds.state import (
     RoundFn,
     RoundOutput,
     TrainState,
+    add_episode_stats,
+    sum_ends,
     within_run,
 )
 
@@ -96,16 +98,19 @@ def make_collect(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Al
                       terminated=terminated.astype(jnp.float32),
                       ended=ended.astype(jnp.float32), avail=avail)
         episode_return = state.episode_return + reward
+        running, stats = add_episode_stats(
+            state.episode_stats, {name: info[name] for name in state.episode_stats}, ended)
         finished = EpisodeEnds(jnp.sum(jnp.where(ended[:, None], episode_return, 0.0), axis=0),
-                               jnp.sum(ended).astype(jnp.float32))
+                               jnp.sum(ended).astype(jnp.float32), stats)
         state = state.replace(env_state=env_state, obs=obs, key=key,
-                              episode_return=jnp.where(ended[:, None], 0.0, episode_return))
+                              episode_return=jnp.where(ended[:, None], 0.0, episode_return),
+                              episode_stats=running)
         return state, (row, finished)
 
     def collect(state: TrainState) -> tuple[TrainState, Rollout, EpisodeEnds]:
         state, (rollout, ends) = jax.lax.scan(env_iteration, state, None,
                                               length=fns.rollout_length)
-        return state, rollout, EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
+        return state, rollout, sum_ends(ends)
 
     return collect
 
@@ -135,7 +140,8 @@ def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                     else within_run(run_round, total_rounds))
     return Round(buffer=no_replay(), item=(), run=run, steps_per_round=steps,
                  rounds_per_chunk=rounds_per_chunk, total_rounds=total_rounds,
-                 updates_per_round=_updates_per_round(config), first_update_step=steps)
+                 updates_per_round=_updates_per_round(config), first_update_step=steps,
+                 carries_stats=True)
 
 
 def _updates_per_round(config: cfg.TrainConfig) -> int:

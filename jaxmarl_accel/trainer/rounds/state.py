@@ -32,6 +32,10 @@ class TrainState:
         taken (transition round), or ``E x T`` per round (episode round: the clock every
         seed shares; the steps its episodes really took are reported as the
         ``episode_length`` training statistic).
+      episode_stats: name -> ``[E]`` running sum of each of the env's ``spec.episode_stats``
+        over the current episodes, in rounds whose episodes span rounds (the transition
+        and rollout rounds, :attr:`Round.carries_stats`); empty in the episode round, whose
+        episodes end within it.
     """
 
     algo: PyTree
@@ -41,6 +45,7 @@ class TrainState:
     episode_return: jax.Array
     key: jax.Array
     env_steps: jax.Array
+    episode_stats: dict[str, jax.Array] = struct.field(default_factory=dict)
 
 
 class EpisodeEnds(NamedTuple):
@@ -91,6 +96,8 @@ class Round(NamedTuple):
       updates_per_round: learner updates in a round that learns.
       first_update_step: the run's clock (env steps) at the end of the first round that
         learns.
+      carries_stats: the round's episodes span rounds, so the state carries their running
+        statistics (:attr:`TrainState.episode_stats`, summed by :func:`add_episode_stats`).
     """
 
     buffer: Buffer
@@ -101,6 +108,32 @@ class Round(NamedTuple):
     total_rounds: int
     updates_per_round: int
     first_update_step: int
+    carries_stats: bool = False
+
+
+def sum_ends(ends: EpisodeEnds) -> EpisodeEnds:
+    """The :class:`EpisodeEnds` of several env steps (leaves with a leading step axis)
+    summed into one."""
+    return EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count),
+                       {name: jnp.sum(value) for name, value in ends.stats.items()})
+
+
+def add_episode_stats(running: dict[str, jax.Array], step_stats: dict[str, jax.Array],
+                      ended: jax.Array) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+    """One env step of the running episode statistics of ``E`` envs.
+
+    Args:
+      running: name -> ``[E]`` sums over the current episodes before the step.
+      step_stats: name -> ``[E]`` the step's counters (the env's ``info[name]``).
+      ended: ``[E]`` bool, the step ended the env's episode.
+
+    Returns:
+      ``(running, finished)``: the sums after the step (0 where an episode ended) and
+      name -> ``[]`` the totals of the episodes that ended, summed over envs.
+    """
+    totals = {name: running[name] + step_stats[name] for name in running}
+    return ({name: jnp.where(ended, 0.0, total) for name, total in totals.items()},
+            {name: jnp.sum(jnp.where(ended, total, 0.0)) for name, total in totals.items()})
 
 
 def zeros_like_shapes(shapes: PyTree) -> PyTree:
@@ -123,5 +156,5 @@ def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:
     return maybe_round
 
 
-__all__ = ["EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState", "within_run",
-           "zeros_like_shapes"]
+__all__ = ["EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState", "add_episode_stats",
+           "sum_ends", "within_run", "zeros_like_shapes"]

@@ -27,6 +27,8 @@ from jaxmarl_accel.trainer.rounds.state import (
     RoundFn,
     RoundOutput,
     TrainState,
+    add_episode_stats,
+    sum_ends,
     within_run,
     zeros_like_shapes,
 )
@@ -105,7 +107,7 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                  rounds_per_chunk=cfg.rounds_per_chunk(config),
                  total_rounds=cfg.total_rounds(config),
                  updates_per_round=cfg.updates_per_round(config),
-                 first_update_step=cfg.first_update_step(config))
+                 first_update_step=cfg.first_update_step(config), carries_stats=True)
 
 
 def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Algo,
@@ -129,12 +131,13 @@ def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, alg
                                state.obs, act_key, step_key, physical_state=physical)
         ended = step.ended[:, None]
         episode_return = state.episode_return + step.transition.reward
+        running, stats = add_episode_stats(state.episode_stats, step.stats, step.ended)
         finished = EpisodeEnds(jnp.sum(jnp.where(ended, episode_return, 0.0), axis=0),
-                               jnp.sum(ended[:, 0]).astype(jnp.float32))
+                               jnp.sum(ended[:, 0]).astype(jnp.float32), stats)
         state = state.replace(
             buffer=buffer.add(state.buffer, step.transition), env_state=step.env_state,
             obs=step.obs, episode_return=jnp.where(ended, 0.0, episode_return), key=key,
-            env_steps=state.env_steps + num_envs)
+            env_steps=state.env_steps + num_envs, episode_stats=running)
         return state, finished
 
     def update_once(state: TrainState, _: None) -> tuple[TrainState, dict[str, jax.Array]]:
@@ -156,8 +159,7 @@ def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, alg
         ready = (((round_index + 1) * steps_per_round >= start_updates_after)
                  & (state.buffer.size >= min(start_updates_after, config.buffer_capacity)))
         state, learner = jax.lax.cond(ready, run_updates, skip_updates, state)
-        episodes = EpisodeEnds(jnp.sum(ends.returns, axis=0), jnp.sum(ends.count))
-        return state, RoundOutput(episodes, learner, ready)
+        return state, RoundOutput(sum_ends(ends), learner, ready)
 
     return run_round
 

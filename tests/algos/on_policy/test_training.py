@@ -106,3 +106,25 @@ def test_help_groups_the_on_policy_flags():
                  "--value-coef", "--entropy-coef"):
         assert text.index(f"  {flag}") > group
     assert "0.98 for the on-policy family" in text  # --gamma's default for a2c and ppo
+
+
+def test_training_episodes_count_the_envs_statistics_across_rounds():
+    """Episodes of 20 steps span rollouts of 3: the running counters carry from round to
+    round and restart with each episode. On a field where the taggers always tag every
+    runner, every training episode ends with exactly ``num_runners`` tags."""
+    config = TrainConfig(
+        env="tag_continuous", algo="a2c", num_envs=2, total_env_steps=120, eval_every=60,
+        eval_episodes=2, learner=OnPolicyConfig(hidden_sizes=(8,), rollout_length=3),
+        env_kwargs=(("episode_length", 20), ("grid_length", 1.0), ("num_other_agents_observed", 4),
+                    ("num_runners", 3), ("num_taggers", 2), ("tagging_distance", 0.5)))
+    trainer = make_trainer(config)
+    state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    assert set(state.episode_stats) == {"tags", "steps_before_first_tag"}
+    assert state.episode_stats["tags"].shape == (2,)
+    np.testing.assert_array_equal(metrics.train_stats["tags"], [3.0, 3.0])
+    sparse = dataclasses.replace(config, env_kwargs=tuple(
+        (k, 0.05 if k == "tagging_distance" else v) for k, v in config.env_kwargs))
+    metrics = jax.jit(make_trainer(sparse).train)(jax.random.PRNGKey(0))[1]
+    tags, before = metrics.train_stats["tags"], metrics.train_stats["steps_before_first_tag"]
+    assert np.all((tags >= 0) & (tags <= 3)) and np.any(tags > 0)
+    assert np.all((before >= 0) & (before <= 20)) and np.any(before > 0)
