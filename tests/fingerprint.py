@@ -3,7 +3,9 @@ chunks from a fixed key, for every actor-critic algorithm x sampler x layout x l
 (and a few extra settings, A2C and PPO among them), plus the ``metrics.csv`` of a short CLI
 run.
 
-``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``.
+``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``
+(by default 15 of the product's configurations that hold every pair of its factors' values,
+:func:`pairwise`, and the others; all of them with ``JAXMARL_FINGERPRINT=all``).
 Regenerate it (only when a change of numbers is intended, and say why in the commit) with::
 
     JAX_PLATFORMS=cpu python -m tests.fingerprint --write
@@ -57,7 +59,7 @@ def config(algo: str, sampler: str, layout: str, learners: str, **over: Any) -> 
 
 def configs() -> dict[str, TrainConfig]:
     """Every fingerprinted configuration by name."""
-    out = {f"{a}-{s}-{lay}-{lrn}": config(a, s, lay, lrn)
+    out = {product_name(a, s, lay, lrn): config(a, s, lay, lrn)
            for a, s, lay, lrn in itertools.product(ALGOS, SAMPLERS, LAYOUTS, LEARNERS)}
     for algo in ALGOS:
         out[f"{algo}-continuous"] = config(
@@ -85,6 +87,32 @@ def configs() -> dict[str, TrainConfig]:
         eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),
         learner=OnPolicyConfig(**small, normalize_value=True, minibatches=2))
     return out
+
+
+def product_name(algo: str, sampler: str, layout: str, learners: str) -> str:
+    """The name of one configuration of the algorithm x sampler x layout x learners product."""
+    return f"{algo}-{sampler}-{layout}-{learners}"
+
+
+def pairwise() -> tuple[tuple[str, str, str, str], ...]:
+    """15 of the product's 60 configurations, ``(algo, sampler, layout, learners)``, that
+    hold every pair of values of any two of its four factors (each algorithm with each
+    sampler, each layout with each learners mode, ...): sampler ``s`` and algorithm ``a``
+    (indices) take layout ``(s + a // 2) % 2`` and learners mode ``((s + a) // 2) % 2``."""
+    return tuple((a, s, LAYOUTS[(si + ai // 2) % 2], LEARNERS[(si + ai) // 2 % 2])
+                 for si, s in enumerate(SAMPLERS) for ai, a in enumerate(ALGOS))
+
+
+def checked_names() -> tuple[str, ...]:
+    """The configurations the test suite checks: :func:`pairwise` and every one outside the
+    product; all of them with ``JAXMARL_FINGERPRINT=all`` in the environment (as a change of
+    the training program should be checked before it is committed)."""
+    names = sorted(configs())
+    if os.environ.get("JAXMARL_FINGERPRINT") == "all":
+        return tuple(names)
+    product = {product_name(*c) for c in itertools.product(ALGOS, SAMPLERS, LAYOUTS, LEARNERS)}
+    kept = {product_name(*row) for row in pairwise()}
+    return tuple(n for n in names if n not in product or n in kept)
 
 
 def leaf_hashes(tree: Any) -> list[str]:

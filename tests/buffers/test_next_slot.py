@@ -89,7 +89,7 @@ def all_next_obs(capacity: int, num_envs: int, layout: str):
     return jax.jit(lambda state: next_obs_of(state, slots, capacity, num_envs, LAYOUTS[layout]))
 
 
-@settings(max_examples=30, deadline=None, phases=NO_SHRINK)
+@settings(max_examples=16, deadline=None, phases=NO_SHRINK)
 @given(num_envs=st.integers(1, 4), extra=st.integers(0, 9), seed=st.integers(0, 2**31),
        rounds=st.floats(0.2, 3.5), min_length=st.sampled_from([None, 1, 2, 5]),
        layout=st.sampled_from(["transition_major", "agent_major"]))

@@ -171,11 +171,13 @@ def test_registry_lists_spread_and_tag():
 @pytest.mark.parametrize("wrap", [list, tuple])
 def test_step_rejects_a_python_sequence_of_actions(name, kwargs, wrap):
     env, params = make(name, **kwargs)
-    _, state = env.reset(jax.random.PRNGKey(0), params)
+    _, state = jax.jit(env.reset)(jax.random.PRNGKey(0), params)
     message = (rf"^actions for {name} must be an array \(int with shape \(3,\)\), "
                rf"got {wrap.__name__}")
     for step in (env.step, jax.jit(env.step)):
         with pytest.raises(ValueError, match=message):
             step(jax.random.PRNGKey(1), state, wrap([0, 1, 2]), params)
-    # an array of the same actions (numpy included) is accepted
-    env.step(jax.random.PRNGKey(1), state, np.array([0, 1, 2], np.int32), params)
+    # an array of the same actions (numpy included: a constant of the compiled step, it
+    # reaches the check as a numpy array) is accepted
+    actions = np.array([0, 1, 2], np.int32)
+    jax.jit(lambda: env.step(jax.random.PRNGKey(1), state, actions, params))()
