@@ -64,6 +64,10 @@ STREAMED_NAME = "replay"
 """The streamed arrays' raw files and manifest."""
 PARTIAL_SUFFIX = ".partial"
 FORMAT = 2
+ADDED_LATER = (".episode_stats",)
+"""Name prefixes of arrays the training state gained after checkpoints were first written
+(the running episode counters): a checkpoint without them still restores, and the caller
+starts them from zeros (:func:`~jaxmarl_accel.cli.run_store.fill_added_later`)."""
 
 
 class CheckpointMismatch(ValueError):
@@ -273,7 +277,8 @@ class Checkpoints:
         arrays, left_out = index["arrays"], tuple(index.get("omitted", ()))
         for name, want in target.items():
             got = arrays.get(name)
-            if got is None and name.startswith(left_out) and left_out:
+            if got is None and ((name.startswith(left_out) and left_out)
+                                or name.startswith(ADDED_LATER)):
                 continue
             if (got is None or tuple(got["shape"]) != tuple(want.shape)
                     or jnp.dtype(got["dtype"]) != jnp.dtype(want.dtype)):

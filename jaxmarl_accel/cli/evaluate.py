@@ -227,6 +227,7 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
         raise ValueError(f"the checkpoint after chunk {step} "
                          f"({os.path.join(folder, str(step))}) cannot be restored: "
                          f"{run_store.first_line(error)}") from None
+    items = run_store.fill_added_later(target, items)
     state = run_store.state_from_items(abstract, {**replay, **items})
     return trainer, sharded, state, step
 

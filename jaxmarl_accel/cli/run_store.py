@@ -16,6 +16,7 @@ import numpy as np
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.cli import outputs
 from jaxmarl_accel.cli.checkpoint import (
+    ADDED_LATER,
     CheckpointMismatch,
     Checkpoints,
     fills_in_place,
@@ -96,6 +97,15 @@ def checkpoint_items(state: Any, names: dict[str, Any] | None = None) -> dict[st
         return {key: leaf for path, leaf in leaves
                 if (key := jax.tree_util.keystr(path)) in names}
     return {jax.tree_util.keystr(path): leaf for path, leaf in leaves if leaf.size}
+
+
+def fill_added_later(target: dict[str, Any], items: dict[str, Any]) -> dict[str, Any]:
+    """``items`` restored for ``target`` (name -> abstract array), with zeros for the arrays
+    a checkpoint written before them lacks (:data:`~.checkpoint.ADDED_LATER`: running
+    episode counters, so a resumed run's first episodes count from the resume on)."""
+    later = [name for name in target.keys() - items.keys() if name.startswith(ADDED_LATER)]
+    return {**items, **{name: jnp.zeros(target[name].shape, target[name].dtype)
+                        for name in later}}
 
 
 def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool = True) -> None:
@@ -214,6 +224,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
                              f"{(step + 1) * options.seeds} ({options.seeds} seeds)")
         for newer in (s for s in steps if s > step):
             manager.delete(newer)
+        items = fill_added_later(target, items)
         missing = target.keys() - items.keys()
         if missing:  # a checkpoint without the replay: the fresh state's empty one
             warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "

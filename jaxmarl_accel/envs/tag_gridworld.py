@@ -26,7 +26,9 @@ One step (``t -> t + 1``):
 3. rewards: every tagger gets ``tag_reward_for_tagger`` times the number of runners tagged
    this step if any was, else ``-step_cost_for_tagger``; a runner in the game gets
    ``-tag_penalty_for_runner`` when tagged, else ``+step_cost_for_tagger``; both minus the
-   wall penalty. ``info["tags"]`` (int32) counts the runners tagged this step;
+   wall penalty. ``info["tags"]`` (int32) counts the runners tagged this step and
+   ``info["steps_before_first_tag"]`` is 1 while no runner has been tagged this episode
+   (summed over an episode: the steps before its first tag);
 4. a tagged runner exits the game: it no longer moves, is no longer a target, observes
    zeros and gets reward 0 (with one runner the episode ends at that step anyway).
 
@@ -254,8 +256,11 @@ def env_step(state: GridTagState, actions: jax.Array, params: GridTagParams, num
 
     Returns:
       ``(obs [N, obs_dim], state, reward [N], terminated [], truncated [], info)`` with
-      ``info["final_obs"]`` ``[N, obs_dim]``, ``info["still_in_the_game"]`` ``[N]`` and
-      ``info["tags"]`` ``[]`` int32.
+      ``info["final_obs"]`` ``[N, obs_dim]``, ``info["still_in_the_game"]`` ``[N]``,
+      ``info["tags"]`` ``[]`` int32 and ``info["steps_before_first_tag"]`` ``[]`` int32, 1
+      while no runner has been tagged in this episode (this step's tags included), so its
+      sum over an episode is the steps taken before the first tag (the whole episode when
+      there is none).
     """
     t = num_taggers
     pos, hit_wall = move(state.pos, actions, state.in_game, params.grid_length)
@@ -271,7 +276,8 @@ def env_step(state: GridTagState, actions: jax.Array, params: GridTagParams, num
     final_obs = observe(reached.replace(in_game=state.in_game), params, t, full)
     obs = jnp.where(done, observe(fresh, params, t, full), final_obs)
     info = {"final_obs": final_obs, "still_in_the_game": in_game,
-            "tags": jnp.sum(tagged).astype(jnp.int32)}
+            "tags": jnp.sum(tagged).astype(jnp.int32),
+            "steps_before_first_tag": jnp.all(in_game[t:]).astype(jnp.int32)}
     return obs, new_state, rew, terminated, truncated, info
 
 
@@ -357,7 +363,8 @@ def make(
         name=NAME, num_agents=n, obs_dim=obs_dim, obs_sizes=(obs_dim,) * n,
         teams=("tagger",) * t + ("runner",) * num_runners, continuous=False,
         num_actions=NUM_ACTIONS, action_sizes=(NUM_ACTIONS,) * n, act_dim=NUM_ACTIONS,
-        episode_length=episode_length, terminates=True, episode_stats=("tags",))
+        episode_length=episode_length, terminates=True,
+        episode_stats=("tags", "steps_before_first_tag"))
     f32 = jnp.float32
     params = GridTagParams(
         grid_length=jnp.asarray(grid_length, jnp.int32),

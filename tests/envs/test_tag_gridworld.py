@@ -38,7 +38,7 @@ def test_defaults_and_spec():
     env, params = make("tag_gridworld")
     assert env.spec.teams == ("tagger",) * 4 + ("runner",)
     assert env.spec.obs_dim == 4 * 5 + 1 and env.spec.num_actions == 5
-    assert env.spec.episode_stats == ("tags",) and env.spec.terminates
+    assert env.spec.episode_stats == ("tags", "steps_before_first_tag") and env.spec.terminates
     assert int(params.grid_length) == 100 and int(params.episode_length) == 100
     obs, state = env.reset(KEY, params)
     np.testing.assert_array_equal(state.pos, [[50, 50]] * 4 + [[0, 0]])
@@ -66,6 +66,7 @@ def test_no_tag_step_cost_and_walls():
     np.testing.assert_array_equal(new.pos, [[4, 2], [2, 0], [0, 4]])  # clipped at the edges
     np.testing.assert_allclose(reward, [-0.11, -0.11, -0.09], rtol=1e-6)
     assert not bool(terminated | truncated) and int(info["tags"]) == 0
+    assert int(info["steps_before_first_tag"]) == 1  # nobody tagged yet
     _, new, reward, *_ = step(KEY, state, jnp.array([LEFT, UP, RIGHT]), params)
     np.testing.assert_array_equal(new.pos, [[3, 2], [2, 1], [1, 4]])  # the edge cell is on
     np.testing.assert_allclose(reward, [-0.01, -0.01, 0.01], rtol=1e-6)
@@ -87,6 +88,7 @@ def test_runners_exit_one_by_one():
     _, state, reward, terminated, _, info = step(KEY, state, jnp.array([UP, DOWN, 0, 0, 0]),
                                                  params)
     assert int(info["tags"]) == 2 and not bool(terminated)
+    assert int(info["steps_before_first_tag"]) == 0  # this step tagged
     np.testing.assert_allclose(reward, [20.0, 20.0, -5.0, -5.0, 0.01])
     np.testing.assert_array_equal(state.in_game, [True, True, False, False, True])
     obs, state, reward, *_ = step(KEY, state, jnp.array([0, 0, RIGHT, RIGHT, 0]), params)

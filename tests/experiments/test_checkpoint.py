@@ -227,3 +227,42 @@ def test_saving_holds_no_second_copy_of_the_replay(tmp_path):
     grown = float(out.split()[-1])
     assert grown < 64, f"saving 512 MiB raised the peak by {grown:.0f} MiB"
     assert os.path.getsize(os.path.join(str(tmp_path / "ck"), "0", "replay", "00000.bin")) == 2**28
+
+
+def test_a_checkpoint_from_before_the_episode_counters_restores_them_as_zeros(tmp_path):
+    """Checkpoints written before the state carried running episode counters (Tag's
+    ``tags``) restore into today's state: the counters start from zero, every other array
+    comes back bit for bit; a counter of another shape is still a mismatch."""
+    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
+    from jaxmarl_accel.cli.run_store import (
+        checkpoint_items,
+        fill_added_later,
+        save_checkpoint,
+        state_from_items,
+    )
+    from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    config = TrainConfig(env="tag_continuous", algo="a2c", num_envs=2, total_env_steps=20,
+                         eval_every=20, learner=OnPolicyConfig(hidden_sizes=(8,),
+                                                               rollout_length=5),
+                         env_kwargs=(("num_other_agents_observed", 2), ("num_runners", 2),
+                                     ("num_taggers", 1)))
+    state = jax.jit(make_trainer(config).init)(jax.random.PRNGKey(0))
+    state = state.replace(episode_stats={k: v + 3 for k, v in state.episode_stats.items()})
+    manager = Checkpoints(str(tmp_path / "old"))
+    save_checkpoint(manager, 0, state.replace(episode_stats={}))  # what older code wrote
+    abstract = jax.eval_shape(lambda: state)
+    target = checkpoint_items(abstract)
+    restored = state_from_items(abstract, fill_added_later(target, manager.restore(0, target)))
+    assert set(restored.episode_stats) == {"tags", "steps_before_first_tag"}
+    for counter in restored.episode_stats.values():
+        np.testing.assert_array_equal(counter, np.zeros((2,)))
+    for a, b in zip(jax.tree.leaves(restored.replace(episode_stats={})),
+                    jax.tree.leaves(state.replace(episode_stats={})), strict=True):
+        np.testing.assert_array_equal(a, b)
+    other = Checkpoints(str(tmp_path / "other"))
+    save_checkpoint(other, 0, state.replace(
+        episode_stats={k: jnp.zeros((3,)) for k in state.episode_stats}))
+    with pytest.raises(CheckpointMismatch, match=r"episode_stats\['steps_before_first_tag'\]"):
+        other.restore(0, target)
