@@ -64,10 +64,6 @@ STREAMED_NAME = "replay"
 """The streamed arrays' raw files and manifest."""
 PARTIAL_SUFFIX = ".partial"
 FORMAT = 2
-ADDED_LATER = (".episode_stats",)
-"""Name prefixes of arrays the training state gained after checkpoints were first written
-(the running episode counters): a checkpoint without them still restores, and the caller
-starts them from zeros (:func:`~jaxmarl_accel.cli.run_store.fill_added_later`)."""
 
 
 class CheckpointMismatch(ValueError):
@@ -268,17 +264,18 @@ class Checkpoints:
                                  f"{entry['bytes']}")
         return manifest
 
-    def check(self, step: int, target: dict[str, Any]) -> dict[str, Any]:
+    def check(self, step: int, target: dict[str, Any],
+              optional: tuple[str, ...] = ()) -> dict[str, Any]:
         """Checkpoint ``step``'s index after checking that it holds every array of
         ``target`` (name -> array or ``ShapeDtypeStruct``) but those under the parts its
-        ``omitted`` names, with the same shapes and dtypes; :class:`CheckpointMismatch`
-        naming the first that differs."""
+        ``omitted`` names or under the name prefixes ``optional`` (arrays it may lack, e.g.
+        ones its writer did not have yet), with the same shapes and dtypes;
+        :class:`CheckpointMismatch` naming the first that differs."""
         index = self.index(step)
-        arrays, left_out = index["arrays"], tuple(index.get("omitted", ()))
+        skippable = (*index.get("omitted", ()), *optional)
         for name, want in target.items():
-            got = arrays.get(name)
-            if got is None and ((name.startswith(left_out) and left_out)
-                                or name.startswith(ADDED_LATER)):
+            got = index["arrays"].get(name)
+            if got is None and skippable and name.startswith(skippable):
                 continue
             if (got is None or tuple(got["shape"]) != tuple(want.shape)
                     or jnp.dtype(got["dtype"]) != jnp.dtype(want.dtype)):
@@ -291,11 +288,13 @@ class Checkpoints:
 
     def restore(self, step: int, target: dict[str, Any],
                 shardings: dict[str, Any] | None = None,
-                into: dict[str, jax.Array] | None = None) -> dict[str, jax.Array]:
+                into: dict[str, jax.Array] | None = None,
+                optional: tuple[str, ...] = ()) -> dict[str, jax.Array]:
         """The arrays of checkpoint ``step`` that ``target`` names (name ->
         ``ShapeDtypeStruct``), each placed with ``shardings[name]`` (default: the first
-        device). Arrays of parts the checkpoint omitted are left out of the result. Raises
-        as :meth:`check`; ``ValueError`` (one line) when orbax cannot restore ``state/``.
+        device). Arrays of parts the checkpoint omitted, and arrays under the prefixes
+        ``optional`` that it lacks, are left out of the result. Raises as :meth:`check`;
+        ``ValueError`` (one line) when orbax cannot restore ``state/``.
 
         Streamed arrays: without ``into`` each is read one shard at a time into a host
         buffer that the CPU then uses in place. Such borrowed buffers cannot be donated, so
@@ -306,7 +305,7 @@ class Checkpoints:
         """
         import orbax.checkpoint as ocp
 
-        index = self.check(step, target)
+        index = self.check(step, target, optional)
         device = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
         shardings = shardings or {}
         present = {name: want for name, want in target.items() if name in index["arrays"]}

@@ -219,8 +219,9 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     target = run_store.checkpoint_items(abstract)
     replay = {name: leaf for name, leaf in target.items() if name.startswith(run_store.REPLAY)}
     try:
-        manager.check(step, target)
-        items = manager.restore(step, {n: v for n, v in target.items() if n not in replay})
+        manager.check(step, target, run_store.ADDED_LATER)
+        items = manager.restore(step, {n: v for n, v in target.items() if n not in replay},
+                                optional=run_store.ADDED_LATER)
     except CheckpointMismatch:
         raise
     except (OSError, ValueError) as error:

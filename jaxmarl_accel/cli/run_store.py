@@ -16,7 +16,6 @@ import numpy as np
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.cli import outputs
 from jaxmarl_accel.cli.checkpoint import (
-    ADDED_LATER,
     CheckpointMismatch,
     Checkpoints,
     fills_in_place,
@@ -39,6 +38,10 @@ resumes with these."""
 
 REPLAY = ".buffer"
 """The name prefix of the replay's arrays among :func:`checkpoint_items`."""
+ADDED_LATER = (".episode_stats",)
+"""Name prefixes of state arrays added after checkpoints were first written (the running
+episode counters): a checkpoint without them restores (``optional`` of
+:meth:`~.checkpoint.Checkpoints.restore`) and :func:`fill_added_later` starts them at 0."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +104,7 @@ def checkpoint_items(state: Any, names: dict[str, Any] | None = None) -> dict[st
 
 def fill_added_later(target: dict[str, Any], items: dict[str, Any]) -> dict[str, Any]:
     """``items`` restored for ``target`` (name -> abstract array), with zeros for the arrays
-    a checkpoint written before them lacks (:data:`~.checkpoint.ADDED_LATER`: running
+    a checkpoint written before them lacks (:data:`ADDED_LATER`: running
     episode counters, so a resumed run's first episodes count from the resume on)."""
     later = [name for name in target.keys() - items.keys() if name.startswith(ADDED_LATER)]
     return {**items, **{name: jnp.zeros(target[name].shape, target[name].dtype)
@@ -208,7 +211,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
         try:
             items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
-                                    into=fresh or None)
+                                    into=fresh or None, optional=ADDED_LATER)
         except CheckpointMismatch:
             raise
         except (OSError, ValueError) as error:

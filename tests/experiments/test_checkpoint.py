@@ -235,6 +235,7 @@ def test_a_checkpoint_from_before_the_episode_counters_restores_them_as_zeros(tm
     comes back bit for bit; a counter of another shape is still a mismatch."""
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
     from jaxmarl_accel.cli.run_store import (
+        ADDED_LATER,
         checkpoint_items,
         fill_added_later,
         save_checkpoint,
@@ -254,7 +255,8 @@ def test_a_checkpoint_from_before_the_episode_counters_restores_them_as_zeros(tm
     save_checkpoint(manager, 0, state.replace(episode_stats={}))  # what older code wrote
     abstract = jax.eval_shape(lambda: state)
     target = checkpoint_items(abstract)
-    restored = state_from_items(abstract, fill_added_later(target, manager.restore(0, target)))
+    restored = state_from_items(abstract, fill_added_later(
+        target, manager.restore(0, target, optional=ADDED_LATER)))
     assert set(restored.episode_stats) == {"tags", "steps_before_first_tag"}
     for counter in restored.episode_stats.values():
         np.testing.assert_array_equal(counter, np.zeros((2,)))
@@ -265,4 +267,4 @@ def test_a_checkpoint_from_before_the_episode_counters_restores_them_as_zeros(tm
     save_checkpoint(other, 0, state.replace(
         episode_stats={k: jnp.zeros((3,)) for k in state.episode_stats}))
     with pytest.raises(CheckpointMismatch, match=r"episode_stats\['steps_before_first_tag'\]"):
-        other.restore(0, target)
+        other.restore(0, target, optional=ADDED_LATER)
