@@ -36,6 +36,8 @@ SUITE: dict[str, list[str]] = {
     "maddpg": [*SPREAD, "--algo", "maddpg"],
     "matd3": [*SPREAD, "--algo", "matd3"],
     "masac": [*SPREAD, "--algo", "masac"],
+    # the same task as JaxMARL's own env (its 26-step episodes, its dynamics and rewards)
+    "matd3-jaxmarl-spread": ["--env", "jaxmarl:MPE_simple_spread_v3", "--algo", "matd3"],
     "maddpg-neighbor": [*SPREAD, "--algo", "maddpg", "--sampler", "neighbor"],
     "maddpg-per": [*SPREAD, "--algo", "maddpg", "--sampler", "per"],
     "maddpg-prioritized-locality": [*SPREAD, "--algo", "maddpg", "--sampler",

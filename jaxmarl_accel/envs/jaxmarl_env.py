@@ -33,10 +33,11 @@
   JaxMARL's own ``step`` does, so the two are step for step equal.
 * Episode counters (``spec.episode_stats``): SMAX's ``won`` (1 on the step that ends a won
   battle), so evaluations and summaries give a win rate.
-* Scripted policy (``env.scripted_action``): SMAX has ours (see
-  :func:`~.jaxmarl_families.smax`); the other families have none, ``scripted_action`` is the
-  random policy over the available actions and ``spec.scripted`` is False: no normalized
-  score is reported for them.
+* Scripted policy (``env.scripted_action``): SMAX and MPE spread (discrete actions) have
+  ours (see :func:`~.jaxmarl_families.smax` and :func:`~.jaxmarl_families.mpe_spread`);
+  the other families have none, ``scripted_action`` is the random policy over the
+  available actions and ``spec.scripted`` is False: no normalized score is reported for
+  them.
 
 Keyword arguments: the constructor's (e.g. SMAX's ``max_steps``, ``see_enemy_actions``);
 strings are converted where JaxMARL takes objects (SMAX ``scenario="3m"`` via its
@@ -242,7 +243,7 @@ def wrap(inner: Any, name: str, episode_length: int | None = None) -> tuple[Env,
     acts = _action_spaces(inner, name)
     episode_length = _episode_length(episode_length, family.time_limit)
     avail_fn = _avail_fn(inner)
-    spec = _spec(name, agents, obs_sizes, acts, episode_length, family, avail_fn is not None)
+    spec = _spec(name, agents, obs_sizes, acts, episode_length, family)
     width_mask = (np.arange(spec.act_dim)[None, :] < np.asarray(acts.sizes)[:, None]
                   ).astype(np.float32)  # [N, act_dim] (continuous)
     w = wrapped.Wrapped(inner=inner, agents=agents, family=family, acts=acts, avail_fn=avail_fn,
@@ -268,9 +269,9 @@ def _episode_length(episode_length: int | None, limit: int | None) -> int:
 
 
 def _spec(name: str, agents: tuple[str, ...], obs_sizes: tuple[int, ...], acts: Actions,
-          episode_length: int, family: Family, has_avail: bool) -> EnvSpec:
-    """The wrapped env's spec (module docstring); ``scripted`` only where the family's
-    scripted policy can act (discrete actions, available actions known)."""
+          episode_length: int, family: Family) -> EnvSpec:
+    """The wrapped env's spec (module docstring); ``scripted`` only where the family has a
+    scripted policy and the actions are discrete."""
     n = len(agents)
     num_actions = 0 if acts.continuous else max(acts.sizes)
     teams = tuple(a.rsplit("_", 1)[0] if a.rsplit("_", 1)[-1].isdigit() else a for a in agents)
@@ -281,7 +282,7 @@ def _spec(name: str, agents: tuple[str, ...], obs_sizes: tuple[int, ...], acts: 
         act_dim=max(acts.sizes) if acts.continuous else num_actions,
         episode_length=episode_length, shared_reward=family.shared_reward, terminates=True,
         state_dim=family.state_dim, episode_stats=tuple(s for s, _ in family.stats),
-        scripted=family.scripted is not None and not acts.continuous and has_avail)
+        scripted=family.scripted is not None and not acts.continuous)
 
 
 __all__ = ["PREFIX", "JaxMARLParams", "JaxMARLState", "check_id", "keywords", "make",

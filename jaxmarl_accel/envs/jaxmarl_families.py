@@ -4,8 +4,9 @@ family of JaxMARL environments beyond the common ``MultiAgentEnv`` interface.
 A :class:`Family` gives the time limit in our step counting, whether one team reward is
 broadcast to every agent, how to tell a real end from the time limit, the per-step episode
 counters, and a scripted policy where there is one. SMAX (and its heuristic-enemy variant)
-has all of them; MPE, Overcooked and Hanabi have a time limit or not and a shared reward or
-not; any other JaxMARL env gets :func:`generic`.
+has all of them; MPE spread has a time limit and a scripted policy; the other MPE envs,
+Overcooked and Hanabi have a time limit or not and a shared reward or not; any other
+JaxMARL env gets :func:`generic`.
 
 Only this module and :mod:`~jaxmarl_accel.envs.jaxmarl_env` import ``jaxmarl``, and only
 when a ``jaxmarl:<id>`` env is made.
@@ -36,8 +37,9 @@ class Family:
       terminal: ``(inner_state) -> bool []``: the state reached is a real end (not the time
         limit), or ``None``: every end before ``time_limit`` is a real one.
       stats: name -> ``(inner_state, ended []) -> float32 []`` per-step episode counters.
-      scripted: ``(key, inner_state, avail [N, A] bool) -> int32 [N]``, a scripted policy,
-        or ``None`` (the adapter then uses the random policy and says so in the spec).
+      scripted: ``(key, inner_state, avail [N, A] bool) -> int32 [N]``, a scripted policy
+        (``avail`` all True where JaxMARL has no available actions), or ``None`` (the
+        adapter then uses the random policy and says so in the spec).
       state_dim: width of the global state JaxMARL returns as ``obs["world_state"]`` (and
         ``env.get_world_state``), or 0 when it has none.
     """
@@ -55,6 +57,7 @@ def family_of(env: Any) -> Family:
     """The :class:`Family` of the JaxMARL env object ``env``."""
     from jaxmarl.environments.hanabi.hanabi import HanabiEnv
     from jaxmarl.environments.mpe.simple import SimpleMPE
+    from jaxmarl.environments.mpe.simple_spread import SimpleSpreadMPE
     from jaxmarl.environments.overcooked.overcooked import Overcooked
     from jaxmarl.environments.overcooked_v2.overcooked import OvercookedV2
     from jaxmarl.environments.smax.heuristic_enemy_smax_env import EnemySMAX
@@ -62,6 +65,8 @@ def family_of(env: Any) -> Family:
 
     if isinstance(env, SMAX | EnemySMAX):
         return smax(env, isinstance(env, EnemySMAX))
+    if isinstance(env, SimpleSpreadMPE):
+        return mpe_spread(env)
     if isinstance(env, SimpleMPE):
         # JaxMARL's MPE ends an episode when the step *before* it had reached max_steps:
         # max_steps + 1 steps (26 by default).
@@ -79,6 +84,31 @@ def generic(env: Any) -> Family:
     limit = getattr(env, "max_steps", None)
     return Family("other", int(limit) if isinstance(limit, int | np.integer) else None,
                   shared_reward=False)
+
+
+def mpe_spread(env: Any) -> Family:
+    """MPE cooperative navigation: the time limit of every MPE env, and the scripted policy
+    of our own ``simple_spread`` (:func:`~jaxmarl_accel.envs.mpe.simple_spread.scripted`)
+    on JaxMARL's state: agents take distinct landmarks (:func:`~.mpe.assignment.assign`
+    over agent-to-landmark distances) and move by the discrete move closest to a
+    proportional-derivative force towards their own. JaxMARL's discrete moves are ours
+    (0 no-op, 1 -x, 2 +x, 3 -y, 4 +y). It defines the normalized score of MPE spread runs.
+    """
+    from .moves import direction_to_move
+    from .mpe.assignment import assign
+    from .mpe.simple_spread import PD_GAINS
+
+    n = env.num_agents
+
+    def scripted(key: jax.Array, inner: PyTree, avail: jax.Array) -> jax.Array:
+        del key, avail  # deterministic; every move is always available
+        pos, vel = inner.p_pos[:n], inner.p_vel[:n]  # [N, 2] agents (landmarks follow)
+        landmarks = inner.p_pos[n:]  # [L, 2]
+        dist = jnp.linalg.norm(pos[:, None, :] - landmarks[None, :, :], axis=-1)  # [N, L]
+        kp, kd = PD_GAINS
+        return direction_to_move(kp * (landmarks[assign(dist)] - pos) - kd * vel)
+
+    return Family("mpe", env.max_steps + 1, shared_reward=False, scripted=scripted)
 
 
 def smax(env: Any, heuristic_enemy: bool) -> Family:

@@ -178,8 +178,10 @@ def scripted_action(w: Wrapped, key: jax.Array, state: JaxMARLState, params: Jax
                      ) -> jax.Array:
     """``Env.scripted_action``: the family's scripted policy where it can act, else uniform
     over the available actions (or :func:`_random_action`)."""
-    if w.family.scripted is not None and not w.acts.continuous and w.avail_fn is not None:
-        return w.family.scripted(key, state.inner, avail_of(w, state.inner))
+    if w.family.scripted is not None and not w.acts.continuous:
+        avail = (avail_of(w, state.inner) if w.avail_fn is not None
+                 else jnp.ones((len(w.agents), max(w.acts.sizes)), bool))
+        return w.family.scripted(key, state.inner, avail)
     if w.avail_fn is None or w.acts.continuous:
         return random_action(w, key)
     logits = jnp.where(avail_of(w, state.inner), 0.0, -jnp.inf)

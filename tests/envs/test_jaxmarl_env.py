@@ -122,9 +122,34 @@ def test_smax_scripted_policy_beats_random():
     assert float(np.mean(scripted.episode_returns)) > float(np.mean(rand.episode_returns))
 
 
+def test_spread_scripted_policy_is_ours_on_jaxmarl_state():
+    """MPE spread's scripted policy acts on JaxMARL's state exactly as our simple_spread's
+    does on the same positions and velocities, and it defines a normalized score."""
+    env, params = make("jaxmarl:MPE_simple_spread_v3")
+    ours, our_params = make("simple_spread")
+    assert env.spec.scripted
+    our_act = jax.jit(ours.scripted_action)
+    their_act = jax.jit(env.scripted_action)
+    _, our_state = ours.reset(jax.random.PRNGKey(0), our_params)
+    for seed in range(5):
+        _, state = env.reset(jax.random.PRNGKey(seed), params)
+        vel = jax.random.normal(jax.random.PRNGKey(100 + seed), (3, 2)) * 0.3
+        state = state.replace(inner=state.inner.replace(
+            p_vel=state.inner.p_vel.at[:3].set(vel)))
+        mirrored = our_state.replace(pos=state.inner.p_pos, vel=state.inner.p_vel)
+        key = jax.random.PRNGKey(seed)
+        np.testing.assert_array_equal(their_act(key, state, params),
+                                      our_act(key, mirrored, our_params))
+
+
+def test_other_mpe_envs_have_no_scripted_policy():
+    env, _ = make("jaxmarl:MPE_simple_reference_v3")
+    assert not env.spec.scripted
+
+
 def test_time_limit_is_truncated_and_params_shorten_it():
     env, params = make("jaxmarl:MPE_simple_spread_v3")
-    assert env.spec.episode_length == 26 and not env.spec.scripted
+    assert env.spec.episode_length == 26
     assert env.avail_actions is None and env.state_of is None
     params = params.replace(episode_length=jnp.int32(5))
     obs, state = env.reset(jax.random.PRNGKey(0), params)
