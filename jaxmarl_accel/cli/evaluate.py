@@ -41,7 +41,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                                description=flags.plain_description(__doc__ or ""))
     parser.add_argument("run_dir", metavar="RUN_DIR",
                         help="folder of a run written by jaxmarl-accel run (config.json, "
-                             "checkpoints/, metrics.csv)")
+                             "checkpoints/, metrics.csv), or its URL (as run --out: downloaded "
+                             "into --stage first, and what the evaluation writes into it "
+                             "uploaded after)")
+    parser.add_argument("--stage", metavar="DIR", default=None,
+                        help="with a URL for RUN_DIR: the local copy of the run (default: "
+                             "~/.cache/jaxmarl_accel/stage/<scheme>/<path>)")
     parser.add_argument("--checkpoint", metavar="STEP", type=flags.parse_int, default=None,
                         help="the checkpoint to restore: a folder name under RUN_DIR/checkpoints, "
                              "the evaluation period (chunk, from 0) after which it was saved "
@@ -68,16 +73,38 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if args.checkpoint is not None and args.checkpoint < 0:
         parser.error(f"--checkpoint must be >= 0, got {args.checkpoint}")
-    out = args.out or os.path.join(args.run_dir, outputs.EVALUATION_NAME)
-    marl_eval_path = (None if args.marl_eval == "none" else
-                      args.marl_eval or os.path.join(args.run_dir, outputs.MARL_EVAL_NAME))
     try:
-        evaluate_run(args.run_dir, args.checkpoint, args.episodes, out, marl_eval_path,
+        mirror = remote_run(args.run_dir, args.stage)
+        run_dir = mirror.stage if mirror is not None else args.run_dir
+        out = args.out or os.path.join(run_dir, outputs.EVALUATION_NAME)
+        marl_eval_path = (None if args.marl_eval == "none" else
+                          args.marl_eval or os.path.join(run_dir, outputs.MARL_EVAL_NAME))
+        evaluate_run(run_dir, args.checkpoint, args.episodes, out, marl_eval_path,
                      args.render)
+        if mirror is not None:
+            _log(f"uploaded {mirror.push()} file(s) to {mirror.url}")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def remote_run(run_dir: str, stage: str | None) -> Any:
+    """The :class:`~jaxmarl_accel.cli.remote.Mirror` of a run folder given as a URL, its
+    files downloaded into the stage (None for a local folder); ``ValueError`` (one line)
+    for ``--stage`` without a URL, an unknown scheme or a URL that holds no run."""
+    from jaxmarl_accel.cli.remote import Mirror, default_stage, is_remote
+
+    if not is_remote(run_dir):
+        if stage is not None:
+            raise ValueError("--stage is for a RUN_DIR given as a URL only")
+        return None
+    mirror = Mirror(run_dir, stage or default_stage(run_dir), outputs.RUN_ENTRIES)
+    if outputs.CONFIG_NAME not in mirror.remote_run_entries():
+        raise ValueError(f"{run_dir} holds no run ({outputs.CONFIG_NAME} is missing)")
+    _log(f"downloading {run_dir} into {mirror.stage}...")
+    mirror.pull()
+    return mirror
 
 
 def _log(*parts: Any) -> None:

@@ -23,6 +23,7 @@ from jaxmarl_accel.cli import loggers, outputs
 from jaxmarl_accel.cli.checkpoint import Checkpoints
 from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
 from jaxmarl_accel.cli.progress import ProgressBar
+from jaxmarl_accel.cli.remote import Mirror
 from jaxmarl_accel.cli.run_store import (
     REPLAY,
     RunOptions,
@@ -74,7 +75,8 @@ def check_finite(metrics: Any, chunk: int) -> None:
                 f"non-finite {name} in seed {seed} during chunk {chunk} (env step {step})")
 
 
-def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
+def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | None = None
+                 ) -> int:
     """Run (or resume) a multi-seed training run; returns the process exit code.
 
     Check the output folder and store the config (:func:`prepare_folder`), restore or
@@ -82,7 +84,9 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
     chunks (:func:`train_chunks`), then write the summary, curve and rendering
     (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one line)
     before anything is compiled, or, for a run whose compiled chunk's temporaries would not
-    fit beside its state, after compiling and before the state is allocated.
+    fit beside its state, after compiling and before the state is allocated. With a
+    ``mirror`` (a remote run folder; ``options.out_dir`` is its stage), the folder is
+    uploaded once prepared, after every checkpoint and at the end.
     """
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
@@ -103,18 +107,23 @@ def run_training(config: cfg.TrainConfig, options: RunOptions) -> int:
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
+    upload = mirror.push if mirror is not None else (lambda: 0)
+    upload()
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
     manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),
                           streamed=(REPLAY,))
     started = restore_or_init(config, options, sharded, manager, warn, log)
     t0 = time.perf_counter()
-    finished = train_chunks(trainer, options, compiled, manager, started, writer)
+    finished = train_chunks(trainer, options, compiled, manager, started, writer, upload)
     if finished is None:
+        upload()
         return 1
     timing = {"compile_s": compile_s, "train_s_this_process": time.perf_counter() - t0}
     summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
                   writer, log)
+    if mirror is not None:
+        log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
 
 
@@ -123,11 +132,13 @@ def _logger(quiet: bool) -> Callable[..., None]:
 
 
 def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: Checkpoints,
-                 started: Started, writer: bool) -> Started | None:
-    """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each;
-    returns the final state and all rows, or None after a non-finite metric (reported on
-    stderr, the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect
-    after it (:func:`jaxmarl_accel.cli.checkpoint.deferred_interrupt`)."""
+                 started: Started, writer: bool, saved: Callable[[], Any] = lambda: None
+                 ) -> Started | None:
+    """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each
+    (and calling ``saved()`` after each checkpoint: the upload of a remote run); returns
+    the final state and all rows, or None after a non-finite metric (reported on stderr,
+    the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect after
+    it (:func:`jaxmarl_accel.cli.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)
@@ -158,6 +169,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 streams.write(chunk_rows)
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 save_checkpoint(manager, chunk, state, options.checkpoint_replay)
+                saved()
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
                        float(np.mean(np.asarray(metrics.eval_return)[:, scored])),
                        learning=chunk * steps_per_chunk >= learning_from)

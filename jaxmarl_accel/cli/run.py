@@ -13,6 +13,8 @@ and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's forma
 A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
 from the newest checkpoint that restores and takes every setting from ``config.json``.
+``--out`` and ``--resume`` may be URLs (``gs://bucket/run``): the run is written to a
+local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.cli.remote`).
 
 Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
@@ -72,23 +74,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     run.add_argument("--seed", type=flags.parse_int, default=0,
                      help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
                           "(default: 0)")
-    run.add_argument("--out", default=None,
-                     help="output folder (default: runs/<env>-<algo>-<sampler>-<time>)")
     run.add_argument("--preset", default=None, choices=PRESETS,
                      help="paper 004's settings for a value learner on the 8-agent stag hunt "
                           "(paper004-p0: Table II, no miscapture punishment; paper004-p1.5: "
                           "Table III, punishment -1.5): env, env kwargs, batch, replay (capped "
                           "at 20,000 episodes), epsilon start and AccMER's decay and window; "
                           "flags given beside it win (default: none)")
-    run.add_argument("--resume", metavar="DIR", default=None,
-                     help="continue the interrupted run in DIR from its newest checkpoint that "
-                          "restores (skipping unreadable ones), with the settings stored in its "
-                          "config.json; other flags than --quiet, --devices and --env-shards "
-                          "are ignored")
-    run.add_argument("--overwrite", action="store_true",
-                     help="replace the run that --out holds (its config, metrics, summary, "
-                          "plots and checkpoints are removed first); without it, or --resume, "
-                          "a folder that holds a run is refused")
+    add_folder_flags(run)
     run.add_argument("--agents", type=flags.parse_int, default=None,
                      help="number of agents: num_agents of simple_spread, num_predators of "
                           "simple_tag; the total of tag_gridworld and tag_continuous (their "
@@ -140,6 +132,30 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
         shown_defaults=family_shown)
     add_learner_flags(parser, family_defaults, family_shown)
     return parser
+
+
+def add_folder_flags(run: Any) -> None:
+    """The run folder's flags: --out, --stage, --resume, --overwrite."""
+    run.add_argument("--out", default=None,
+                     help="output folder, or a URL (gs://bucket/path with gcsfs installed, "
+                          "s3:// with s3fs, file://, any fsspec scheme): the run is written to "
+                          "--stage and uploaded after every checkpoint and at the end "
+                          "(default: runs/<env>-<algo>-<sampler>-<time>)")
+    run.add_argument("--stage", metavar="DIR", default=None,
+                     help="with a URL for --out or --resume: the local folder the run is "
+                          "written to and uploaded from; --resume downloads the remote run "
+                          "into it first (default: ~/.cache/jaxmarl_accel/stage/<scheme>/"
+                          "<path>)")
+    run.add_argument("--resume", metavar="DIR", default=None,
+                     help="continue the interrupted run in DIR (a folder or a URL, as --out) "
+                          "from its newest checkpoint that "
+                          "restores (skipping unreadable ones), with the settings stored in its "
+                          "config.json; other flags than --quiet, --devices and --env-shards "
+                          "are ignored")
+    run.add_argument("--overwrite", action="store_true",
+                     help="replace the run that --out holds (its config, metrics, summary, "
+                          "plots and checkpoints are removed first); without it, or --resume, "
+                          "a folder that holds a run is refused")
 
 
 def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
@@ -230,7 +246,7 @@ def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run the command line; returns the exit status (2: usage or set-up error, 1: a
     non-finite value stopped the run, 130: interrupted)."""
-    out_dir = None
+    out_dir, mirror = None, None
     try:
         early, _ = distributed_parser().parse_known_args(argv)
         if early.distributed:
@@ -241,16 +257,25 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                                        process_id=early.process_id)
         parser = build_parser(prog)
         args = apply_preset(parser, parser.parse_args(argv), argv)
+        from jaxmarl_accel.cli.remote import mirror_for_run
+
+        mirror = mirror_for_run(args.out, args.resume, args.overwrite, args.stage,
+                                early.distributed)
+        if mirror is not None:  # the run is written to the stage and uploaded from there
+            args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
         config, options = options_from_args(parser, args)
         out_dir = options.out_dir
         from jaxmarl_accel.cli.host_loop import run_training
 
-        return run_training(config, options)
+        return run_training(config, options, mirror)
     except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        if out_dir is not None and os.path.exists(os.path.join(out_dir, CONFIG_NAME)):
+        if mirror is not None and CONFIG_NAME in mirror.known:
+            print(f"interrupted; continue with: {prog} --resume {mirror.url}", file=sys.stderr)
+        elif mirror is None and out_dir is not None and os.path.exists(
+                os.path.join(out_dir, CONFIG_NAME)):
             print(f"interrupted; continue with: {prog} --resume {out_dir}",
                   file=sys.stderr)
         else:
