@@ -39,14 +39,14 @@ PROG = "jaxmarl-accel evaluate"
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = flags.Parser(prog=prog,
                                description=flags.plain_description(__doc__ or ""))
+    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+
     parser.add_argument("run_dir", metavar="RUN_DIR",
-                        help="folder of a run written by jaxmarl-accel run (config.json, "
-                             "checkpoints/, metrics.csv), or its URL (as run --out: downloaded "
-                             "into --stage first, and what the evaluation writes into it "
+                        help="folder of a run written by jaxmarl-accel run, or its URL "
+                             "(downloaded first; what the evaluation writes into the folder is "
                              "uploaded after)")
     parser.add_argument("--stage", metavar="DIR", default=None,
-                        help="with a URL for RUN_DIR: the local copy of the run (default: "
-                             "~/.cache/jaxmarl_accel/stage/<scheme>/<path>)")
+                        help=f"with a URL: the run's local copy (default: {STAGE_DEFAULT})")
     parser.add_argument("--checkpoint", metavar="STEP", type=flags.parse_int, default=None,
                         help="the checkpoint to restore: a folder name under RUN_DIR/checkpoints, "
                              "the evaluation period (chunk, from 0) after which it was saved "

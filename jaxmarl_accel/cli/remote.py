@@ -38,6 +38,9 @@ from typing import Any
 
 from jaxmarl_accel.cli.checkpoint import INDEX_NAME, PARTIAL_SUFFIX
 
+STAGE_DEFAULT = "~/.cache/jaxmarl_accel/stage/<scheme>/<path>"
+"""How ``--help`` shows :func:`default_stage`."""
+
 Signature = tuple[int, int]
 """A local file's ``(size in bytes, modification time in ns)``."""
 

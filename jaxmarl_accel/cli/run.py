@@ -136,6 +136,8 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def add_folder_flags(run: Any) -> None:
     """The run folder's flags: --out, --stage, --resume, --overwrite."""
+    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+
     run.add_argument("--out", default=None,
                      help="output folder, or a URL (gs://bucket/path with gcsfs installed, "
                           "s3:// with s3fs, file://, any fsspec scheme): the run is written to "
@@ -144,8 +146,7 @@ def add_folder_flags(run: Any) -> None:
     run.add_argument("--stage", metavar="DIR", default=None,
                      help="with a URL for --out or --resume: the local folder the run is "
                           "written to and uploaded from; --resume downloads the remote run "
-                          "into it first (default: ~/.cache/jaxmarl_accel/stage/<scheme>/"
-                          "<path>)")
+                          f"into it first (default: {STAGE_DEFAULT})")
     run.add_argument("--resume", metavar="DIR", default=None,
                      help="continue the interrupted run in DIR (a folder or a URL, as --out) "
                           "from its newest checkpoint that "

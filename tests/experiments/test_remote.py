@@ -12,8 +12,13 @@ import uuid
 import fsspec
 import pytest
 
-from jaxmarl_accel.cli import evaluate, outputs, progress, remote, run
-from tests.experiments.test_run import TINY, assert_same_outputs, one_line
+from jaxmarl_accel.cli import evaluate, outputs, remote, run
+from tests.experiments.test_run import (
+    TINY,
+    assert_same_outputs,
+    interrupt_after_chunk_1,
+    one_line,
+)
 
 
 def write(path: str, text: str) -> None:
@@ -98,14 +103,7 @@ def test_interrupted_remote_run_resumes_from_the_remote_copy(tmp_path, monkeypat
     local = str(tmp_path / "local")
     assert run.main([*TINY, "--out", local]) == 0
     url = f"file://{tmp_path}/bucket/run"
-    real_update = progress.ProgressBar.update
-
-    def interrupt_after_chunk_1(bar, steps, *args, **kwargs):
-        real_update(bar, steps, *args, **kwargs)
-        if steps == 400:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(progress.ProgressBar, "update", interrupt_after_chunk_1)
+    interrupt_after_chunk_1(monkeypatch)
     stage = str(tmp_path / "stage")
     assert run.main([*TINY, "--out", url, "--stage", stage]) == 130
     assert one_line(capsys.readouterr().err) == (

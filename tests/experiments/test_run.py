@@ -177,19 +177,24 @@ def assert_same_outputs(expected: str, got: str) -> None:
         np.testing.assert_array_equal(np.asarray(value), np.asarray(resumed[name]), err_msg=name)
 
 
+def interrupt_after_chunk_1(monkeypatch) -> None:
+    """Make a TINY run raise KeyboardInterrupt once chunk 1 (400 env steps) is done."""
+    real_update = progress.ProgressBar.update
+
+    def update(bar, steps, *args, **kwargs):
+        real_update(bar, steps, *args, **kwargs)
+        if steps == 400:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress.ProgressBar, "update", update)
+
+
 def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeypatch, tmp_path,
                                                            capsys):
     """Ctrl-C right after the checkpoint of chunk 1: one line saying how to resume; the
     resumed run (no flags but --resume) then leaves the files of the uninterrupted run."""
     out = str(tmp_path / "interrupted")
-    real_update = progress.ProgressBar.update
-
-    def interrupt_after_chunk_1(bar, steps, *args, **kwargs):
-        real_update(bar, steps, *args, **kwargs)
-        if steps == 400:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(progress.ProgressBar, "update", interrupt_after_chunk_1)
+    interrupt_after_chunk_1(monkeypatch)
     assert run.main([*TINY, "--out", out, "--render"]) == 130
     assert one_line(capsys.readouterr().err) == (
         f"interrupted; continue with: jaxmarl-accel run --resume {out}")
