@@ -20,7 +20,7 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.algos.networks import MLP
-from jaxmarl_accel.algos.value import batches
+from jaxmarl_accel.algos.value import batches, gru
 from jaxmarl_accel.types import Episode
 
 PyTree = Any
@@ -97,6 +97,20 @@ def init_agent(agent: RNNAgent | MLP, key: jax.Array, in_dim: int) -> PyTree:
     return agent.init(key, x)
 
 
+SAVED_GATES_BYTES = 32 * 2**20
+"""Largest batch (in bytes of what the update keeps: inputs, encodings, gates and states,
+:func:`saved_gates_bytes`) that :func:`unroll` runs through :mod:`~.gru`'s hand-written
+backward pass; larger ones take the rematerialized scan, whose memory is one GRU state per
+step."""
+
+
+def saved_gates_bytes(rows: int, sequences: int, in_dim: int, hidden: int) -> int:
+    """Bytes kept across the update by :mod:`~.gru`'s path for ``rows`` steps of
+    ``sequences`` (episodes x agents): the inputs and, per step, the encoding, the three
+    input projections, the four gates and the state (float32)."""
+    return 4 * rows * sequences * (in_dim + 9 * hidden)
+
+
 def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
            prev_action: jax.Array | None) -> jax.Array:
     """The recurrent agent over whole episodes from a zero GRU state.
@@ -112,15 +126,29 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
     Returns:
       ``[B, T + 1, N, A]`` Q-values; row t sees rows 0..t only.
 
-    Memory: each scanned step builds its own inputs (:func:`agent_inputs`), encodes them,
-    steps the GRU and reads its Q-values, and is rematerialized (``jax.checkpoint``): the
-    backward pass recomputes a step from its input state. What is kept across the episode
-    is the GRU state of every step, ``[T + 1, B * N, hidden]``, instead of the encoded
-    inputs, the GRU's gates and the hidden states besides (about 8 arrays of that size
-    for a batch of 128 stag-hunt episodes, 52 MiB each), for about one more forward pass
-    of the agent network.
+    Two paths with the same forward values:
+
+    * small batches (:func:`saved_gates_bytes` <= :data:`SAVED_GATES_BYTES`, e.g. 32 MPE
+      episodes): the input and output layers run over all steps at once and only the GRU
+      recurrence is scanned, with :mod:`~.gru`'s backward pass (faster: the weights'
+      gradients are one matmul each, nothing is recomputed);
+    * larger ones: each scanned step builds its own inputs (:func:`agent_inputs`), encodes
+      them, steps the GRU and reads its Q-values, and is rematerialized
+      (``jax.checkpoint``): the backward pass recomputes a step from its input state. What
+      is kept across the episode is the GRU state of every step, ``[T + 1, B * N,
+      hidden]``, instead of the encoded inputs, the GRU's gates and the hidden states
+      besides (about 8 arrays of that size for a batch of 128 stag-hunt episodes, 52 MiB
+      each), for about one more forward pass of the agent network.
     """
     batch, rows, n = obs.shape[:3]
+    in_dim = obs.shape[-1] + n + (0 if prev_action is None else prev_action.shape[-1])
+    if saved_gates_bytes(rows, batch * n, in_dim, agent.hidden) <= SAVED_GATES_BYTES:
+        x = agent_inputs(obs.astype(jnp.float32), prev_action)  # [B, T + 1, N, in]
+        x = jnp.swapaxes(x, 0, 1).reshape(rows, batch * n, in_dim)
+        hs = gru.unroll_cell(params["params"]["cell"],
+                             agent.apply(params, x, method=RNNAgent.encode))
+        q = agent.apply(params, hs, method=RNNAgent.q_values)  # [T + 1, B * N, A]
+        return jnp.swapaxes(q.reshape(rows, batch, n, q.shape[-1]), 0, 1)
     # time-major before the scan, in the stored dtype (uint8 for binary observations)
     parts = (obs,) if prev_action is None else (obs, prev_action)
     parts = tuple(jnp.swapaxes(part, 0, 1) for part in parts)

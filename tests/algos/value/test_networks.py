@@ -1,13 +1,15 @@
-"""The shared agent network: its inputs, the unrolled GRU equals step-by-step calls, and
-every row sees only the rows before it."""
+"""The shared agent network: its inputs, the unrolled GRU equals step-by-step calls (on both
+of its paths: the hand-written backward pass of small batches and the rematerialized scan),
+and every row sees only the rows before it."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from jaxmarl_accel.algos.value import networks
+from jaxmarl_accel.algos.value import gru, networks
 
 N, OBS, A, H, B, ROWS = 3, 5, 4, 8, 2, 6
 
@@ -24,7 +26,15 @@ def test_agent_inputs_are_observation_id_and_previous_action():
     assert ff.shape == (N, OBS + N)
 
 
-def test_unroll_equals_step_by_step_calls_from_a_zero_state():
+@pytest.fixture(params=["saved_gates", "rematerialized"])
+def path(request, monkeypatch):
+    """Run a test on each of :func:`networks.unroll`'s two paths."""
+    if request.param == "rematerialized":
+        monkeypatch.setattr(networks, "SAVED_GATES_BYTES", 0)
+    return request.param
+
+
+def test_unroll_equals_step_by_step_calls_from_a_zero_state(path):
     agent = networks.make_agent("rnn", H, A)
     params = networks.init_agent(agent, jax.random.key(1), OBS + N + A)
     obs = jax.random.normal(jax.random.key(2), (B, ROWS, N, OBS))
@@ -36,7 +46,7 @@ def test_unroll_equals_step_by_step_calls_from_a_zero_state():
     for t in range(ROWS):
         h, q_t = agent.apply(params, h, x[:, t])
         np.testing.assert_allclose(q[:, t], q_t, rtol=1e-5, atol=1e-6)
-    # the gradient through the rematerialized scan equals that of the plain loop
+    # the gradient through either path equals that of the plain loop
     def looped(p):
         h, total = jnp.zeros((B, N, H)), 0.0
         for t in range(ROWS):
@@ -49,7 +59,7 @@ def test_unroll_equals_step_by_step_calls_from_a_zero_state():
                  jax.grad(looped)(params))
 
 
-def test_unroll_is_causal_and_starts_fresh_in_every_episode():
+def test_unroll_is_causal_and_starts_fresh_in_every_episode(path):
     agent = networks.make_agent("rnn", H, A)
     params = networks.init_agent(agent, jax.random.key(3), OBS + N)
     x = jax.random.normal(jax.random.key(4), (B, ROWS, N, OBS))
@@ -60,6 +70,53 @@ def test_unroll_is_causal_and_starts_fresh_in_every_episode():
     assert not np.allclose(q[0, 3:], q2[0, 3:])
     one = unroll(x[:1])  # episode 0 alone: the other episode does not leak in
     np.testing.assert_allclose(one[0], q[0], rtol=1e-6, atol=1e-7)
+
+
+def test_both_paths_give_the_same_q_values_and_gradients(monkeypatch):
+    agent = networks.make_agent("rnn", H, A)
+    params = networks.init_agent(agent, jax.random.key(7), OBS + N + A)
+    obs = jax.random.normal(jax.random.key(8), (B, ROWS, N, OBS))
+    prev = jax.nn.one_hot(jax.random.randint(jax.random.key(9), (B, ROWS, N), 0, A), A)
+    loss = lambda p: jnp.sum(jnp.sin(networks.unroll(agent, p, obs, prev)))
+    fast = jax.jit(jax.value_and_grad(loss))(params)
+    monkeypatch.setattr(networks, "SAVED_GATES_BYTES", 0)
+    slow = jax.jit(jax.value_and_grad(loss))(params)
+    q_fast = jax.jit(lambda p: networks.unroll(agent, p, obs, prev))(params)
+    np.testing.assert_allclose(fast[0], slow[0], rtol=1e-6)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6),
+                 fast[1], slow[1])
+    assert q_fast.shape == (B, ROWS, N, A)
+
+
+def test_recurrence_gradient_is_autodiff_of_the_cell_scan():
+    """gru.recurrence's hand-written backward pass against jax.grad of the same scan."""
+    keys = jax.random.split(jax.random.key(10), 8)
+    g = [jax.random.normal(k, (ROWS, B * N, H)) for k in keys[:3]]
+    w = [jax.random.normal(k, (H, H)) * 0.3 for k in keys[3:6]]
+    b = jax.random.normal(keys[6], (H,))
+    weights = jax.random.normal(keys[7], (ROWS, B * N, H))
+
+    def autodiff(*args):
+        def step(h, x):
+            h, _ = gru._cell(h, *x, *args[3:])
+            return h, h
+        return jax.lax.scan(step, jnp.zeros((B * N, H)), tuple(args[:3]))[1]
+
+    args = (*g, *w, b)
+    ours = jax.jit(jax.grad(lambda *a: jnp.sum(gru.recurrence(*a) * weights),
+                            argnums=tuple(range(7))))(*args)
+    want = jax.grad(lambda *a: jnp.sum(autodiff(*a) * weights), argnums=tuple(range(7)))(*args)
+    for mine, ref in zip(ours, want, strict=True):
+        np.testing.assert_allclose(mine, ref, rtol=2e-4, atol=2e-5)
+    np.testing.assert_array_equal(jax.jit(gru.recurrence)(*args), jax.jit(autodiff)(*args))
+
+
+def test_large_batches_take_the_rematerialized_path():
+    # stag-hunt batches (201 rows, 8 agents, inputs 75 + 8 + 6, hidden 64) keep the
+    # memory-lean scan even at 32 episodes; 32 MPE-spread episodes (26 rows, 3 agents)
+    # take the saved-gates path
+    assert networks.saved_gates_bytes(201, 32 * 8, 89, 64) > networks.SAVED_GATES_BYTES
+    assert networks.saved_gates_bytes(26, 32 * 3, 26, 64) < networks.SAVED_GATES_BYTES
 
 
 def test_mlp_agent_shares_one_network_across_agents():
