@@ -93,18 +93,13 @@ def remote_run(run_dir: str, stage: str | None) -> Any:
     """The :class:`~jaxmarl_accel.cli.remote.Mirror` of a run folder given as a URL, its
     files downloaded into the stage (None for a local folder); ``ValueError`` (one line)
     for ``--stage`` without a URL, an unknown scheme or a URL that holds no run."""
-    from jaxmarl_accel.cli.remote import Mirror, default_stage, is_remote
+    from jaxmarl_accel.cli.remote import is_remote, pulled_run
 
     if not is_remote(run_dir):
         if stage is not None:
             raise ValueError("--stage is for a RUN_DIR given as a URL only")
         return None
-    mirror = Mirror(run_dir, stage or default_stage(run_dir), outputs.RUN_ENTRIES)
-    if outputs.CONFIG_NAME not in mirror.remote_run_entries():
-        raise ValueError(f"{run_dir} holds no run ({outputs.CONFIG_NAME} is missing)")
-    _log(f"downloading {run_dir} into {mirror.stage}...")
-    mirror.pull()
-    return mirror
+    return pulled_run(run_dir, stage, run_dir, _log)
 
 
 def _log(*parts: Any) -> None:

@@ -34,6 +34,7 @@ import contextlib
 import os
 import posixpath
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from jaxmarl_accel.cli.checkpoint import INDEX_NAME, PARTIAL_SUFFIX
@@ -71,10 +72,6 @@ def filesystem(url: str) -> tuple[Any, str]:
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ValueError(f"{url} cannot be opened ({text})") from None
     return fs, root.rstrip("/")
-
-
-def _is_partial(rel: str) -> bool:
-    return any(part.endswith(PARTIAL_SUFFIX) for part in rel.split("/"))
 
 
 def _is_index(rel: str) -> bool:
@@ -146,7 +143,7 @@ class Mirror:
             local = os.path.join(self.stage, *rel.split("/"))
             os.makedirs(os.path.dirname(local), exist_ok=True)
             self.fs.get_file(self._remote(rel), local)
-        self.known = {rel: sig for rel, sig in self.local_files().items()}
+        self.known = dict(self.local_files())
         return len(rels)
 
     def push(self) -> int:
@@ -154,11 +151,10 @@ class Mirror:
         the order of the module docstring); returns the number of files uploaded."""
         local = self.local_files()
         gone = [rel for rel in self.known if rel not in local]
-        for rel in sorted(gone, key=lambda r: not _is_index(r)):
+        for rel in gone:
             if _is_index(rel):
                 self._delete(rel)
-        changed = [rel for rel, sig in local.items()
-                   if self.known.get(rel) != sig and not _is_partial(rel)]
+        changed = [rel for rel, sig in local.items() if self.known.get(rel) != sig]
         made: set[str] = set()
         for rel in sorted(changed, key=lambda r: (_is_index(r), r)):
             target = self._remote(rel)
@@ -216,13 +212,10 @@ def mirror_for_run(out: str | None, resume: str | None, overwrite: bool, stage: 
     if distributed:
         raise ValueError(f"{flag} {url}: a remote folder is written by one process; several "
                          "processes need a folder on a file system every process sees")
+    if resume:
+        return pulled_run(url, stage, f"--resume {url}")
     mirror = Mirror(url, stage or default_stage(url), RUN_ENTRIES)
     present = mirror.remote_run_entries()
-    if resume:
-        if not present:
-            raise ValueError(f"--resume {url} holds no run")
-        mirror.pull()
-        return mirror
     if present and not overwrite:
         raise ValueError(f"--out {url} holds a run already ({', '.join(present)}); continue it "
                          f"with --resume {url}, or replace it with --overwrite")
@@ -233,4 +226,19 @@ def mirror_for_run(out: str | None, resume: str | None, overwrite: bool, stage: 
     return mirror
 
 
-__all__ = ["Mirror", "default_stage", "filesystem", "is_remote", "mirror_for_run"]
+def pulled_run(url: str, stage: str | None, name: str,
+               log: Callable[[str], None] = lambda text: None) -> Mirror:
+    """The :class:`Mirror` of the run at ``url``, downloaded into ``stage`` (default
+    :func:`default_stage`; ``log`` is told before the download); ``ValueError`` (one line,
+    naming it as ``name``) when the remote folder holds no run's ``config.json``."""
+    from jaxmarl_accel.cli.outputs import CONFIG_NAME, RUN_ENTRIES
+
+    mirror = Mirror(url, stage or default_stage(url), RUN_ENTRIES)
+    if CONFIG_NAME not in mirror.remote_run_entries():
+        raise ValueError(f"{name} holds no run ({CONFIG_NAME} is missing)")
+    log(f"downloading {url} into {mirror.stage}...")
+    mirror.pull()
+    return mirror
+
+
+__all__ = ["Mirror", "default_stage", "filesystem", "is_remote", "mirror_for_run", "pulled_run"]

@@ -139,6 +139,6 @@ def test_remote_folders_holding_or_missing_a_run_are_one_line(tmp_path, capsys):
         f"--resume file://{held}, or replace it with --overwrite")
     assert run.main(["--resume", f"file://{tmp_path}/empty"]) == 2
     assert one_line(capsys.readouterr().err) == (
-        f"error: --resume file://{tmp_path}/empty holds no run")
+        f"error: --resume file://{tmp_path}/empty holds no run (config.json is missing)")
     assert evaluate.main([f"file://{tmp_path}/empty"]) == 2
     assert "holds no run" in one_line(capsys.readouterr().err)
