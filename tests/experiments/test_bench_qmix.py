@@ -91,3 +91,20 @@ def test_reference_loads_with_stand_ins(tmp_path):
 def test_bad_flags_raise(argv):
     with pytest.raises(ValueError):
         main(["qmix", *argv])
+
+
+def test_reference_is_not_run_vmapped_over_seeds_on_cpu(tmp_path, monkeypatch, capsys):
+    """JaxMARL's program hangs vmapped over seeds on CPU: at 2 seeds the bench times ours
+    alone and says why, without ever building the reference's program."""
+    class Unusable:
+        def env_from_config(self, config):
+            raise AssertionError("the reference was built at 2 seeds")
+
+    monkeypatch.setattr(bench, "load_reference", lambda src: (Unusable(), {}))
+    path = tmp_path / "qmix.json"
+    main(["qmix", *TINY[2:], "--seeds", "2", "--jaxmarl-src", "x", "--json", str(path)])
+    (record,) = json.loads(path.read_text())["records"]
+    assert record["seeds"] == 2 and record["ours_steps_per_s"] > 0
+    assert "hangs" in record["reference_skipped"]
+    assert not any(key.startswith("ref_") for key in record)
+    assert "2 seeds: ours only" in capsys.readouterr().err
