@@ -22,7 +22,10 @@ interquartile range of the win rates over seeds.
 Every seed is one compiled program of one seed, called once per seed, on both sides:
 JaxMARL's program vmapped over 2 or more seeds hangs on jaxlib's CPU backend (batched LAPACK
 QR under ``vmap``, see :mod:`experiments.bench.qmix`). With ``--ours-vmapped`` our program
-over all seeds at once is timed as well (the way our runs train).
+over all seeds at once is timed as well (the way our runs train). On a GPU, where that hang
+does not occur, ``--vmap-seeds`` compiles each side once for all seeds (one program vmapped
+over seeds, as both libraries train) and calls it once; env steps per second are then per
+program, every seed having made them in the same call.
 
 Settings matched (ours from theirs): 16 envs, replay 5000 episodes, batches of 32 episodes,
 agent GRU width 512, mixer embedding 64 and hypernetworks of 256, learning rate 5e-5,
@@ -163,35 +166,45 @@ def load_reference(src: str) -> tuple[Any, dict[str, Any]]:
 
 
 def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
-             win_rate_of: Any, updates_of: Any) -> dict[str, Any]:
-    """Compile ``train`` for one seed, call it once per key; the side's record."""
-    compiled, lower_s, xla_s = compile_program(train, keys[:1])
+             win_rates_of: Any, updates_of: Any, vmapped: bool = False) -> dict[str, Any]:
+    """The side's record: ``train`` compiled for one seed and called once per key, or with
+    ``vmapped`` compiled once for all keys (one program of all seeds) and called once.
+
+    Env steps per second are per program: ``steps_per_seed`` over one call's seconds (with
+    ``vmapped``, every seed made that many steps in the same call)."""
+    program_keys = keys if vmapped else keys[:1]
+    compiled, lower_s, xla_s = compile_program(train, program_keys)
+    calls = [keys] if vmapped else [keys[index:index + 1] for index in range(keys.shape[0])]
     seconds, wins, updates = [], [], 0
-    for index in range(keys.shape[0]):
-        elapsed, out = timed_call(compiled, keys[index:index + 1])
+    for call_keys in calls:
+        elapsed, out = timed_call(compiled, call_keys)
         seconds.append(elapsed)
-        wins.append(win_rate_of(out))
+        wins.extend(win_rates_of(out))
         updates = updates_of(out)
-        print(f"  {name} seed {index}: win rate {wins[-1]:.3f}, "
-              f"{steps_per_seed / elapsed:,.0f} env steps/s", flush=True)
+        print(f"  {name} seeds {len(wins) - call_keys.shape[0]}-{len(wins) - 1}: win rate "
+              f"{', '.join(f'{w:.3f}' for w in wins[-call_keys.shape[0]:])}, "
+              f"{steps_per_seed / elapsed:,.0f} env steps/s per seed "
+              f"({call_keys.shape[0] * steps_per_seed / elapsed:,.0f} in all)", flush=True)
     q25, q50, q75 = np.percentile(wins, [25, 50, 75])
     return {f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
             f"{name}_xla_compile_s": xla_s, f"{name}_env_steps_per_seed": steps_per_seed,
-            f"{name}_updates_per_seed": updates,
+            f"{name}_updates_per_seed": updates, f"{name}_vmapped": vmapped,
             f"{name}_seconds": seconds, f"{name}_win_rate_per_seed": wins,
             f"{name}_win_rate_median": float(q50),
             f"{name}_win_rate_iqr": [float(q25), float(q75)],
-            f"{name}_steps_per_s_median": steps_per_seed / float(np.median(seconds))}
+            f"{name}_steps_per_s_median": steps_per_seed / float(np.median(seconds)),
+            f"{name}_total_steps_per_s": len(wins) * steps_per_seed / float(np.sum(seconds))}
 
 
-def our_win_rate(out: Any) -> float:
-    """Seed 0's greedy win rate at the final evaluation of our program's output."""
-    return float(np.asarray(out[1].eval_stats["won"])[0, -1])
+def our_win_rates(out: Any) -> list[float]:
+    """Each seed's greedy win rate at the final evaluation of our program's output."""
+    return [float(w) for w in np.asarray(out[1].eval_stats["won"])[:, -1]]
 
 
-def reference_win_rate(out: Any) -> float:
-    """Seed 0's greedy win rate at the last test of theirs."""
-    return float(np.asarray(out["runner_state"][2]["returned_won_episode"])[0])
+def reference_win_rates(out: Any) -> list[float]:
+    """Each seed's greedy win rate at the last test of theirs."""
+    return [float(w) for w in
+            np.asarray(out["runner_state"][2]["returned_won_episode"]).reshape(-1)]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -207,6 +220,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
     parser.add_argument("--ours-vmapped", action="store_true",
                         help="also time our program over all seeds at once")
+    parser.add_argument("--vmap-seeds", action="store_true",
+                        help="each side trains all seeds in one program vmapped over seeds, "
+                             "called once (for GPUs; on CPU JaxMARL's program vmapped over "
+                             "seeds hangs, so with the reference and 2 or more seeds this is "
+                             "refused there)")
     small = parser.add_argument_group("settings for a quick check (both sides; default: "
                                       "JaxMARL's ql_rnn_smax.yaml)")
     for name in ("num_envs", "num_steps", "batch_size", "hidden", "learning_starts",
@@ -217,6 +235,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> None:
     if args.seeds < 1 or args.env_steps < 1:
         raise ValueError("--seeds and --env-steps must be >= 1")
+    if (args.vmap_seeds and args.jaxmarl_src and args.seeds > 1
+            and jax.default_backend() == "cpu"):
+        raise ValueError("--vmap-seeds with the reference on CPU: JaxMARL's program vmapped "
+                         "over seeds hangs in jaxlib's batched LAPACK QR; run per seed "
+                         "(without --vmap-seeds) or on a GPU")
     reference = None
     if args.jaxmarl_src and (Path(args.jaxmarl_src) / REFERENCE_SCRIPT).is_file():
         reference = load_reference(args.jaxmarl_src)
@@ -243,14 +266,16 @@ def main(args: argparse.Namespace) -> None:
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
-        "seeds": args.seeds, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
+        "seeds": args.seeds, "backend": jax.default_backend(),
+        "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
+        "cpu_count": os.cpu_count(),
         "load_average_start": list(os.getloadavg())}
     print(f"QMIX on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
           flush=True)
-    record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rate,
-                           our_updates))
+    record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rates,
+                           our_updates, args.vmap_seeds))
     _write(args.json, record)
-    if args.ours_vmapped:
+    if args.ours_vmapped and not args.vmap_seeds:
         compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys)
         elapsed, _ = timed_call(compiled, keys)
         record.update(ours_vmapped_compile_s=lower_s + xla_s,
@@ -260,7 +285,7 @@ def main(args: argparse.Namespace) -> None:
         ref_config = reference_config(base, settings, args.map, steps)
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
         record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
-                               steps, reference_win_rate, reference_updates))
+                               steps, reference_win_rates, reference_updates, args.vmap_seeds))
         record["steps_ratio_median"] = (record["ours_steps_per_s_median"]
                                         / record["ref_steps_per_s_median"])
     record["load_average_end"] = list(os.getloadavg())
