@@ -136,6 +136,27 @@ def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps:
                        learning_starts=settings.learning_starts)
 
 
+def with_overrides(config: TrainConfig, assignments: list[str]) -> TrainConfig:
+    """``config`` with each ``KEY=VALUE`` applied to the learner's or the run's field of that
+    name, the value converted to the field's type."""
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        target = "learner" if key in {f.name for f in dataclasses.fields(ValueConfig)} else None
+        fields = {f.name: f for f in dataclasses.fields(ValueConfig if target else TrainConfig)}
+        if not sep or key not in fields or key == "learner":
+            raise ValueError(f"--ours-set {assignment!r}: expected KEY=VALUE with KEY a field "
+                             "of ValueConfig or TrainConfig")
+        current = getattr(config.learner if target else config, key)
+        value = (text.lower() in ("1", "true", "yes") if isinstance(current, bool)
+                 else type(current)(float(text) if isinstance(current, int) else text))
+        if target:
+            config = dataclasses.replace(config, learner=dataclasses.replace(config.learner,
+                                                                             **{key: value}))
+        else:
+            config = dataclasses.replace(config, **{key: value})
+    return config
+
+
 def reference_config(base: dict[str, Any], settings: Settings, map_name: str,
                      env_steps: int) -> dict[str, Any]:
     """JaxMARL's config: its own with ``settings``, the map, ``env_steps`` and one greedy
@@ -225,6 +246,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "called once (for GPUs; on CPU JaxMARL's program vmapped over "
                              "seeds hangs, so with the reference and 2 or more seeds this is "
                              "refused there)")
+    parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change one of our settings after matching theirs: a field of "
+                             "ValueConfig (e.g. lr=1e-3, td_lambda=0.6) or of TrainConfig "
+                             "(e.g. batch_size=128); repeatable")
     small = parser.add_argument_group("settings for a quick check (both sides; default: "
                                       "JaxMARL's ql_rnn_smax.yaml)")
     for name in ("num_envs", "num_steps", "batch_size", "hidden", "learning_starts",
@@ -260,12 +285,14 @@ def main(args: argparse.Namespace) -> None:
     from jaxmarl_accel.envs import make
 
     episode_steps = make(f"jaxmarl:{ENV_ID}", **dict(kwargs))[0].spec.episode_length
-    config = our_config(settings, kwargs, int(args.env_steps), episode_steps)
+    config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
+                            args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
+        "ours_set": list(args.ours_set),
         "seeds": args.seeds, "backend": jax.default_backend(),
         "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
         "cpu_count": os.cpu_count(),
