@@ -149,9 +149,9 @@ def step(w: Wrapped, key: jax.Array, state: JaxMARLState, actions: jax.Array,
         info["avail_actions"] = avail_of(w, new_inner)
         info["final_avail_actions"] = avail_of(w, next_inner)
     if family.state_dim > 0:
-        info["state"] = jnp.where(done, jnp.ravel(reset_obs["world_state"]),
-                                  jnp.ravel(obs["world_state"])).astype(jnp.float32)
-        info["final_state"] = jnp.ravel(obs["world_state"]).astype(jnp.float32)
+        info["state"] = jnp.where(done, global_state(w, reset_obs["world_state"]),
+                                  global_state(w, obs["world_state"]))
+        info["final_state"] = global_state(w, obs["world_state"])
     for stat, counter in family.stats:
         info[stat] = counter(next_inner, done)
     rewards = jnp.stack([jnp.asarray(reward[a], jnp.float32) for a in w.agents])
@@ -190,4 +190,13 @@ def scripted_action(w: Wrapped, key: jax.Array, state: JaxMARLState, params: Jax
 
 def state_of(w: Wrapped, state: JaxMARLState, params: JaxMARLParams) -> jax.Array:
     """``Env.state_of``: JaxMARL's world state flattened, ``[state_dim]`` float32."""
-    return jnp.ravel(w.inner.get_world_state(state.inner)).astype(jnp.float32)
+    return global_state(w, w.inner.get_world_state(state.inner))
+
+
+def global_state(w: Wrapped, world_state: jax.Array) -> jax.Array:
+    """Our global state ``[state_dim]`` float32 of JaxMARL's ``world_state``: flattened and
+    scaled by the family's ``state_scale`` where it has one."""
+    state = jnp.ravel(world_state).astype(jnp.float32)
+    if w.family.state_scale is not None:
+        state = state * jnp.asarray(w.family.state_scale, jnp.float32)
+    return state

@@ -13,6 +13,7 @@ import pytest
 
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.jaxmarl_families import family_of
 
 pytest.importorskip("jaxmarl")
 
@@ -91,8 +92,10 @@ def test_steps_equal_jaxmarls_own_env_under_random_actions(env_id, kwargs, steps
     info = out["info"]
     final = np.where(done[:, None, None], info["final_obs"], obs)
     np.testing.assert_array_equal(final, info["final_obs"])  # equal wherever no reset
-    if "world_state" in ref_obs:
-        np.testing.assert_array_equal(info["state"], ref_obs["world_state"])
+    if "world_state" in ref_obs:  # scaled into [0, 1] where the family says so (SMAX)
+        scale = np.asarray(family_of(ref).state_scale or np.ones(spec.state_dim), np.float32)
+        np.testing.assert_array_equal(info["state"],
+                                      np.asarray(ref_obs["world_state"], np.float32) * scale)
     if "won" in info:  # JaxMARL's own win test: a team reward >= 1 on the last step
         np.testing.assert_array_equal(info["won"], done & (reward[:, 0] >= 1.0))
     if env.avail_actions is not None:
