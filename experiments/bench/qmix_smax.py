@@ -34,6 +34,17 @@ over the first 10% of the env steps, learning from 10,000 env steps, target copy
 rounds (ours: 10 x 16 episodes), the env's keywords (``see_enemy_actions``,
 ``walls_cause_death``, ``attack_mode``).
 
+Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
+128 times a round, across episode ends (every step a real one); ours counts ``T`` = 101
+rows per episode (the episode round's fixed-length scan, rows after the episode's end
+masked), so an episode that ends after ``L`` steps counts 101 but takes ``L``. Our real
+steps (the mean ``episode_length`` of the exploration episodes times their number) are
+recorded as ``ours_real_env_steps_per_seed``, and the speed ratio
+``steps_ratio_median`` is our *real* env steps per second over theirs
+(``counted_steps_ratio_median`` the counted one). On SMAX, where battles end after 15 to
+60 steps, ours therefore sees fewer real env steps and episodes than theirs in a run of
+the same counted length.
+
 Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
 episodes) followed by ``NUM_EPOCHS`` = 8 updates; ours is one whole episode per env (101
 rows) and one update, so the two make different numbers of updates (both recorded);
@@ -187,27 +198,39 @@ def load_reference(src: str) -> tuple[Any, dict[str, Any]]:
 
 
 def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
-             win_rates_of: Any, updates_of: Any, vmapped: bool = False) -> dict[str, Any]:
+             win_rates_of: Any, updates_of: Any, vmapped: bool = False,
+             real_steps_of: Any = None) -> dict[str, Any]:
     """The side's record: ``train`` compiled for one seed and called once per key, or with
     ``vmapped`` compiled once for all keys (one program of all seeds) and called once.
 
     Env steps per second are per program: ``steps_per_seed`` over one call's seconds (with
-    ``vmapped``, every seed made that many steps in the same call)."""
+    ``vmapped``, every seed made that many steps in the same call). ``real_steps_of(out)``,
+    where given, is each seed's count of env steps its episodes really took (our episode
+    round runs ``T`` rows per episode and masks those after the episode's end); the real
+    rate is then recorded beside the counted one."""
     program_keys = keys if vmapped else keys[:1]
     compiled, lower_s, xla_s = compile_program(train, program_keys)
     calls = [keys] if vmapped else [keys[index:index + 1] for index in range(keys.shape[0])]
-    seconds, wins, updates = [], [], 0
+    seconds, wins, updates, real, real_rates = [], [], 0, [], []
     for call_keys in calls:
         elapsed, out = timed_call(compiled, call_keys)
         seconds.append(elapsed)
         wins.extend(win_rates_of(out))
+        if real_steps_of is not None:
+            real.extend(real_steps_of(out))
+            real_rates.extend(r / elapsed for r in real[-call_keys.shape[0]:])
         updates = updates_of(out)
         print(f"  {name} seeds {len(wins) - call_keys.shape[0]}-{len(wins) - 1}: win rate "
               f"{', '.join(f'{w:.3f}' for w in wins[-call_keys.shape[0]:])}, "
               f"{steps_per_seed / elapsed:,.0f} env steps/s per seed "
               f"({call_keys.shape[0] * steps_per_seed / elapsed:,.0f} in all)", flush=True)
     q25, q50, q75 = np.percentile(wins, [25, 50, 75])
-    return {f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
+    if real:
+        print(f"  {name}: env steps really taken per seed {', '.join(f'{r:,.0f}' for r in real)}"
+              f" ({float(np.median(real_rates)):,.0f} per s per seed, median)", flush=True)
+    extra = {f"{name}_real_env_steps_per_seed": real,
+             f"{name}_real_steps_per_s_median": float(np.median(real_rates))} if real else {}
+    return extra | {f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
             f"{name}_xla_compile_s": xla_s, f"{name}_env_steps_per_seed": steps_per_seed,
             f"{name}_updates_per_seed": updates, f"{name}_vmapped": vmapped,
             f"{name}_seconds": seconds, f"{name}_win_rate_per_seed": wins,
@@ -299,8 +322,11 @@ def main(args: argparse.Namespace) -> None:
         "load_average_start": list(os.getloadavg())}
     print(f"QMIX on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
           flush=True)
+    episodes = steps // episode_steps
+    real_steps = lambda out: [float(length) * episodes for length in np.asarray(
+        out[1].train_stats["episode_length"])[:, -1]]  # one chunk: eval_every = total
     record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rates,
-                           our_updates, args.vmap_seeds))
+                           our_updates, args.vmap_seeds, real_steps))
     _write(args.json, record)
     if args.ours_vmapped and not args.vmap_seeds:
         compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys)
@@ -313,15 +339,20 @@ def main(args: argparse.Namespace) -> None:
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
         record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
                                steps, reference_win_rates, reference_updates, args.vmap_seeds))
-        record["steps_ratio_median"] = (record["ours_steps_per_s_median"]
+        # theirs steps every env on (auto-reset): all its steps are real ones
+        record["steps_ratio_median"] = (record["ours_real_steps_per_s_median"]
                                         / record["ref_steps_per_s_median"])
+        record["counted_steps_ratio_median"] = (record["ours_steps_per_s_median"]
+                                                / record["ref_steps_per_s_median"])
     record["load_average_end"] = list(os.getloadavg())
     _write(args.json, record)
     for side in ("ours", "ref") if reference else ("ours",):
         low, high = record[f"{side}_win_rate_iqr"]
+        real = record.get(f"{side}_real_steps_per_s_median")
         print(f"{side}: win rate median {record[f'{side}_win_rate_median']:.3f} (IQR "
               f"{low:.3f} to {high:.3f}), {record[f'{side}_steps_per_s_median']:,.0f} env "
-              f"steps/s, compile {record[f'{side}_compile_s']:.1f} s, "
+              f"steps/s{f' counted, {real:,.0f} real' if real else ''}, "
+              f"compile {record[f'{side}_compile_s']:.1f} s, "
               f"{record[f'{side}_updates_per_seed']} updates per seed", flush=True)
 
 

@@ -5,9 +5,10 @@
   agent names without their ``_<index>`` (``ally``, ``enemy``, ``adversary``, ``agent``).
 * Observations: each agent's observation flattened and zero padded to ``obs_dim`` (its true
   width in ``spec.obs_sizes``), float32. SMAX's ``world_state`` is the global state
-  (``env.state_of``, ``info["state"]`` and ``info["final_state"]``), its unit positions and
-  weapon cooldowns scaled into [0, 1] (:func:`~.jaxmarl_families.smax`); envs without one (MPE,
-  Overcooked, Hanabi) have none, and a mixer sees the concatenated observations.
+  (``env.state_of``, ``info["state"]`` and ``info["final_state"]``), its unit positions
+  scaled into [0, 1] and weapon cooldowns by the longest (:func:`~.jaxmarl_families.smax`);
+  envs without one (MPE, Overcooked, Hanabi) have none, and a mixer sees the concatenated
+  observations.
 * Actions: ``Discrete`` spaces give discrete actions ``[N]`` int32 (padded to the widest
   space; ``spec.action_sizes`` the true counts); 1-D ``Box`` spaces with finite bounds give
   continuous actions ``[N, act_dim]`` in our ``[0, 1]``, mapped linearly onto the Box:

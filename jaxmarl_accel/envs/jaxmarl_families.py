@@ -125,9 +125,10 @@ def smax(env: Any, heuristic_enemy: bool) -> Family:
     the closest living enemy; dead allies stop.
 
     The global state is JaxMARL's ``world_state`` with each unit's position divided by the
-    map's width and height and its weapon cooldown by the longest cooldown of any unit
-    type, so that every unit feature lies in [0, 1] as SMAC's state does (pymarl's SMAC
-    state is normalized the same way). JaxMARL's own state gives positions in map units
+    map's width and height (into [0, 1]) and its weapon cooldown by the longest cooldown of
+    any unit type (SMAX lets a cooldown run below zero; scaled, it stays within about
+    [-1.5, 1]), so that every unit feature is of order one as in SMAC's state, which
+    pymarl normalizes the same way. JaxMARL's own state gives positions in map units
     (up to 32): QMIX's hypernetworks fed with it at pymarl2's settings (Adam, lr 1e-3,
     default initialization) diverged on 3m (mixed Q-values of 85 to 160 against returns
     below 2), where JaxMARL's ``qmix_rnn`` damps it with a 0.001 initialization scale of

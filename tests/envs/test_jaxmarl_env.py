@@ -110,6 +110,40 @@ def test_smax_spec():
     assert spec.episode_stats == ("won",) and spec.episode_length == 101
 
 
+def test_smax_global_state_is_scaled_to_order_one():
+    """Positions (map units in JaxMARL's world_state) are scaled into [0, 1] and cooldowns
+    (which SMAX lets run below zero) to units of the longest one, at reset and along a
+    scripted battle; health and unit-type bits, teams and types are JaxMARL's."""
+    env, params = make("jaxmarl:HeuristicEnemySMAX", scenario="3m")
+    ref = reference("HeuristicEnemySMAX", {"scenario": "3m"})
+    width = len(ref._env.own_features)
+    units = ref._env.num_agents
+
+    @jax.jit
+    def run(key):
+        obs, state = env.reset(key, params)
+
+        def one(state, step_key):
+            act_key, env_key = jax.random.split(step_key)
+            actions = env.scripted_action(act_key, state, params)
+            _, state, _, _, _, info = env.step(env_key, state, actions, params)
+            return state, (info["state"], ref.get_world_state(state.inner))
+
+        first = env.state_of(state, params)
+        _, (states, raw) = jax.lax.scan(one, state, jax.random.split(key, 60))
+        return first, states, raw
+
+    first, states, raw = jax.device_get(run(jax.random.PRNGKey(1)))
+    features = np.concatenate([first[None], states])[:, :units * width]
+    features = features.reshape(len(features), units, width)
+    assert features[..., 1:3].min() >= 0.0 and features[..., 1:3].max() <= 1.0
+    assert np.abs(features[..., 3]).max() <= 2.0  # cooldowns, in units of the longest
+    assert features[..., [0, *range(4, width)]].max() <= 1.0
+    positions = raw[:, :units * width].reshape(-1, units, width)[..., 1:3]
+    assert positions.max() > 2.0  # JaxMARL's own positions are in map units
+    np.testing.assert_array_equal(states[:, units * width:], raw[:, units * width:])
+
+
 @pytest.mark.slow
 def test_smax_scripted_policy_beats_random():
     env, params = make("jaxmarl:HeuristicEnemySMAX", scenario="3m", max_steps=40)
