@@ -116,3 +116,24 @@ def test_team_reward(shared):
     reward = jnp.asarray([[1.0, 1.0], [2.0, 3.0]])
     expected = [1.0, 2.0] if shared else [2.0, 5.0]
     np.testing.assert_allclose(team_reward(spec, reward), expected)
+
+
+@pytest.mark.parametrize("block_steps", [1, 2, 4, 5])
+def test_early_stopping_blocks_collect_the_same_episodes_under_a_seed_vmap(block_steps):
+    """The block loop (stopped once every episode has ended, the rows after it filled as
+    the remaining steps would have) gives exactly the episodes of one scan of T steps,
+    for one seed and vmapped over seeds whose episodes end at different steps."""
+    env, params = toy_env()
+
+    def collect(key, block):
+        return collect_episodes(env, params, toy_algo(), {}, key, 2, True, block_steps=block)
+
+    keys = jax.random.split(jax.random.PRNGKey(1), 8)
+    scan = jax.jit(jax.vmap(lambda key: collect(key, None)))(keys)
+    blocks = jax.jit(jax.vmap(lambda key: collect(key, block_steps)))(keys)
+    chex.assert_trees_all_equal(jax.device_get(scan), jax.device_get(blocks))
+    one = jax.jit(lambda key: collect(key, block_steps))(keys[0])
+    chex.assert_trees_all_equal(jax.device_get(one), jax.tree.map(lambda x: x[0], scan))
+    longest = np.asarray(scan.lengths).max(axis=1)  # per seed
+    last_block_start = (-(-T // block_steps) - 1) * block_steps
+    assert longest.min() <= last_block_start, "some seed stops before its last block"

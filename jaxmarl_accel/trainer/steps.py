@@ -198,6 +198,12 @@ def example_episode(spec: Any) -> Any:
                    filled=zeros())
 
 
+COLLECT_BLOCK_STEPS = 8
+"""Steps per block of :func:`collect_episodes`'s early-stopping loop: episodes that end
+early cost at most this many steps more than the longest of them; under a ``vmap`` over
+seeds the loop's carry (env states and collected rows) is selected once per block."""
+
+
 class _Running(NamedTuple):
     """Carry of :func:`collect_episodes` (leaves ``[E, ...]``)."""
 
@@ -213,7 +219,7 @@ class _Running(NamedTuple):
 
 def collect_episodes(
     env: Env, env_params: PyTree, algo: Any, algo_state: PyTree, key: jax.Array,
-    num_envs: int, explore: bool,
+    num_envs: int, explore: bool, block_steps: int | None = COLLECT_BLOCK_STEPS,
 ) -> EpisodeBatch:
     """Run one whole episode in each of E envs under a recurrent learner's ``act``.
 
@@ -221,10 +227,18 @@ def collect_episodes(
     observation, state and available actions before the step, the action, team reward and
     termination); rows at and after an env's episode end are masked (``filled`` 0) and row
     ``len`` holds the pre-reset observation the episode ended in (for bootstrapping after a
-    time-limit truncation; the rows after it repeat it). The loop is a ``lax.scan`` of
-    ``T = spec.episode_length`` steps whatever the episodes' lengths: a loop that stopped
-    when every env's episode has ended would stop at a different step in each seed of a
-    ``vmap`` over seeds, which turns it into a select of its whole carry at every step.
+    time-limit truncation; the rows after it repeat it).
+
+    The loop runs blocks of ``block_steps`` steps (a ``lax.scan`` each) in a
+    ``lax.while_loop`` that stops after the block in which the last of the E episodes
+    ended, or after ``T = spec.episode_length`` steps; the rows it did not run are the
+    masked rows those steps would have written. Episodes that end early (a SMAX battle
+    takes 15 to 40 of its 101 steps) then cost the steps they take, rounded up to a block,
+    not ``T``. Under a ``vmap`` over seeds the loop's predicate differs per seed, so the
+    loop runs until every seed's episodes have ended and selects its carry (the env
+    states and the rows collected so far, which do not include the replay) once per
+    block, not once per step. ``block_steps=None`` runs all ``T`` steps in one scan; both
+    give the same episodes.
 
     Args:
       env: the environment; ``params.episode_length`` must not exceed
@@ -236,6 +250,8 @@ def collect_episodes(
       key: PRNG key.
       num_envs: E (static).
       explore: exploration (True) or greedy actions (False), static.
+      block_steps: steps per block of the early-stopping loop (static), or ``None`` for
+        one scan of ``T`` steps.
 
     Returns:
       :class:`EpisodeBatch` with leaves ``[E, ...]``.
@@ -278,8 +294,48 @@ def collect_episodes(
                         alive=alive & ~ended, returns=run.returns + live[:, None] * reward,
                         stats=stats, key=key), row
 
-    end, rows = jax.lax.scan(one_step, start, None, length=spec.episode_length)  # [T, E, ...]
-    return _close_episodes(end, rows, template)
+    if block_steps is None or block_steps >= spec.episode_length:
+        end, rows = jax.lax.scan(one_step, start, None, length=spec.episode_length)
+    else:
+        end, rows = _blocks_until_ended(one_step, start, template, num_envs,
+                                        spec.episode_length, block_steps)
+    return _close_episodes(end, rows, template)  # rows [T, E, ...]
+
+
+def _blocks_until_ended(one_step: Any, start: _Running, template: Any, num_envs: int,
+                        steps: int, block: int) -> tuple[_Running, Any]:
+    """:func:`collect_episodes`'s loop in blocks of ``block`` steps, stopped after the block
+    in which every episode has ended: ``(last carry, rows [steps, E, ...])``, the rows
+    after the stop filled as the remaining steps would have filled them (the recorded
+    observation, state and available actions frozen; action, reward, termination and
+    ``filled`` zero)."""
+    blocks = -(-steps // block)
+    buffer = jax.tree.map(
+        lambda leaf: jnp.zeros((blocks * block, num_envs, *leaf.shape[1:]), leaf.dtype),
+        template)
+
+    def cond(carry: tuple[_Running, Any, jax.Array]) -> jax.Array:
+        run, _, done_blocks = carry
+        return (done_blocks < blocks) & jnp.any(run.alive)
+
+    def body(carry: tuple[_Running, Any, jax.Array]) -> tuple[_Running, Any, jax.Array]:
+        run, rows, done_blocks = carry
+        run, new = jax.lax.scan(one_step, run, None, length=block)  # [block, E, ...]
+        rows = jax.tree.map(lambda old, fresh: jax.lax.dynamic_update_slice_in_dim(
+            old, fresh, done_blocks * block, axis=0), rows, new)
+        return run, rows, done_blocks + 1
+
+    end, rows, done_blocks = jax.lax.while_loop(
+        cond, body, (start, buffer, jnp.zeros((), jnp.int32)))
+    rec_obs, rec_state, rec_avail = end.rec
+    frozen = jax.tree.map(lambda leaf: jnp.zeros((num_envs, *leaf.shape[1:]), leaf.dtype),
+                          template).replace(obs=rec_obs.astype(template.obs.dtype),
+                                            state=rec_state.astype(template.state.dtype),
+                                            avail=rec_avail)
+    ran = jnp.arange(blocks * block) < done_blocks * block
+    rows = jax.tree.map(lambda got, fill: jnp.where(
+        ran.reshape((-1,) + (1,) * (got.ndim - 1)), got, fill[None])[:steps], rows, frozen)
+    return end, rows
 
 
 def _start_episodes(env: Env, env_params: PyTree, algo: Any, key: jax.Array,

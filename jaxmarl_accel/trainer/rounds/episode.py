@@ -2,8 +2,9 @@
 MAC-PO, AccMER; paper 004, whose reference code is pymarl2 with its parallel runner).
 
 A round runs one whole episode in each of the ``E`` environments under the learner's
-exploration policy (:func:`~jaxmarl_accel.trainer.steps.collect_episodes`: a fixed ``T`` =
-``spec.episode_length`` steps, the steps after an episode's end masked), adds the ``E``
+exploration policy (:func:`~jaxmarl_accel.trainer.steps.collect_episodes`: ``T`` =
+``spec.episode_length`` rows, the rows after an episode's end masked; the loop stops in the
+block of 8 steps in which the last episode ended), adds the ``E``
 episodes to the episode replay (layout ``"episode"``, leaves ``[C, T + 1, ...]``) and then
 performs one update on a batch of ``batch_size`` episodes, as pymarl2 does: an update per
 round of E episodes, once the replay holds a batch.
@@ -48,6 +49,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.envs import Env
+from jaxmarl_accel.trainer import steps as step_fns
 from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
@@ -112,7 +114,7 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
         clock, episodes = round_index * steps, round_index * num_envs
         algo_state = observe(state.algo, clock, episodes)  # epsilon of this round's episodes
         batch = collect_episodes(env, env_params, algo, algo_state, collect_key, num_envs,
-                                 explore=True)
+                                 explore=True, block_steps=step_fns.COLLECT_BLOCK_STEPS)
         buffer_state = buffer.add(state.buffer, batch.episodes)
         algo_state = observe(algo_state, clock + steps, episodes)
         algo_state, buffer_state, learner, updated = jax.lax.cond(
