@@ -269,6 +269,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "called once (for GPUs; on CPU JaxMARL's program vmapped over "
                              "seeds hangs, so with the reference and 2 or more seeds this is "
                              "refused there)")
+    parser.add_argument("--collect-block", type=int, default=None, metavar="STEPS",
+                        help="steps per block of our episode collection's early-stopping "
+                             "loop (default: the library's, 8); 0 collects all T steps in "
+                             "one scan (the collection before the loop stopped early)")
     parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of our settings after matching theirs: a field of "
                              "ValueConfig (e.g. lr=1e-3, td_lambda=0.6) or of TrainConfig "
@@ -308,6 +312,10 @@ def main(args: argparse.Namespace) -> None:
     from jaxmarl_accel.envs import make
 
     episode_steps = make(f"jaxmarl:{ENV_ID}", **dict(kwargs))[0].spec.episode_length
+    if args.collect_block is not None:
+        from jaxmarl_accel.trainer import steps as step_fns
+
+        step_fns.COLLECT_BLOCK_STEPS = args.collect_block or None
     config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
                             args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds
@@ -315,7 +323,7 @@ def main(args: argparse.Namespace) -> None:
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
-        "ours_set": list(args.ours_set),
+        "ours_set": list(args.ours_set), "collect_block": args.collect_block,
         "seeds": args.seeds, "backend": jax.default_backend(),
         "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
         "cpu_count": os.cpu_count(),
