@@ -4,6 +4,7 @@ skeleton (:class:`ActorCriticConfig`), QMIX, VDN and IQL on one value skeleton
 network per team (:mod:`~.on_policy`, :class:`OnPolicyConfig`). ``ALGOS`` lists the
 registered names; ``family_of`` and ``config_type`` say which config a name takes."""
 
+from jaxmarl_accel.algos import _jax_compat  # noqa: F401  (before any distrax import)
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, CriticInfo, Phases
 from jaxmarl_accel.algos.base import Algo, Needs
