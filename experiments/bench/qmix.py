@@ -85,7 +85,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments.bench.timing import Side, run_sides
+from experiments.bench.timing import (
+    Side,
+    add_collect_block_argument,
+    apply_collect_block,
+    run_sides,
+)
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
@@ -298,6 +303,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time the 1-seed programs without learning, to split a "
                              "round into collection and update")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
+    add_collect_block_argument(parser)
     parser.add_argument("--xla-flags", default="",
                         help="added to XLA_FLAGS before the backend starts, for both sides "
                              "(e.g. --xla_cpu_multi_thread_eigen=false; see the module docstring)")
@@ -313,6 +319,7 @@ def main(args: argparse.Namespace) -> None:
         raise ValueError("--rounds, --reps and every --seeds count must be >= 1")
     if args.xla_flags:  # read when the backend starts (jaxmarl's import may start it)
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {args.xla_flags}".strip()
+    apply_collect_block(args.collect_block)
     reference = load_reference(args.jaxmarl_src)
     settings = settings_from(reference[1]) if reference is not None else Settings()
     chosen = {name: getattr(args, name) for name in
@@ -325,7 +332,7 @@ def main(args: argparse.Namespace) -> None:
     result: dict[str, Any] = {
         "reference": None if reference is None else str(Path(args.jaxmarl_src).resolve()),
         "settings": dataclasses.asdict(settings), "backend": jax.default_backend(),
-        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""), "collect_block": args.collect_block,
         "cpu_count": os.cpu_count(), "load_average_start": list(os.getloadavg()),
         "records": []}
     header = (f"{'seeds':>5}{'ours steps/s':>14}{'jaxmarl steps/s':>17}{'ratio':>7}"

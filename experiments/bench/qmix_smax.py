@@ -68,7 +68,12 @@ import jax
 import numpy as np
 
 from experiments.bench.qmix import _logging_stand_ins, our_updates, reference_updates
-from experiments.bench.timing import compile_program, timed_call
+from experiments.bench.timing import (
+    add_collect_block_argument,
+    apply_collect_block,
+    compile_program,
+    timed_call,
+)
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
@@ -269,10 +274,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "called once (for GPUs; on CPU JaxMARL's program vmapped over "
                              "seeds hangs, so with the reference and 2 or more seeds this is "
                              "refused there)")
-    parser.add_argument("--collect-block", type=int, default=None, metavar="STEPS",
-                        help="steps per block of our episode collection's early-stopping "
-                             "loop (default: the library's, 8); 0 collects all T steps in "
-                             "one scan (the collection before the loop stopped early)")
+    add_collect_block_argument(parser)
     parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of our settings after matching theirs: a field of "
                              "ValueConfig (e.g. lr=1e-3, td_lambda=0.6) or of TrainConfig "
@@ -312,10 +314,7 @@ def main(args: argparse.Namespace) -> None:
     from jaxmarl_accel.envs import make
 
     episode_steps = make(f"jaxmarl:{ENV_ID}", **dict(kwargs))[0].spec.episode_length
-    if args.collect_block is not None:
-        from jaxmarl_accel.trainer import steps as step_fns
-
-        step_fns.COLLECT_BLOCK_STEPS = args.collect_block or None
+    apply_collect_block(args.collect_block)
     config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
                             args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds

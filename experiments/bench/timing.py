@@ -5,6 +5,7 @@ Used by the QMIX benches against JaxMARL's ``qmix_rnn`` (:mod:`~.qmix`, :mod:`~.
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -64,3 +65,22 @@ def run_sides(sides: list[Side], reps: int) -> None:
     for _ in range(reps):
         for side in sides:
             side.call()
+
+
+def add_collect_block_argument(parser: argparse.ArgumentParser) -> None:
+    """``--collect-block STEPS``: our episode collection's block (0: one scan of T steps)."""
+    parser.add_argument("--collect-block", type=int, default=None, metavar="STEPS",
+                        help="steps per block of our episode collection's early-stopping "
+                             "loop (default: the library's, 8); 0 collects all T steps in "
+                             "one scan (the collection before the loop stopped early)")
+
+
+def apply_collect_block(value: int | None) -> None:
+    """Sets :data:`~jaxmarl_accel.trainer.steps.COLLECT_BLOCK_STEPS` (read when a round is
+    traced) from ``--collect-block``: ``None`` keeps the library's, 0 means one scan."""
+    if value is not None:
+        if value < 0:
+            raise ValueError(f"--collect-block must be >= 0, got {value}")
+        from jaxmarl_accel.trainer import steps
+
+        steps.COLLECT_BLOCK_STEPS = value or None
