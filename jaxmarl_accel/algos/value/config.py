@@ -34,6 +34,9 @@ class ValueConfig:
       hypernet_hidden: width of the hidden layer of QMIX's weight hypernetworks.
       lr: Adam learning rate of the agent network and mixer together.
       gamma: discount factor.
+      reward_scale: factor of the team reward in every target (the learner's only; returns
+        and metrics stay the env's). JaxMARL's SMAX baselines use 10 "to the original scale
+        of SMAC", whose rewards pymarl scales to 20 per won battle; 1 leaves the env's.
       td_lambda: lambda of the TD(lambda) targets over an episode (0 gives one-step
         targets, 1 Monte-Carlo returns bootstrapped at the episode's end); ignored by
         ``"mlp"`` agents, whose transitions give one-step targets.
@@ -80,6 +83,7 @@ class ValueConfig:
     hypernet_hidden: int = 64
     lr: float = 1e-3
     gamma: float = 0.99
+    reward_scale: float = 1.0
     td_lambda: float = 0.6
     grad_clip: float = 10.0
     target_update_episodes: int = 200
@@ -108,7 +112,7 @@ class ValueConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        for name in ("lr", "grad_clip"):
+        for name in ("lr", "grad_clip", "reward_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ("gamma", "td_lambda", "epsilon_start", "epsilon_finish", "macpo_floor"):

@@ -204,9 +204,12 @@ def observe(state: ValueState, env_steps: jax.Array, episodes: jax.Array) -> Val
 
 def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     """The batch as episodes (:func:`~.batches.transition_episode` for the feed-forward
-    form), shape-checked."""
+    form), shape-checked, its reward times ``config.reward_scale``."""
     episode = batch if sk.recurrent else batches.transition_episode(sk.spec, batch)
     batches.check_episode(sk.spec, episode, sk.state_dim)
+    if sk.config.reward_scale != 1.0:  # static: runs at the default compute what they did
+        episode = episode.replace(reward=episode.reward.astype(jnp.float32)
+                                  * sk.config.reward_scale)
     return episode
 
 

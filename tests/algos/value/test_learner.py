@@ -212,3 +212,24 @@ def test_feedforward_form_acts_over_valid_actions_and_learns_one_step_targets():
     per_agent = jax.tree.map(lambda x: jnp.broadcast_to(x, (3, *x.shape)), batch)
     with pytest.raises(ValueError, match="one batch for all agents"):
         c.algo.update(state, per_agent, jnp.ones((3, 8)), jax.random.key(0))
+
+
+@pytest.mark.parametrize("algo_name", ["qmix", "owqmix"])
+def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
+    """``reward_scale`` k gives the targets (and the loss) of the batch whose team reward is k
+    times as large, for QMIX's targets and for Q*'s."""
+    spec = value_spec()
+    batch = random_episodes(jax.random.key(4), spec, (3, 5), (True, False), rows=5)
+    scaled = batch.replace(reward=batch.reward * 3.0)
+    out = {}
+    for scale, episodes in ((3.0, batch), (1.0, scaled)):
+        algo = make_algo(algo_name, spec, dataclasses.replace(SMALL, reward_scale=scale))
+        state = algo.init(jax.random.key(1))
+        q = algo.phases.agent_q(state, episodes)
+        y = algo.phases.targets(state, episodes, q)
+        loss = algo.phases.loss_and_grad(state, episodes, jnp.ones(2), y)[1].loss
+        out[scale] = (y, loss)
+    np.testing.assert_allclose(out[3.0][0], out[1.0][0], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out[3.0][1], out[1.0][1], rtol=1e-6)
+    with pytest.raises(ValueError, match="reward_scale must be > 0"):
+        dataclasses.replace(SMALL, reward_scale=0.0)
