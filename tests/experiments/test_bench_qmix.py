@@ -108,3 +108,38 @@ def test_reference_is_not_run_vmapped_over_seeds_on_cpu(tmp_path, monkeypatch, c
     assert "hangs" in record["reference_skipped"]
     assert not any(key.startswith("ref_") for key in record)
     assert "2 seeds: ours only" in capsys.readouterr().err
+
+
+def test_smax_bench_overrides_our_settings_by_name():
+    from experiments.bench import qmix_smax
+
+    base = qmix_smax.our_config(qmix_smax.Settings(), (("scenario", "3m"),), 20_000, 101)
+    config = qmix_smax.with_overrides(base, ["lr=1e-3", "td_lambda=0.6", "hidden=64",
+                                             "batch_size=128", "double_q=false"])
+    assert (config.learner.lr, config.learner.td_lambda, config.learner.hidden) == (
+        1e-3, 0.6, 64)
+    assert config.batch_size == 128 and config.learner.double_q is False
+    assert config.learner.mixer_embed == base.learner.mixer_embed  # the rest is theirs
+    for bad in ("nope=1", "lr", "learner=1"):
+        with pytest.raises(ValueError, match="--ours-set"):
+            qmix_smax.with_overrides(base, [bad])
+
+
+@pytest.mark.parametrize("argv", [("--vmap-seeds", "--seeds", "2", "--jaxmarl-src", "x"),
+                                  ("--collect-block", "-1")])
+def test_smax_bench_refuses_a_vmapped_reference_on_cpu_and_a_negative_block(argv):
+    with pytest.raises(ValueError, match="vmap-seeds|collect-block"):
+        main(["qmix_smax", *argv])
+
+
+def test_collect_block_sets_the_collection_loop(monkeypatch):
+    from experiments.bench.timing import apply_collect_block
+    from jaxmarl_accel.trainer import steps
+
+    monkeypatch.setattr(steps, "COLLECT_BLOCK_STEPS", 8)
+    apply_collect_block(None)
+    assert steps.COLLECT_BLOCK_STEPS == 8
+    apply_collect_block(0)
+    assert steps.COLLECT_BLOCK_STEPS is None
+    apply_collect_block(5)
+    assert steps.COLLECT_BLOCK_STEPS == 5
