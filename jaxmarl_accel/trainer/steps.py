@@ -229,16 +229,9 @@ def collect_episodes(
     ``len`` holds the pre-reset observation the episode ended in (for bootstrapping after a
     time-limit truncation; the rows after it repeat it).
 
-    The loop runs blocks of ``block_steps`` steps (a ``lax.scan`` each) in a
-    ``lax.while_loop`` that stops after the block in which the last of the E episodes
-    ended, or after ``T = spec.episode_length`` steps; the rows it did not run are the
-    masked rows those steps would have written. Episodes that end early (a SMAX battle
-    takes 15 to 40 of its 101 steps) then cost the steps they take, rounded up to a block,
-    not ``T``. Under a ``vmap`` over seeds the loop's predicate differs per seed, so the
-    loop runs until every seed's episodes have ended and selects its carry (the env
-    states and the rows collected so far, which do not include the replay) once per
-    block, not once per step. ``block_steps=None`` runs all ``T`` steps in one scan; both
-    give the same episodes.
+    The loop stops after the block of ``block_steps`` steps in which the last of the E
+    episodes ended (:func:`_blocks_until_ended`), or after ``T = spec.episode_length``
+    steps; ``block_steps=None`` runs all ``T`` steps in one scan. Both give the same rows.
 
     Args:
       env: the environment; ``params.episode_length`` must not exceed
@@ -304,11 +297,17 @@ def collect_episodes(
 
 def _blocks_until_ended(one_step: Any, start: _Running, template: Any, num_envs: int,
                         steps: int, block: int) -> tuple[_Running, Any]:
-    """:func:`collect_episodes`'s loop in blocks of ``block`` steps, stopped after the block
-    in which every episode has ended: ``(last carry, rows [steps, E, ...])``, the rows
-    after the stop filled as the remaining steps would have filled them (the recorded
-    observation, state and available actions frozen; action, reward, termination and
-    ``filled`` zero)."""
+    """:func:`collect_episodes`'s loop in blocks of ``block`` steps (a ``lax.scan`` each in a
+    ``lax.while_loop``), stopped after the block in which every episode has ended:
+    ``(last carry, rows [steps, E, ...])``, the rows after the stop filled as the remaining
+    steps would have filled them (the recorded observation, state and available actions
+    frozen; action, reward, termination and ``filled`` zero).
+
+    Episodes that end early (a SMAX battle takes 15 to 40 of its 101 steps) then cost the
+    steps they take, rounded up to a block. Under a ``vmap`` over seeds the predicate
+    differs per seed: the loop runs until every seed's episodes have ended and selects its
+    carry (env states and the rows so far, never the replay) once per block, not per step.
+    """
     blocks = -(-steps // block)
     buffer = jax.tree.map(
         lambda leaf: jnp.zeros((blocks * block, num_envs, *leaf.shape[1:]), leaf.dtype),
