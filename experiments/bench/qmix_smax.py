@@ -31,7 +31,9 @@ Settings matched (ours from theirs): 16 envs, replay 5000 episodes, batches of 3
 agent GRU width 512, mixer embedding 64 and hypernetworks of 256, learning rate 5e-5,
 gradient clipping at norm 10, gamma 0.99, double-Q one-step targets, epsilon 1.0 -> 0.05
 over the first 10% of the env steps, learning from 10,000 env steps, target copy every 10
-rounds (ours: 10 x 16 episodes), the env's keywords (``see_enemy_actions``,
+rounds (ours: 10 x 16 episodes), the reward scaled by ``REW_SCALE`` = 10 in the targets
+(ours: ``--reward-scale``; the H200 record of ``docs/results-jaxmarl.md`` predates this and
+ran ours on the env's reward), the env's keywords (``see_enemy_actions``,
 ``walls_cause_death``, ``attack_mode``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
@@ -48,9 +50,9 @@ the same counted length.
 Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
 episodes) followed by ``NUM_EPOCHS`` = 8 updates; ours is one whole episode per env (101
 rows) and one update, so the two make different numbers of updates (both recorded);
-theirs scales rewards by ``REW_SCALE`` = 10 and uses RAdam, ours the env's reward and
-Adam; theirs feeds the agent id, ours also the previous action; evaluation episodes: theirs
-every episode that ends within 128 steps of 512 envs, ours 512 whole episodes.
+theirs uses RAdam, ours Adam; theirs feeds the agent id, ours also the previous action;
+evaluation episodes: theirs every episode that ends within 128 steps of 512 envs, ours 512
+whole episodes.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class Settings:
         HIDDEN_SIZE, MIXER_EMBEDDING_DIM, MIXER_HYPERNET_HIDDEN_DIM, LR, GAMMA, MAX_GRAD_NORM,
         TARGET_UPDATE_INTERVAL (rounds), EPS_START, EPS_FINISH, EPS_DECAY (fraction of the
         run), LEARNING_STARTS (env steps), TEST_NUM_ENVS.
+      rew_scale: REW_SCALE, the factor of the reward in the targets (ours:
+        ``ValueConfig.reward_scale``).
     """
 
     num_envs: int = 16
@@ -113,6 +117,7 @@ class Settings:
     eps_decay: float = 0.1
     learning_starts: int = 10_000
     test_num_envs: int = 512
+    rew_scale: float = 10.0
 
 
 KEYS = {"batch_size": "BUFFER_BATCH_SIZE", "hidden": "HIDDEN_SIZE",
@@ -140,7 +145,7 @@ def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps:
     value = ValueConfig(
         hidden=settings.hidden, mixer_embed=settings.mixer_embed,
         hypernet_hidden=settings.hypernet_hidden, lr=settings.lr, gamma=settings.gamma,
-        td_lambda=0.0, grad_clip=settings.max_grad_norm,
+        td_lambda=0.0, grad_clip=settings.max_grad_norm, reward_scale=settings.rew_scale,
         target_update_episodes=settings.target_update_interval * settings.num_envs,
         epsilon_start=settings.eps_start, epsilon_finish=settings.eps_finish,
         epsilon_anneal_steps=max(1, int(settings.eps_decay * total)), double_q=True)
