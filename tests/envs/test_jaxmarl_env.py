@@ -282,24 +282,24 @@ def test_command_line_takes_jaxmarl_envs_and_their_keywords():
         scenario_kwargs("jaxmarl:HeuristicEnemySMAX", (("bogus", 1),), None)
 
 
-def test_qmix_on_smax_trains_the_same_with_the_early_stopping_collection(monkeypatch):
-    """Battles end long before SMAX's limit: the episode round's collection stops in the block
-    in which the last one ended, and the trained state, metrics and replay are bit for bit
-    those of collecting all T steps, vmapped over 2 seeds."""
+def test_qmix_collects_the_same_smax_episodes_with_the_early_stopping_loop():
+    """Battles end long before SMAX's limit: the collection stops in the block in which the
+    last one ended, and QMIX's exploring agents collect bit for bit the episodes of the full
+    scan of T steps, vmapped over 3 seeds."""
+    from jaxmarl_accel.algos import make_algo
     from jaxmarl_accel.algos.value import ValueConfig
-    from jaxmarl_accel.trainer import steps
-    from jaxmarl_accel.trainer.train import make_trainer
+    from jaxmarl_accel.trainer.steps import COLLECT_BLOCK_STEPS, collect_episodes
 
-    config = TrainConfig(env="jaxmarl:HeuristicEnemySMAX", env_kwargs=(("scenario", "3m"),),
-                         algo="qmix", num_envs=2, eval_episodes=2, buffer_capacity=8,
-                         batch_size=2, total_env_steps=404, eval_every=404,
-                         learner=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8,
-                                             epsilon_anneal_steps=200))
-    keys = jax.random.split(jax.random.PRNGKey(0), 2)
-    out = {}
-    for block in (None, steps.COLLECT_BLOCK_STEPS):
-        monkeypatch.setattr(steps, "COLLECT_BLOCK_STEPS", block)
-        out[block] = jax.device_get(jax.jit(jax.vmap(make_trainer(config).train))(keys))
-    chex.assert_trees_all_equal(out[None], out[steps.COLLECT_BLOCK_STEPS])
-    lengths = np.asarray(out[None][1].train_stats["episode_length"])
-    assert lengths.max() < 50  # battles end long before the 101st step
+    env, params = make("jaxmarl:HeuristicEnemySMAX", scenario="3m")
+    algo = make_algo("qmix", env.spec, ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8))
+
+    def collect(key, block):
+        state = algo.init(key)
+        return collect_episodes(env, params, algo, state, key, 4, True, block_steps=block)
+
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    scan, blocks = (jax.device_get(jax.jit(jax.vmap(lambda k, b=b: collect(k, b)))(keys))
+                    for b in (None, COLLECT_BLOCK_STEPS))
+    chex.assert_trees_all_equal(scan, blocks)
+    longest = np.asarray(scan.lengths).max()
+    assert longest <= env.spec.episode_length - 2 * COLLECT_BLOCK_STEPS  # it did stop early
