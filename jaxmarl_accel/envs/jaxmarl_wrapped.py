@@ -149,9 +149,9 @@ def step(w: Wrapped, key: jax.Array, state: JaxMARLState, actions: jax.Array,
         info["avail_actions"] = avail_of(w, new_inner)
         info["final_avail_actions"] = avail_of(w, next_inner)
     if family.state_dim > 0:
-        info["state"] = jnp.where(done, global_state(w, reset_obs["world_state"]),
-                                  global_state(w, obs["world_state"]))
         info["final_state"] = global_state(w, obs["world_state"])
+        info["state"] = jnp.where(done, global_state(w, reset_obs["world_state"]),
+                                  info["final_state"])
     for stat, counter in family.stats:
         info[stat] = counter(next_inner, done)
     rewards = jnp.stack([jnp.asarray(reward[a], jnp.float32) for a in w.agents])

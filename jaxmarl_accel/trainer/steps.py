@@ -292,7 +292,7 @@ def collect_episodes(
     else:
         end, rows = _blocks_until_ended(one_step, start, template, num_envs,
                                         spec.episode_length, block_steps)
-    return _close_episodes(end, rows, template)  # rows [T, E, ...]
+    return _close_episodes(end, rows)  # rows [T, E, ...]
 
 
 def _blocks_until_ended(one_step: Any, start: _Running, template: Any, num_envs: int,
@@ -326,15 +326,21 @@ def _blocks_until_ended(one_step: Any, start: _Running, template: Any, num_envs:
 
     end, rows, done_blocks = jax.lax.while_loop(
         cond, body, (start, buffer, jnp.zeros((), jnp.int32)))
-    rec_obs, rec_state, rec_avail = end.rec
-    frozen = jax.tree.map(lambda leaf: jnp.zeros((num_envs, *leaf.shape[1:]), leaf.dtype),
-                          template).replace(obs=rec_obs.astype(template.obs.dtype),
-                                            state=rec_state.astype(template.state.dtype),
-                                            avail=rec_avail)
     ran = jnp.arange(blocks * block) < done_blocks * block
     rows = jax.tree.map(lambda got, fill: jnp.where(
-        ran.reshape((-1,) + (1,) * (got.ndim - 1)), got, fill[None])[:steps], rows, frozen)
+        ran.reshape((-1,) + (1,) * (got.ndim - 1)), got, fill[None])[:steps], rows,
+        _frozen_row(end, rows))
     return end, rows
+
+
+def _frozen_row(end: _Running, rows: Any) -> Any:
+    """The row ``[E, ...]`` of every step after the episodes' ends: the observation, state
+    and available actions each episode ended in (``end.rec``), the rest zero, in the dtypes
+    of ``rows`` (leaves ``[steps, E, ...]``)."""
+    rec_obs, rec_state, rec_avail = end.rec
+    return jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[1:], leaf.dtype), rows).replace(
+        obs=rec_obs.astype(rows.obs.dtype), state=rec_state.astype(rows.state.dtype),
+        avail=rec_avail)
 
 
 def _start_episodes(env: Env, env_params: PyTree, algo: Any, key: jax.Array,
@@ -357,15 +363,12 @@ def _start_episodes(env: Env, env_params: PyTree, algo: Any, key: jax.Array,
         key=key)
 
 
-def _close_episodes(end: _Running, rows: Any, template: Any) -> EpisodeBatch:
+def _close_episodes(end: _Running, rows: Any) -> EpisodeBatch:
     """The :class:`EpisodeBatch` from the loop's last carry and its rows ``[T, E, ...]``:
     rows made env-major, plus row ``T`` holding the observation each episode ended in."""
-    rec_obs, rec_state, rec_avail = end.rec
-    last = jax.tree.map(lambda leaf: jnp.zeros(leaf.shape[1:], leaf.dtype), rows).replace(
-        obs=rec_obs.astype(template.obs.dtype), state=rec_state.astype(template.state.dtype),
-        avail=rec_avail)
     episodes = jax.tree.map(lambda body, tail: jnp.concatenate(
-        [jnp.swapaxes(body, 0, 1), tail[:, None]], axis=1), rows, last)  # [E, T + 1, ...]
+        [jnp.swapaxes(body, 0, 1), tail[:, None]], axis=1), rows,
+        _frozen_row(end, rows))  # [E, T + 1, ...]
     lengths = jnp.sum(episodes.filled, axis=1).astype(jnp.int32)
     return EpisodeBatch(episodes, end.returns, end.stats, lengths)
 
