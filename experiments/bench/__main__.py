@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 SUBCOMMANDS = {
     "envs": "our MPE environments against jaxmarl's, random actions, lax.scan over steps",
@@ -43,4 +44,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ValueError as error:  # bad flags: one line, not a traceback
+        sys.exit(f"python -m experiments.bench: error: {error}")
