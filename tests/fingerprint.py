@@ -35,6 +35,11 @@ from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 
 PATH = os.path.join(os.path.dirname(__file__), "data", "fingerprint.json")
+DEFAULT_XLA = {"xla_backend_optimization_level": 3}
+"""The fingerprinted programs are compiled at XLA's default optimization level whatever
+``XLA_FLAGS`` says (the test suite lowers it to compile faster; ``tests/conftest.py``), and
+the command-line run without a level in ``XLA_FLAGS``: the bits are those a user's run
+computes."""
 ALGOS = ("maddpg", "matd3", "masac")
 SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
 LAYOUTS = ("transition_major", "agent_major")
@@ -141,7 +146,9 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     from jaxmarl_accel.trainer.train import make_trainer
 
     trainer = make_trainer(cfg)
-    state, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    key = jax.random.PRNGKey(0)
+    program = jax.jit(trainer.train).trace(key).lower().compile(compiler_options=DEFAULT_XLA)
+    state, metrics = program(key)
     return {"state": leaf_hashes(state), "metrics": leaf_hashes(metrics),
             "state_sums": leaf_sums(state)}
 
@@ -149,8 +156,11 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
 def cli_metrics() -> str:
     """The ``metrics.csv`` text of a short CLI run (2 seeds, 2 chunks)."""
     with tempfile.TemporaryDirectory() as out:
+        flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
+                 if not f.startswith("--xla_backend_optimization_level")]
         subprocess.run([sys.executable, "-m", "experiments.run", *CLI_ARGS, "--out", out],
                        check=True, capture_output=True,
+                       env={**os.environ, "XLA_FLAGS": " ".join(flags)},
                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         with open(os.path.join(out, "metrics.csv")) as handle:
             return handle.read()
