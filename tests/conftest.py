@@ -5,12 +5,13 @@ start as subprocesses:
   compiled by one test (or worker) is not compiled again by the next (a resumed or evaluated
   run then loads the chunk program its first run compiled);
 * XLA's CPU backend at optimization level 1 (:data:`TEST_XLA_FLAGS`) instead of its default
-  3. The suite is bound by compiling its many small programs, and level 1 compiles them
-  about 1.6x faster (a fingerprint configuration's training program: 11.3 s against 18.6 s
-  on 2 cores); results may differ in the last bits, so the fingerprint
-  (:mod:`tests.fingerprint`), which checks bits, compiles its programs at the default level
-  itself. Level 0 is not used: it turned one fingerprint configuration's state into NaNs.
-  An ``XLA_FLAGS`` that already sets a level is left as it is.
+  3. The suite is bound by compiling its many small programs; level 1 makes the backend's
+  stage of it faster (a fingerprint configuration's training program: 11.3 s against 18.6 s
+  on 2 cores; the whole suite about 10% less time); results may differ in the last bits,
+  so the fingerprint (:mod:`tests.fingerprint`), which checks bits, compiles its programs
+  at the default level itself. Level 0 is not used: it turned one fingerprint
+  configuration's state into NaNs. An ``XLA_FLAGS`` that already sets a level is left as
+  it is.
 """
 
 from __future__ import annotations
