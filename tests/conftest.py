@@ -7,11 +7,11 @@ start as subprocesses:
 * XLA's CPU backend at optimization level 1 (:data:`TEST_XLA_FLAGS`) instead of its default
   3. The suite is bound by compiling its many small programs; level 1 makes the backend's
   stage of it faster (a fingerprint configuration's training program: 11.3 s against 18.6 s
-  on 2 cores; the whole suite about 10% less time); results may differ in the last bits,
-  so the fingerprint (:mod:`tests.fingerprint`), which checks bits, compiles its programs
-  at the default level itself. Level 0 is not used: it turned one fingerprint
-  configuration's state into NaNs. An ``XLA_FLAGS`` that already sets a level is left as
-  it is.
+  on 2 cores; the whole suite about 10% less time); results may differ from the default
+  level's in the last bits. The fingerprint (:mod:`tests.fingerprint`), which checks bits,
+  compiles its programs at level 1 whatever ``XLA_FLAGS`` says. Level 0 is not used: it
+  turned one fingerprint configuration's state into NaNs. An ``XLA_FLAGS`` that already
+  sets a level is left as it is.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ def bits(tree) -> list[bytes]:
     return [np.asarray(leaf).tobytes() for leaf in jax.tree.leaves(tree)]
 
 
-@pytest.mark.parametrize(("algo", "sampler"), [("maddpg", "uniform"), ("matd3", "per")])
-def test_a_run_computes_the_same_numbers_in_both_modes(algo, sampler):
+def test_a_run_computes_the_same_numbers_in_both_modes(algo="matd3", sampler="per"):
+    """A whole run with PER (its priorities written back through both modes) and twin critics;
+    every sampler's draws from both modes are compared in ``tests/buffers/test_next_slot.py``."""
     key = jax.random.PRNGKey(3)
     stored_cfg = tiny_config(algo=algo, sampler=sampler)
     compact_cfg = dataclasses.replace(stored_cfg, replay_next_obs="next_slot")

@@ -12,6 +12,8 @@ from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
 
+pytestmark = pytest.mark.xdist_group("train")  # one worker computes the module's fixtures
+
 
 def tiny_config(**overrides) -> TrainConfig:
     settings = dict(

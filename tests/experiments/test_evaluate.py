@@ -17,6 +17,8 @@ from PIL import Image
 from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
 from tests.experiments.test_run import TINY
 
+pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
+
 STAG_TINY = ["--env", "stag_hunt", "--agents", "4", "--seeds", "2", "--algo", "qmix",
              "--env-kwargs", "num_stags=2,grid_size=5,episode_length=10", "--hidden", "8",
              "--mixer-embed", "4", "--hypernet-hidden", "8", "--buffer-capacity", "16",

@@ -19,6 +19,8 @@ from jaxmarl_accel.cli import host_loop, loggers, outputs, run, run_store
 pytest.importorskip("tensorboardX")
 from tensorboardX.proto import event_pb2  # noqa: E402
 
+pytestmark = pytest.mark.xdist_group("loggers")  # one worker computes the module's fixtures
+
 SMALL = ["--env", "simple_spread", "--agents", "2", "--seeds", "2", "--algo", "maddpg",
          "--hidden-sizes", "8", "--buffer-capacity", "200", "--batch-size", "8",
          "--num-envs", "2", "--update-every", "50", "--learning-starts", "50",
