@@ -11,19 +11,15 @@ start as subprocesses:
   level's in the last bits. The fingerprint (:mod:`tests.fingerprint`), which checks bits,
   compiles its programs at level 1 whatever ``XLA_FLAGS`` says. Level 0 is not used: it
   turned one fingerprint configuration's state into NaNs. An ``XLA_FLAGS`` that already
-  sets a level is left as it is;
-* after each test module, JAX's in-memory caches of compiled programs dropped
-  (:func:`_release_compiled_programs`).
+  sets a level is left as it is.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import tempfile
 
 import jax
-import pytest
 
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=1"
 """Added to ``XLA_FLAGS`` before any backend starts (see the module docstring)."""
@@ -37,17 +33,3 @@ jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", CACHE_DIR)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _release_compiled_programs():
-    """After each test module, drop JAX's caches of traced and compiled programs and collect
-    the garbage. A test worker otherwise keeps every program it ever compiled: its heap grows
-    to several GiB over the suite, and freeing any program then costs time that grows with
-    the number still alive (glibc's ``malloc_consolidate`` and libgcc's
-    ``__deregister_frame_info_bases``, which walks every registered JIT code frame), as do
-    Python's full garbage collections. A module that needs a program again loads it from the
-    persistent cache."""
-    yield
-    jax.clear_caches()
-    gc.collect()
