@@ -32,11 +32,11 @@ def bits(tree) -> list[bytes]:
     return [np.asarray(leaf).tobytes() for leaf in jax.tree.leaves(tree)]
 
 
-def test_a_run_computes_the_same_numbers_in_both_modes(algo="matd3", sampler="per"):
+def test_a_run_computes_the_same_numbers_in_both_modes():
     """A whole run with PER (its priorities written back through both modes) and twin critics;
     every sampler's draws from both modes are compared in ``tests/buffers/test_next_slot.py``."""
     key = jax.random.PRNGKey(3)
-    stored_cfg = tiny_config(algo=algo, sampler=sampler)
+    stored_cfg = tiny_config(algo="matd3", sampler="per")
     compact_cfg = dataclasses.replace(stored_cfg, replay_next_obs="next_slot")
     stored, stored_metrics = jax.jit(make_trainer(stored_cfg).train)(key)
     compact, compact_metrics = jax.jit(make_trainer(compact_cfg).train)(key)
