@@ -11,7 +11,10 @@ start as subprocesses:
   level's in the last bits. The fingerprint (:mod:`tests.fingerprint`), which checks bits,
   compiles its programs at level 1 whatever ``XLA_FLAGS`` says. Level 0 is not used: it
   turned one fingerprint configuration's state into NaNs. An ``XLA_FLAGS`` that already
-  sets a level is left as it is.
+  sets a level is left as it is;
+* under ``-n N`` (``--dist loadgroup``, the project's default), a module marked
+  ``pytestmark = pytest.mark.xdist_group(...)`` runs on one worker
+  (:mod:`tests.xdist_groups`), so its module fixtures are computed once.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import os
 import tempfile
 
 import jax
+
+from tests.xdist_groups import pytest_xdist_make_scheduler  # noqa: F401  (a pytest hook)
 
 TEST_XLA_FLAGS = "--xla_backend_optimization_level=1"
 """Added to ``XLA_FLAGS`` before any backend starts (see the module docstring)."""
