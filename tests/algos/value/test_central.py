@@ -69,17 +69,17 @@ def test_targets_bootstrap_from_the_target_qstar_at_qmix_greedy_next_actions(dou
 
 def test_qstar_loss_trains_qstar_only_and_qmix_loss_never_reaches_qstar():
     _, algo, state, batch = _setup(wqmix_w=1.0)
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     sk = central.make_qstar(TINY, 3)
 
     def qstar_only(qstar_params):
         return central.qstar_loss(sk, qstar_params, batch, batch.state, y[..., 0])[0]
 
-    assert_trees_close(grads.qstar, jax.grad(qstar_only)(state.params.qstar), rtol=1e-4)
+    assert_trees_close(grads.qstar, jax.jit(jax.grad(qstar_only))(state.params.qstar), rtol=1e-4)
     np.testing.assert_allclose(info.weighted["wqmix_qstar_loss"],
-                               qstar_only(state.params.qstar), rtol=1e-5)
+                               jax.jit(qstar_only)(state.params.qstar), rtol=1e-5)
 
 
 def test_masked_mean_and_greedy_steps_by_hand():

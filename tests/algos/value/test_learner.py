@@ -224,11 +224,15 @@ def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
     out = {}
     for scale, episodes in ((3.0, batch), (1.0, scaled)):
         algo = make_algo(algo_name, spec, dataclasses.replace(SMALL, reward_scale=scale))
-        state = algo.init(jax.random.key(1))
-        q = algo.phases.agent_q(state, episodes)
-        y = algo.phases.targets(state, episodes, q)
-        loss = algo.phases.loss_and_grad(state, episodes, jnp.ones(2), y)[1].loss
-        out[scale] = (y, loss)
+
+        @jax.jit
+        def targets_and_loss(episodes, algo=algo):
+            state = algo.init(jax.random.key(1))
+            q = algo.phases.agent_q(state, episodes)
+            y = algo.phases.targets(state, episodes, q)
+            return y, algo.phases.loss_and_grad(state, episodes, jnp.ones(2), y)[1].loss
+
+        out[scale] = targets_and_loss(episodes)
     np.testing.assert_allclose(out[3.0][0], out[1.0][0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(out[3.0][1], out[1.0][1], rtol=1e-6)
     with pytest.raises(ValueError, match="reward_scale must be > 0"):

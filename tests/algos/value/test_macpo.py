@@ -107,8 +107,8 @@ def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
     targets (those of the target Q*)."""
     spec, config, algo, state, batch = _algo_batch(**over)
     weights = jnp.array([1.0, 0.5])
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
     qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
 
@@ -116,7 +116,8 @@ def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
         q_params = algo.phases.agent_q(state.replace(params=params), batch)
         return episode_loss(qmix_sk, params, q_params, batch, weights, y[..., :1])[0]
 
-    expected, expected_grads = jax.value_and_grad(qmix_loss)(state.params.replace(qstar=None))
+    loss_and_grads = jax.jit(jax.value_and_grad(qmix_loss))
+    expected, expected_grads = loss_and_grads(state.params.replace(qstar=None))
     np.testing.assert_allclose(info.loss - info.weighted["macpo_qstar_loss"], expected,
                                rtol=1e-5)
     assert_trees_close(grads.agent, expected_grads.agent, rtol=1e-4, atol=1e-6)
@@ -143,8 +144,8 @@ def _by_hand(spec, config, state, batch, q, y):
 def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mean():
     spec, config, algo, state, batch = _algo_batch(macpo_weighting="loss",
                                                    macpo_normalization="none")
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     w, squared, filled = _by_hand(spec, config, state, batch, q, y)
     star = float(info.weighted["macpo_qstar_loss"])
@@ -155,8 +156,8 @@ def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mea
 
 def test_as_priorities_the_weights_leave_the_loss_and_are_the_episodes_priorities():
     spec, config, algo, state, batch = _algo_batch(macpo_weighting="priority")
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     w, squared, filled = _by_hand(spec, config, state, batch, q, y)
     star = float(info.weighted["macpo_qstar_loss"])

@@ -67,8 +67,8 @@ def test_the_weighted_loss_by_hand(name):
     algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(0))
     batch = random_episodes(jax.random.key(1), spec, LENGTHS, TERMINATED, rows=5)
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
     q_tot = np.asarray(MIXERS["qmix"](spec, config).apply(state.params.mixer, q_taken,
@@ -101,8 +101,8 @@ def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
     algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(0))
     qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
-    q = algo.phases.agent_q(state, batch)
-    y = algo.phases.targets(state, batch, q)
+    q = jax.jit(algo.phases.agent_q)(state, batch)
+    y = jax.jit(algo.phases.targets)(state, batch, q)
     grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
 
     def qmix_loss(params):
@@ -110,7 +110,7 @@ def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
             params=params), batch), batch, weights, y[..., :1])[0]
 
     qmix_params = state.params.replace(qstar=None)
-    expected, expected_grads = jax.value_and_grad(qmix_loss)(qmix_params)
+    expected, expected_grads = jax.jit(jax.value_and_grad(qmix_loss))(qmix_params)
     np.testing.assert_allclose(info.loss - info.weighted["wqmix_qstar_loss"], expected,
                                rtol=1e-5)
     assert_trees_close(grads.agent, expected_grads.agent, rtol=1e-4, atol=1e-6)
