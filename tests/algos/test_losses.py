@@ -146,17 +146,18 @@ def test_linear_actor_loss_equals_the_full_one(continuous, policy, straight_thro
     critics = agent_slice(critics, 0)
     obs = jax.random.normal(jax.random.key(2), (batch, n, obs_dim))
     action = jax.random.uniform(jax.random.key(3), (batch, n, dist.action_dim))
+
+    def loss(actor, form, index, mask):
+        return losses.actor_loss(actor, actor_mlp, critic_mlp, dist, index, mask, critics, obs,
+                                 action, jax.random.key(4), jnp.float32(0.05), 1e-3,
+                                 losses.JOINT_Q[form])
+
+    # one program per form; the agent and its action mask are traced arguments
+    grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
     for index in (0, n - 1):
         mask = spec.action_mask[index] if not continuous else jnp.ones(dist.action_dim, bool)
-
-        def loss(actor, form, index=index, mask=mask):
-            return losses.actor_loss(actor, actor_mlp, critic_mlp, dist, jnp.int32(index), mask,
-                                     critics, obs, action, jax.random.key(4),
-                                     jnp.float32(0.05), 1e-3, losses.JOINT_Q[form])
-
-        grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=1)
-        (full, full_bonus), full_grad = grad(actor, "full")
-        (linear, linear_bonus), linear_grad = grad(actor, "linear")
+        (full, full_bonus), full_grad = grad(actor, "full", jnp.int32(index), mask)
+        (linear, linear_bonus), linear_grad = grad(actor, "linear", jnp.int32(index), mask)
         np.testing.assert_allclose(linear, full, rtol=1e-5)
         np.testing.assert_array_equal(linear_bonus, full_bonus)
         for a, b in zip(jax.tree.leaves(linear_grad), jax.tree.leaves(full_grad), strict=True):
