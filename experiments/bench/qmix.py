@@ -273,6 +273,7 @@ def bench_seeds(args: argparse.Namespace, settings: Settings, reference: Any | N
                                         / record["ref_steps_per_s_median"])
         record["rounds_ratio"] = min(ref.samples) / min(ours.samples)
         record["compile_ratio"] = record["ours_compile_s"] / record["ref_compile_s"]
+        record["hlo_ratio"] = record["ours_hlo_instructions"] / record["ref_hlo_instructions"]
     return record
 
 

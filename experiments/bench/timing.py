@@ -25,6 +25,12 @@ def compile_program(train: Callable, keys: jax.Array) -> tuple[Any, float, float
     return compiled, lowered_at - start, time.perf_counter() - lowered_at
 
 
+def hlo_instructions(compiled: Any) -> int:
+    """Instructions of a compiled program's optimized HLO module (every computation's, fused
+    ones included): the size of what XLA compiled, which its compile time follows."""
+    return sum(" = " in line for line in compiled.as_text().splitlines())
+
+
 def timed_call(compiled: Any, keys: jax.Array) -> tuple[float, Any]:
     """Seconds of one call of ``compiled(keys)`` up to ``block_until_ready``, and its output."""
     start = time.perf_counter()
@@ -39,6 +45,7 @@ class Side:
                  updates_of: Callable[[Any], int]) -> None:
         self.name, self.keys, self.steps_per_seed = name, keys, steps_per_seed
         self.compiled, self.lower_s, self.xla_s = compile_program(train, keys)
+        self.instructions = hlo_instructions(self.compiled)
         self.updates_of, self.samples, self.updates = updates_of, [], -1
 
     def call(self, record: bool = True) -> None:
@@ -51,6 +58,7 @@ class Side:
         steps = self.keys.shape[0] * self.steps_per_seed
         return {f"{self.name}_compile_s": self.lower_s + self.xla_s,
                 f"{self.name}_lower_s": self.lower_s, f"{self.name}_xla_compile_s": self.xla_s,
+                f"{self.name}_hlo_instructions": self.instructions,
                 f"{self.name}_env_steps_per_seed": self.steps_per_seed,
                 f"{self.name}_updates_per_seed": self.updates,
                 f"{self.name}_seconds": list(self.samples),

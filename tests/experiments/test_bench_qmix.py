@@ -40,6 +40,7 @@ def test_ours_only_when_the_reference_is_absent(tmp_path, capsys):
     assert result["reference"] is None and result["settings"]["num_envs"] == 2
     (record,) = result["records"]
     assert record["ours_steps_per_s"] > 0 and record["ours_compile_s"] > 0
+    assert record["ours_hlo_instructions"] > 1000  # the whole run: init, rounds, evaluation
     assert record["ours_env_steps_per_seed"] == 4 * 2 * 25
     assert record["first_update_round"] == 2 and record["ours_updates_per_seed"] == 3
     assert not any(key.startswith("ref_") for key in record)
