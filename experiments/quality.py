@@ -13,7 +13,9 @@ for Fig. 3b with weighted QMIX beside them and ``paper004-p0`` for Fig. 3a);
 8 seeds; every evaluation over ``EVAL_EPISODES`` deterministic episodes per seed)
 in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
-``table.json``) lists the median normalized score with its interquartile range per entry,
+``table.json``; ``curves.md`` holds each entry's curve, evaluation by evaluation, from its
+``metrics.csv``, so an entry still running shows how far it got) lists the median
+normalized score with its interquartile range per entry,
 for the stag hunt the return against the most possible and the captures per episode,
 for predator-prey the touches per episode (predator return / 10, since every
 predator-prey contact pays each predator 10), and for speaker-listener the share of seeds
@@ -105,7 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "1500000 = 60K MPE episodes of 25 for actor-critic and "
                              "on-policy learners, 1050000 for qmix / vdn / iql)")
     parser.add_argument("--table", action="store_true",
-                        help="do not train; rebuild the table from the summaries present")
+                        help="do not train; rebuild the table from the summaries present "
+                             "(and curves.md from every metrics.csv present)")
     parser.add_argument("--extra", nargs=argparse.REMAINDER, default=[],
                         help="further experiments.run flags for every entry (put last)")
 
@@ -152,6 +155,34 @@ def entry_row(name: str, summary: dict[str, Any],
     return row
 
 
+def curve_lines(name: str, entry_dir: str) -> list[str]:
+    """A markdown table of one entry's learning curve from its ``metrics.csv``: per
+    evaluation (env steps on the run's clock), the median greedy return over seeds with its
+    interquartile range, and the median captures per episode where the env counts them;
+    no lines when the entry has no metrics."""
+    import numpy as np
+
+    from jaxmarl_accel.cli import outputs
+
+    rows = outputs.read_rows(entry_dir)
+    if not rows:
+        return []
+    captures = "eval_captures" in rows[0]
+    lines = [f"\n### {name}\n", "| env steps | median return (IQR) | seeds |"
+             + (" median captures |" if captures else ""),
+             "|---|---|---|" + ("---|" if captures else "")]
+    for steps in sorted({row["env_steps"] for row in rows}):
+        at = [row for row in rows if row["env_steps"] == steps]
+        returns = [row["eval_return"] for row in at]
+        low, high = np.percentile(returns, [25, 75])
+        line = (f"| {int(steps):,} | {np.median(returns):.2f} ({low:.2f} to {high:.2f}) | "
+                f"{len(at)} |")
+        if captures:
+            line += f" {np.median([row['eval_captures'] for row in at]):.2f} |"
+        lines.append(line)
+    return lines
+
+
 def build_table(out_dir: str) -> list[dict[str, Any]]:
     rows = []
     for name in SUITE:
@@ -190,6 +221,11 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
                          "communicate).")
     with open(os.path.join(out_dir, "table.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
+    curves = ["# Learning curves (greedy evaluations, median over seeds)"]
+    for name in SUITE:
+        curves += curve_lines(name, os.path.join(out_dir, name))
+    with open(os.path.join(out_dir, "curves.md"), "w") as handle:
+        handle.write("\n".join(curves) + "\n")
     with open(os.path.join(out_dir, "table.json"), "w") as handle:
         json.dump(rows, handle, indent=2)
     return rows

@@ -65,3 +65,19 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
             assert config.batch_size == 128 and config.buffer_capacity == 10_000
     assert {n[:-6] for n in quality.SUITE if n.endswith("-fig3b")} == {
         "qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"}
+
+
+def test_curves_follow_each_entrys_metrics_even_while_it_runs(tmp_path):
+    from jaxmarl_accel.cli import outputs
+
+    os.makedirs(tmp_path / "qmix-stag8")
+    outputs.write_rows(str(tmp_path / "qmix-stag8"), [
+        {"seed": seed, "chunk": chunk, "env_steps": 100 * (chunk + 1),
+         "eval_return": float(10 * chunk + seed), "eval_captures": float(chunk)}
+        for chunk in range(2) for seed in range(4)])
+    assert quality.build_table(str(tmp_path)) == []  # no summary yet: no row in table.md
+    curves = (tmp_path / "curves.md").read_text()
+    assert "### qmix-stag8" in curves
+    assert "| 100 | 1.50 (0.75 to 2.25) | 4 | 0.00 |" in curves
+    assert "| 200 | 11.50 (10.75 to 12.25) | 4 | 1.00 |" in curves
+    assert "### matd3" not in curves
