@@ -119,7 +119,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     if finished is None:
         upload()
         return 1
-    timing = {"compile_s": compile_s, "train_s_this_process": time.perf_counter() - t0}
+    timing = {"compile_s": compile_s, "train_s_this_process": time.perf_counter() - t0,
+              "train_s_all_processes": sum(outputs.read_chunk_seconds(options.out_dir).values())}
     summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
                   writer, log)
     if mirror is not None:
@@ -148,8 +149,12 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                                    options.out_dir, options.seeds,
                                    started.rows if options.resume else None)
     bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)
+    # the seconds of the chunks the restored state holds (those after it are run again)
+    seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
+        options.out_dir).items() if chunk < started.start} if options.resume else {}
     try:
         for chunk in range(started.start, trainer.num_chunks):
+            begun = time.perf_counter()
             state, metrics = compiled(state, np.int32(chunk))
             metrics = jax.device_get(metrics)
             try:
@@ -170,6 +175,9 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 save_checkpoint(manager, chunk, state, options.checkpoint_replay)
                 saved()
+            seconds[chunk] = time.perf_counter() - begun
+            if writer:
+                outputs.write_chunk_seconds(options.out_dir, seconds)
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
                        float(np.mean(np.asarray(metrics.eval_return)[:, scored])),
                        learning=chunk * steps_per_chunk >= learning_from)

@@ -26,9 +26,10 @@ EVALUATION_GIF_NAME = "evaluation.gif"
 EVALUATION_PNG_NAME = "evaluation.png"
 TENSORBOARD_NAME = "tensorboard"
 WANDB_NAME = "wandb"
+CHUNK_SECONDS_NAME = "chunk_seconds.json"
 RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME, GIF_NAME,
                PNG_NAME, MARL_EVAL_NAME, EVALUATION_NAME, EVALUATION_GIF_NAME,
-               EVALUATION_PNG_NAME, TENSORBOARD_NAME, WANDB_NAME)
+               EVALUATION_PNG_NAME, TENSORBOARD_NAME, WANDB_NAME, CHUNK_SECONDS_NAME)
 """Everything a run (and ``jaxmarl-accel evaluate`` by default) writes into its folder (what
 ``--overwrite`` removes)."""
 
@@ -81,6 +82,25 @@ def read_rows(out_dir: str) -> list[dict[str, float]]:
         return []
     with open(path, newline="") as handle:
         return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(handle)]
+
+
+def read_chunk_seconds(out_dir: str) -> dict[int, float]:
+    """The wall-clock seconds each chunk of the run in ``out_dir`` took, by chunk index
+    (:func:`write_chunk_seconds`); empty when the file is missing or unreadable (a run
+    written before it existed)."""
+    try:
+        with open(os.path.join(out_dir, CHUNK_SECONDS_NAME)) as handle:
+            return {int(chunk): float(seconds) for chunk, seconds in json.load(handle).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def write_chunk_seconds(out_dir: str, seconds: dict[int, float]) -> None:
+    """Store the seconds each chunk took (training, metrics and checkpoint), so that the
+    summary can give the wall time of a run that was resumed in later processes."""
+    with open(os.path.join(out_dir, CHUNK_SECONDS_NAME), "w") as handle:
+        json.dump({str(chunk): round(value, 3) for chunk, value in sorted(seconds.items())},
+                  handle, indent=1)
 
 
 def _number(text: str) -> float:

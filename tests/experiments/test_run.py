@@ -20,6 +20,8 @@ from jaxmarl_accel.cli.checkpoint import read_arrays
 
 pytestmark = pytest.mark.xdist_group("run")  # one worker computes the module's fixtures
 
+TIMING = ("compile_s", "train_s_this_process", "train_s_all_processes")
+"""The summary entries that measure time (all others are numbers of the run)."""
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
         "--num-envs", "5", "--update-every", "50", "--learning-starts", "100",
@@ -165,12 +167,12 @@ def assert_same_outputs(expected: str, got: str) -> None:
     names = sorted(os.listdir(expected))
     assert sorted(os.listdir(got)) == names
     for name in names:
-        if name == "checkpoints":
+        if name in ("checkpoints", outputs.CHUNK_SECONDS_NAME):
             continue
         want, have = Path(expected, name).read_bytes(), Path(got, name).read_bytes()
         if name == "summary.json":
             want, have = (json.loads(text) for text in (want, have))
-            for timing in ("compile_s", "train_s_this_process"):
+            for timing in TIMING:
                 want.pop(timing), have.pop(timing)
         assert want == have, name
     final, resumed = restore_params(expected, 2), restore_params(got, 2)
@@ -202,8 +204,15 @@ def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeyp
         f"interrupted; continue with: jaxmarl-accel run --resume {out}")
     assert sorted(os.listdir(os.path.join(out, "checkpoints"))) == ["0", "1"]
     monkeypatch.undo()
+    before = outputs.read_chunk_seconds(out)
+    assert sorted(before) == [0, 1] and min(before.values()) > 0
     assert run.main(["--resume", out, "--quiet"]) == 0
     assert_same_outputs(finished_run, out)
+    after = outputs.read_chunk_seconds(out)  # chunks 0 and 1 from the first process
+    assert sorted(after) == [0, 1, 2] and {k: after[k] for k in (0, 1)} == before
+    summary = json.loads(Path(out, "summary.json").read_text())
+    assert summary["train_s_all_processes"] == pytest.approx(sum(after.values()), abs=1e-2)
+    assert summary["train_s_all_processes"] > after[2]  # the first process's chunks count
 
 
 @pytest.mark.parametrize("damage", ["truncated data", "empty index", "no orbax data"])
