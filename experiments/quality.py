@@ -160,25 +160,21 @@ def curve_lines(name: str, entry_dir: str) -> list[str]:
     evaluation (env steps on the run's clock), the median greedy return over seeds with its
     interquartile range, and the median captures per episode where the env counts them;
     no lines when the entry has no metrics."""
-    import numpy as np
-
     from jaxmarl_accel.cli import outputs
 
     rows = outputs.read_rows(entry_dir)
     if not rows:
         return []
-    captures = "eval_captures" in rows[0]
+    captures = (outputs.curve_points(rows, "eval_captures") if "eval_captures" in rows[0]
+                else None)
     lines = [f"\n### {name}\n", "| env steps | median return (IQR) | seeds |"
              + (" median captures |" if captures else ""),
              "|---|---|---|" + ("---|" if captures else "")]
-    for steps in sorted({row["env_steps"] for row in rows}):
-        at = [row for row in rows if row["env_steps"] == steps]
-        returns = [row["eval_return"] for row in at]
-        low, high = np.percentile(returns, [25, 75])
-        line = (f"| {int(steps):,} | {np.median(returns):.2f} ({low:.2f} to {high:.2f}) | "
-                f"{len(at)} |")
+    for i, p in enumerate(outputs.curve_points(rows)):
+        line = (f"| {int(p.env_steps):,} | {p.median:.2f} ({p.low:.2f} to {p.high:.2f}) | "
+                f"{p.count} |")
         if captures:
-            line += f" {np.median([row['eval_captures'] for row in at]):.2f} |"
+            line += f" {captures[i].median:.2f} |"
         lines.append(line)
     return lines
 

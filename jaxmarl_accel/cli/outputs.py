@@ -9,7 +9,7 @@ import math
 import os
 import shutil
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -236,6 +236,30 @@ def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
     return path
 
 
+class CurvePoint(NamedTuple):
+    """One evaluation of a run over its seeds: env steps on the run's clock, the median and
+    quartiles of ``key`` over the seeds' rows at it, and the number of rows."""
+
+    env_steps: float
+    median: float
+    low: float
+    high: float
+    count: int
+
+
+def curve_points(rows: Sequence[dict[str, float]], key: str = "eval_return"
+                 ) -> list[CurvePoint]:
+    """The metric rows (every seed, every evaluation) as one :class:`CurvePoint` per
+    evaluation, in order of env steps."""
+    points = []
+    for steps in sorted({row["env_steps"] for row in rows}):
+        values = [row[key] for row in rows if row["env_steps"] == steps]
+        low, high = np.percentile(values, [25, 75])
+        points.append(CurvePoint(steps, float(np.median(values)), float(low), float(high),
+                                 len(values)))
+    return points
+
+
 def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
                random_return: float, scripted_return: float | None) -> str:
     """Learning curve: median evaluation return over seeds with an interquartile band (and
@@ -245,11 +269,8 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = sorted({row["env_steps"] for row in rows})
-    by_step = {s: [r["eval_return"] for r in rows if r["env_steps"] == s] for s in steps}
-    median = [float(np.median(by_step[s])) for s in steps]
-    low = [float(np.percentile(by_step[s], 25)) for s in steps]
-    high = [float(np.percentile(by_step[s], 75)) for s in steps]
+    steps, median, low, high = zip(*((p.env_steps, p.median, p.low, p.high)
+                                     for p in curve_points(rows)), strict=True)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(steps, median, color="tab:blue", label="median over seeds")
     ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25, label="interquartile range")

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays
+from tests.experiments.test_run import TIMING
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
@@ -28,8 +29,6 @@ ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "ma
         "--eval-every", "200", "--total-env-steps", "600", "--eval-episodes", "4",
         "--baseline-episodes", "16", "--quiet"]
 FAST_XLA = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-TIMING = ("compile_s", "train_s_this_process", "train_s_all_processes")
-"""The summary entries that measure time (all others are numbers of the run)."""
 SAME_BYTES = ("config.json", "metrics.csv", "marl_eval.json")
 TIMEOUT_S = 240
 
