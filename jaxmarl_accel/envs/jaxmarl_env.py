@@ -5,8 +5,8 @@
   agent names without their ``_<index>`` (``ally``, ``enemy``, ``adversary``, ``agent``).
 * Observations: each agent's observation flattened and zero padded to ``obs_dim`` (its true
   width in ``spec.obs_sizes``), float32. SMAX's ``world_state`` is the global state
-  (``env.state_of``, ``info["state"]`` and ``info["final_state"]``), its unit positions
-  scaled into [0, 1] and weapon cooldowns by the longest (:func:`~.jaxmarl_families.smax`);
+  (``env.state_of``, ``info["state"]`` and ``info["final_state"]``), each feature mapped
+  into [0, 1] (:func:`~.jaxmarl_families.smax_state_map`);
   envs without one (MPE, Overcooked, Hanabi) have none, and a mixer sees the concatenated
   observations.
 * Actions: ``Discrete`` spaces give discrete actions ``[N]`` int32 (padded to the widest

@@ -42,8 +42,8 @@ class Family:
         adapter then uses the random policy and says so in the spec).
       state_dim: width of the global state JaxMARL returns as ``obs["world_state"]`` (and
         ``env.get_world_state``), or 0 when it has none.
-      state_scale: ``[state_dim]`` factors our global state multiplies JaxMARL's by, or
-        ``None`` (JaxMARL's state as it is).
+      state_map: ``(world_state [state_dim] float32) -> [state_dim] float32``, our global
+        state from JaxMARL's flattened one, or ``None`` (JaxMARL's state as it is).
     """
 
     name: str
@@ -53,7 +53,7 @@ class Family:
     stats: tuple[tuple[str, Callable[[PyTree, jax.Array], jax.Array]], ...] = ()
     scripted: Callable[[jax.Array, PyTree, jax.Array], jax.Array] | None = None
     state_dim: int = 0
-    state_scale: tuple[float, ...] | None = None
+    state_map: Callable[[jax.Array], jax.Array] | None = None
 
 
 def family_of(env: Any) -> Family:
@@ -124,15 +124,12 @@ def smax(env: Any, heuristic_enemy: bool) -> Family:
     attack action), else steps along the cardinal direction closest to the direction of
     the closest living enemy; dead allies stop.
 
-    The global state is JaxMARL's ``world_state`` with each unit's position divided by the
-    map's width and height (into [0, 1]) and its weapon cooldown by the longest cooldown of
-    any unit type (SMAX lets a cooldown run below zero; scaled, it stays within about
-    [-1.5, 1]), so that every unit feature is of order one as in SMAC's state, which
-    pymarl normalizes the same way. JaxMARL's own state gives positions in map units
-    (up to 32): QMIX's hypernetworks fed with it at pymarl2's settings (Adam, lr 1e-3,
-    default initialization) diverged on 3m (mixed Q-values of 85 to 160 against returns
-    below 2), where JaxMARL's ``qmix_rnn`` damps it with a 0.001 initialization scale of
-    its mixer and a learning rate of 5e-5.
+    The global state is JaxMARL's ``world_state`` with every feature in [0, 1]
+    (:func:`smax_state_map`), as in SMAC's state, which pymarl normalizes the same way.
+    JaxMARL's own state gives positions in map units (up to 32): QMIX's hypernetworks fed
+    with it at pymarl2's settings (Adam, lr 1e-3, default initialization) diverged on 3m
+    (mixed Q-values of 85 to 160 against returns below 2), where JaxMARL's ``qmix_rnn``
+    damps it with a 0.001 initialization scale of its mixer and a learning rate of 5e-5.
     """
     core = env._env if heuristic_enemy else env
     allies, moves = core.num_allies, core.num_movement_actions
@@ -185,19 +182,40 @@ def smax(env: Any, heuristic_enemy: bool) -> Family:
 
     return Family("smax", core.max_steps + 1, shared_reward=heuristic_enemy,
                   terminal=terminal, stats=(("won", won),), scripted=scripted,
-                  state_dim=int(core.state_size), state_scale=smax_state_scale(core))
+                  state_dim=int(core.state_size), state_map=smax_state_map(core))
 
 
-def smax_state_scale(core: Any) -> tuple[float, ...]:
-    """Factors of SMAX's ``world_state`` (every unit's ``own_features``: health, position,
-    weapon cooldown, unit-type one-hot; then every unit's team, then its type): positions
-    over the map's width and height, weapon cooldowns over the longest cooldown, the rest 1."""
-    scale = np.ones(int(core.state_size))
-    names = list(core.own_features)
+def smax_state_map(core: Any) -> Callable[[jax.Array], jax.Array]:
+    """Our SMAX global state from JaxMARL's flattened ``world_state`` ``[U * (4 + B) + 2U]``
+    (every unit's ``own_features``: health fraction, position, weapon cooldown, unit-type
+    one-hot of B bits; then every unit's team; then its type as an integer), every feature
+    in [0, 1]:
+
+    * positions divided by the map's width and height;
+    * weapon cooldowns divided by the unit's own type's cooldown and clipped to [0, 1], as
+      SMAX's own observations give them (``_get_own_features``). The state JaxMARL returns
+      holds the raw cooldown, which falls by the step's time for as long as a unit does not
+      shoot, without bound: a zealot that never reaches an enemy reads -9.4 of the longest
+      cooldown within one random 2s3z battle, and more the longer a policy keeps its
+      units out of range;
+    * the integer unit types divided by the largest type index;
+    * health fractions, type bits and teams as they are.
+    """
+    units, names = int(core.num_agents), list(core.own_features)
     width = len(names)
-    longest = float(np.max(np.asarray(core.unit_type_weapon_cooldowns)))
-    for unit in range(core.num_agents):
-        scale[unit * width + names.index("position_x")] = 1.0 / core.map_width
-        scale[unit * width + names.index("position_y")] = 1.0 / core.map_height
-        scale[unit * width + names.index("weapon_cooldown")] = 1.0 / longest
-    return tuple(float(x) for x in scale)
+    x_col, y_col = names.index("position_x"), names.index("position_y")
+    cd_col = names.index("weapon_cooldown")
+    cooldowns = jnp.asarray(core.unit_type_weapon_cooldowns, jnp.float32)  # [types]
+    top_type = max(len(core.unit_type_names) - 1, 1)
+    size = jnp.asarray([core.map_width, core.map_height], jnp.float32)
+
+    def state_map(world_state: jax.Array) -> jax.Array:
+        own = world_state[:units * width].reshape(units, width)  # [U, 4 + B]
+        teams = world_state[units * width:units * (width + 1)]  # [U]
+        types = world_state[units * (width + 1):]  # [U] integer-valued
+        cooldown = own[:, cd_col] / cooldowns[types.astype(jnp.int32)]
+        own = own.at[:, jnp.asarray([x_col, y_col])].divide(size)
+        own = own.at[:, cd_col].set(jnp.clip(cooldown, 0.0, 1.0))
+        return jnp.concatenate([own.reshape(-1), teams, types / top_type])
+
+    return state_map

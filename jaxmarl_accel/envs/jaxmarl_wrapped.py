@@ -195,8 +195,6 @@ def state_of(w: Wrapped, state: JaxMARLState, params: JaxMARLParams) -> jax.Arra
 
 def global_state(w: Wrapped, world_state: jax.Array) -> jax.Array:
     """Our global state ``[state_dim]`` float32 of JaxMARL's ``world_state``: flattened and
-    scaled by the family's ``state_scale`` where it has one."""
+    mapped by the family's ``state_map`` where it has one."""
     state = jnp.ravel(world_state).astype(jnp.float32)
-    if w.family.state_scale is not None:
-        state = state * jnp.asarray(w.family.state_scale, jnp.float32)
-    return state
+    return state if w.family.state_map is None else w.family.state_map(state)
