@@ -65,6 +65,10 @@ for _algo in ("qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"):  # paper 00
     SUITE[f"{_algo}-fig3b"] = ["--algo", _algo, "--preset", "paper004-p1.5"]
     if _algo in ("qmix", "macpo", "accmer"):
         SUITE[f"{_algo}-fig3a"] = ["--algo", _algo, "--preset", "paper004-p0"]
+# MAC-PO with eq. 2's raw weights as priorities and in the loss: the variant that began to
+# learn the -1.5 task at pymarl2's replay (one seed of two at 500K env steps)
+SUITE["macpo-fig3b-raw-both"] = [*SUITE["macpo-fig3b"], "--macpo-weighting", "both",
+                                 "--macpo-normalization", "none"]
 for _algo in ("qmix", "vdn", "iql", "macpo", "accmer"):  # paper 004: N agents, N stags
     for _agents in (8, 16, 32):
         for _suffix, _punish in (("", "0.0"), ("-punish", "-1.5")):

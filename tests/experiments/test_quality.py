@@ -60,9 +60,12 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
     for name, flags in quality.SUITE.items():
         argv = [*flags, "--out", "unused"]
         config = run.config_from_args(run.apply_preset(parser, parser.parse_args(argv), argv))
-        if name.endswith("-fig3b"):
+        if "-fig3b" in name:
             assert dict(config.env_kwargs)["miscapture_punishment"] == -1.5
             assert config.batch_size == 128 and config.buffer_capacity == 10_000
+        if name == "macpo-fig3b-raw-both":
+            assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
+                "both", "none")
     assert {n[:-6] for n in quality.SUITE if n.endswith("-fig3b")} == {
         "qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"}
 
