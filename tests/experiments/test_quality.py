@@ -66,6 +66,9 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
         if name == "macpo-fig3b-raw-both":
             assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
                 "both", "none")
+        if name.endswith("-fig3b-eps1m"):
+            assert config.learner.epsilon_anneal_steps == 1_000_000
+            assert config.learner.epsilon_start == 0.995
     assert {n[:-6] for n in quality.SUITE if n.endswith("-fig3b")} == {
         "qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"}
 
