@@ -202,11 +202,24 @@ def observe(state: ValueState, env_steps: jax.Array, episodes: jax.Array) -> Val
                          episodes=jnp.asarray(episodes, jnp.int32))
 
 
+def cuts_rows(sk: Skeleton, batch: Episode | Transition) -> bool:
+    """Whether ``config.train_rows`` shortens this batch's episodes (static)."""
+    rows = sk.config.train_rows
+    return sk.recurrent and 0 < rows < batch.filled.shape[1] - 1
+
+
 def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     """The batch as episodes (:func:`~.batches.transition_episode` for the feed-forward
-    form), shape-checked, its reward times ``config.reward_scale``."""
+    form), shape-checked, its reward times ``config.reward_scale``; with
+    ``config.train_rows`` = K below the episodes' ``T`` the leaves keep rows 0..K
+    (``[B, K + 1, ...]``) and row K is marked unfilled, so that an episode still running
+    there bootstraps from it as a truncated one (:func:`~.targets.td_lambda_targets`)."""
     episode = batch if sk.recurrent else batches.transition_episode(sk.spec, batch)
     batches.check_episode(sk.spec, episode, sk.state_dim)
+    if cuts_rows(sk, episode):
+        rows = sk.config.train_rows
+        episode = jax.tree.map(lambda x: x[:, :rows + 1], episode)
+        episode = episode.replace(filled=episode.filled.at[:, rows].set(0))
     if sk.config.reward_scale != 1.0:  # static: runs at the default compute what they did
         episode = episode.replace(reward=episode.reward.astype(jnp.float32)
                                   * sk.config.reward_scale)
@@ -324,6 +337,9 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
     optimal weight, :class:`LossInfo`)."""
     episode = as_episode(sk, batch)
     chex.assert_shape(weights, episode.filled.shape[:1])
+    cut = ({"cut_episodes": jnp.mean((batch.filled[:, sk.config.train_rows] > 0)
+                                     .astype(jnp.float32))}
+           if cuts_rows(sk, batch) else {})
 
     def loss_fn(params: ValueParams) -> tuple[jax.Array, tuple[LossInfo, jax.Array]]:
         q = agent_q(sk, params.agent, episode)
@@ -341,7 +357,7 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
                "grad_norm": optax.tree.norm(grads),
                "epsilon": targets.epsilon(sk.config, state.env_steps),
                "target_updated": (new_state.last_target_update != old_last).astype(jnp.float32),
-               **info.weighted}
+               **info.weighted, **cut}
     return new_state.replace(step=state.step + 1), metrics, info.td
 
 

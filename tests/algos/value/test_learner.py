@@ -237,3 +237,49 @@ def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
     np.testing.assert_allclose(out[3.0][1], out[1.0][1], rtol=1e-6)
     with pytest.raises(ValueError, match="reward_scale must be > 0"):
         dataclasses.replace(SMALL, reward_scale=0.0)
+
+
+def _update_outputs(algo_name: str, config: ValueConfig, batch: Episode):
+    algo = make_algo(algo_name, value_spec(), config)
+    state = algo.init(jax.random.key(2))
+    weights = jnp.ones(batch.filled.shape[0])
+    return jax.jit(algo.update)(state, batch, weights, jax.random.key(3))
+
+
+@pytest.mark.parametrize("algo_name", ["qmix", "owqmix", "macpo"])
+def test_train_rows_past_every_episode_change_nothing(algo_name):
+    """With ``train_rows`` at or past every episode's bootstrap row, only padding rows are
+    dropped: the update (parameters, metrics, priorities) is the full-length one."""
+    spec = value_spec()
+    batch = random_episodes(jax.random.key(5), spec, (3, 4, 2), (True, False, False))
+    full = _update_outputs(algo_name, SMALL, batch)
+    short = _update_outputs(algo_name, dataclasses.replace(SMALL, train_rows=4), batch)
+    assert float(short[1].pop("cut_episodes")) == 0.0
+    assert_trees_close(short[0].params, full[0].params, rtol=1e-5, atol=1e-6)
+    assert_trees_close(short[1], full[1], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(short[2], full[2], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("algo_name", ["qmix", "owqmix"])
+def test_train_rows_cut_a_longer_episode_as_a_truncated_one(algo_name):
+    """An episode running past ``train_rows`` = K is learned as the same episode truncated
+    after K steps (rows K.. unfilled, not terminated), bootstrapped from row K."""
+    spec = value_spec()
+    batch = random_episodes(jax.random.key(6), spec, (6, 2), (True, False))
+    cut_at = 3
+    truncated = batch.replace(
+        filled=batch.filled.at[0, cut_at:].set(0.0),
+        terminated=batch.terminated.at[0, cut_at:].set(0.0))
+    short = _update_outputs(algo_name, dataclasses.replace(SMALL, train_rows=cut_at), batch)
+    full = _update_outputs(algo_name, SMALL, truncated)
+    assert float(short[1].pop("cut_episodes")) == 0.5
+    assert_trees_close(short[0].params, full[0].params, rtol=1e-5, atol=1e-6)
+    assert_trees_close(short[1], full[1], rtol=1e-4, atol=1e-6)
+    # and it differs from learning the whole episode
+    whole = _update_outputs(algo_name, SMALL, batch)
+    assert not np.allclose(float(short[1]["loss"]), float(whole[1]["loss"]))
+
+
+def test_train_rows_is_checked():
+    with pytest.raises(ValueError, match="train_rows must be an int >= 0"):
+        dataclasses.replace(SMALL, train_rows=-1)
