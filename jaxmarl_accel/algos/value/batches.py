@@ -70,6 +70,23 @@ def check_episode(spec: EnvSpec, batch: Episode, state_dim: int) -> None:
         chex.assert_shape(batch.state, (bsz, rows, state_dim))
 
 
+def first_rows(batch: Episode, rows: int) -> Episode:
+    """Episodes ``[B, T + 1, ...]`` cut to their first ``rows`` = K steps: leaves
+    ``[B, K + 1, ...]`` with row K marked unfilled, so that an episode still running there
+    bootstraps from row K as a truncated one (:func:`~.targets.td_lambda_targets`). ``rows``
+    0 or at least ``T`` returns ``batch`` itself (static: nothing changes)."""
+    if not 0 < rows < batch.filled.shape[1] - 1:
+        return batch
+    cut = jax.tree.map(lambda x: x[:, :rows + 1], batch)
+    return cut.replace(filled=cut.filled.at[:, rows].set(0))
+
+
+def cut_fraction(batch: Episode, rows: int) -> jax.Array:
+    """The fraction ``[]`` of the episodes ``[B, T + 1, ...]`` that :func:`first_rows` cuts
+    (still running at step ``rows``)."""
+    return jnp.mean((batch.filled[:, rows] > 0).astype(jnp.float32))
+
+
 def mixer_input(batch: Episode, state_dim: int) -> jax.Array:
     """The mixer's view of the global state ``[B, T + 1, S']``: ``batch.state`` as float32
     when the env has one (``state_dim > 0``), else every agent's observation concatenated

@@ -4,7 +4,8 @@ OW-/CW-QMIX, MAC-PO and AccMER weighted QMIX's ``Q*`` with a weighting of QMIX's
 One update (QMIX, Rashid et al. 2018, Alg. 1 of its appendix; the loss of its Sec. 4):
 
 1. the shared agent network over every replayed episode, ``Q_i(tau_t, .)`` ``[B, T+1, N, A]``
-   (recurrent agents unrolled from a zero GRU state at each episode's start);
+   (recurrent agents unrolled from a zero GRU state at each episode's start; with
+   ``train_rows`` K over its first K steps only, :func:`~.batches.first_rows`);
 2. targets: the target agents and target mixer at the online network's greedy available
    actions (double Q, van Hasselt et al. 2016), then TD(lambda) over each episode
    (:func:`~.targets.td_lambda_targets`);
@@ -30,9 +31,6 @@ nothing in acting (:mod:`~.central`):
    :mod:`~.wqmix`; MAC-PO's normalized optimal weight or 1, :mod:`~.macpo`); each
    episode's priority is the mean of the weighting's priority terms over its filled steps
    (OW-/CW-QMIX: ``|Q_tot - y|``; MAC-PO: its eq.-2 weight).
-
-The sampler's own per-episode weights (PER's importance weights, ones when uniform)
-multiply the loss as well.
 """
 
 from __future__ import annotations
@@ -202,24 +200,13 @@ def observe(state: ValueState, env_steps: jax.Array, episodes: jax.Array) -> Val
                          episodes=jnp.asarray(episodes, jnp.int32))
 
 
-def cuts_rows(sk: Skeleton, batch: Episode | Transition) -> bool:
-    """Whether ``config.train_rows`` shortens this batch's episodes (static)."""
-    rows = sk.config.train_rows
-    return sk.recurrent and 0 < rows < batch.filled.shape[1] - 1
-
-
 def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     """The batch as episodes (:func:`~.batches.transition_episode` for the feed-forward
-    form), shape-checked, its reward times ``config.reward_scale``; with
-    ``config.train_rows`` = K below the episodes' ``T`` the leaves keep rows 0..K
-    (``[B, K + 1, ...]``) and row K is marked unfilled, so that an episode still running
-    there bootstraps from it as a truncated one (:func:`~.targets.td_lambda_targets`)."""
+    form), shape-checked, cut to ``config.train_rows`` steps (:func:`~.batches.first_rows`),
+    its reward times ``config.reward_scale``."""
     episode = batch if sk.recurrent else batches.transition_episode(sk.spec, batch)
     batches.check_episode(sk.spec, episode, sk.state_dim)
-    if cuts_rows(sk, episode):
-        rows = sk.config.train_rows
-        episode = jax.tree.map(lambda x: x[:, :rows + 1], episode)
-        episode = episode.replace(filled=episode.filled.at[:, rows].set(0))
+    episode = batches.first_rows(episode, sk.config.train_rows if sk.recurrent else 0)
     if sk.config.reward_scale != 1.0:  # static: runs at the default compute what they did
         episode = episode.replace(reward=episode.reward.astype(jnp.float32)
                                   * sk.config.reward_scale)
@@ -337,9 +324,6 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
     optimal weight, :class:`LossInfo`)."""
     episode = as_episode(sk, batch)
     chex.assert_shape(weights, episode.filled.shape[:1])
-    cut = ({"cut_episodes": jnp.mean((batch.filled[:, sk.config.train_rows] > 0)
-                                     .astype(jnp.float32))}
-           if cuts_rows(sk, batch) else {})
 
     def loss_fn(params: ValueParams) -> tuple[jax.Array, tuple[LossInfo, jax.Array]]:
         q = agent_q(sk, params.agent, episode)
@@ -357,7 +341,9 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
                "grad_norm": optax.tree.norm(grads),
                "epsilon": targets.epsilon(sk.config, state.env_steps),
                "target_updated": (new_state.last_target_update != old_last).astype(jnp.float32),
-               **info.weighted, **cut}
+               **info.weighted}
+    if sk.recurrent and episode.filled.shape != batch.filled.shape:  # cut by train_rows
+        metrics["cut_episodes"] = batches.cut_fraction(batch, sk.config.train_rows)
     return new_state.replace(step=state.step + 1), metrics, info.td
 
 
