@@ -69,6 +69,9 @@ for _algo in ("qmix", "vdn", "owqmix", "cwqmix", "macpo", "accmer"):  # paper 00
 # learn the -1.5 task at pymarl2's replay (one seed of two at 500K env steps)
 SUITE["macpo-fig3b-raw-both"] = [*SUITE["macpo-fig3b"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]
+# AccMER with the same raw weights (its "auto" weighting is already both): its ranking and
+# reuse (Alg. 1) on top of the MAC-PO variant above
+SUITE["accmer-fig3b-raw"] = [*SUITE["accmer-fig3b"], "--macpo-normalization", "none"]
 # exploration, not the paper's setting: at -1.5 the default runs stop capturing once epsilon
 # reaches 0.05 at 100K env steps (training captures per episode 0.59 -> 0.004), so these
 # anneal it over 1M env steps instead, MAC-PO's default beside QMIX's
