@@ -32,9 +32,11 @@ agent GRU width 512, mixer embedding 64 and hypernetworks of 256, learning rate 
 gradient clipping at norm 10, gamma 0.99, double-Q one-step targets, epsilon 1.0 -> 0.05
 over the first 10% of the env steps, learning from 10,000 env steps, target copy every 10
 rounds (ours: 10 x 16 episodes), the reward scaled by ``REW_SCALE`` = 10 in the targets
-(ours: ``--reward-scale``; the H200 record of ``docs/results-jaxmarl.md`` predates this and
-ran ours on the env's reward), the env's keywords (``see_enemy_actions``,
-``walls_cause_death``, ``attack_mode``).
+(ours: ``--reward-scale``; the first H200 record of ``docs/results-jaxmarl.md`` predates
+this and ran ours on the env's reward), the env's keywords (``see_enemy_actions``,
+``walls_cause_death``, ``attack_mode``). Ours unrolls every replayed episode over all 101
+rows unless ``--ours-set train_rows=K`` cuts the update to each episode's first K steps
+(``ValueConfig.train_rows``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
 128 times a round, across episode ends (every step a real one); ours counts ``T`` = 101
