@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 from typing import Any
@@ -148,16 +149,16 @@ def entry_row(name: str, summary: dict[str, Any],
            "random_return": summary["random_return"],
            "scripted_return": summary["scripted_return"]}
     if summary["env"] == "simple_tag":
-        touches = sorted(t["predator"] / TOUCH_REWARD for t in summary[
-            "final_eval_return_per_team"])
-        row["median_touches"] = touches[len(touches) // 2]
+        row["median_touches"] = statistics.median(
+            t["predator"] / TOUCH_REWARD for t in summary["final_eval_return_per_team"])
         row["random_touches"] = summary["random_return_per_team"]["predator"] / TOUCH_REWARD
     if summary["env"] == "stag_hunt":
         num_agents = env_kwargs.get("num_agents", 8)
         most = STAG_REWARD * min(env_kwargs.get("num_stags", 8), num_agents // 2)
         row["max_return"] = most  # a capture freezes >= 2 agents: at most N / 2 captures
-        captures = sorted(summary["final_eval_captures_per_episode_per_seed"])
-        row["median_captures"] = captures[len(captures) // 2]
+        row["median_captures"] = statistics.median(
+            summary["final_eval_captures_per_episode_per_seed"])  # of an even count: the mean
+        # of the middle two, as the median return
         row["random_captures"] = summary["random_captures_per_episode"]
         row["scripted_captures"] = summary["scripted_captures_per_episode"]
     if summary["env"] == "simple_speaker_listener":

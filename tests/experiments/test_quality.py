@@ -50,6 +50,10 @@ def test_table_reports_stag_hunt_returns_against_the_most_possible(tmp_path):
     row = {r["entry"]: r for r in quality.build_table(str(tmp_path))}["qmix-stag8"]
     assert row["max_return"] == 40.0 and row["median_captures"] == 3.0
     assert "median return 30.0 of 40 possible" in (tmp_path / "table.md").read_text()
+    summary.update({"final_eval_captures_per_episode_per_seed": [0.0, 3.6, 0.0, 3.5]})
+    _write(tmp_path / "even", "qmix-stag8", summary, {"num_agents": 8, "num_stags": 8})
+    row = {r["entry"]: r for r in quality.build_table(str(tmp_path / "even"))}["qmix-stag8"]
+    assert row["median_captures"] == 1.75  # 4 seeds: the middle two's mean, not the upper one
     assert quality.SUITE["qmix-stag32"][:4] == ["--env", "stag_hunt", "--agents", "32"]
 
 
