@@ -137,5 +137,8 @@ class ValueConfig:
                 or self.train_rows < 0):
             raise ValueError(f"train_rows must be an int >= 0 (0: every row), got "
                              f"{self.train_rows!r}")
+        if self.train_rows and self.agent != "rnn":
+            raise ValueError("train_rows cuts replayed episodes: it needs agent 'rnn' (an "
+                             "'mlp' agent learns from single transitions)")
         if not isinstance(self.double_q, bool):
             raise ValueError(f"double_q must be a bool, got {self.double_q!r}")

@@ -283,3 +283,5 @@ def test_train_rows_cut_a_longer_episode_as_a_truncated_one(algo_name):
 def test_train_rows_is_checked():
     with pytest.raises(ValueError, match="train_rows must be an int >= 0"):
         dataclasses.replace(SMALL, train_rows=-1)
+    with pytest.raises(ValueError, match="train_rows cuts replayed episodes"):
+        dataclasses.replace(SMALL_MLP, train_rows=40)
