@@ -156,9 +156,9 @@ def entry_row(name: str, summary: dict[str, Any],
         num_agents = env_kwargs.get("num_agents", 8)
         most = STAG_REWARD * min(env_kwargs.get("num_stags", 8), num_agents // 2)
         row["max_return"] = most  # a capture freezes >= 2 agents: at most N / 2 captures
+        # of an even seed count: the middle two's mean, as the median return
         row["median_captures"] = statistics.median(
-            summary["final_eval_captures_per_episode_per_seed"])  # of an even count: the mean
-        # of the middle two, as the median return
+            summary["final_eval_captures_per_episode_per_seed"])
         row["random_captures"] = summary["random_captures_per_episode"]
         row["scripted_captures"] = summary["scripted_captures_per_episode"]
     if summary["env"] == "simple_speaker_listener":

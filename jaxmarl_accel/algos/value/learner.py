@@ -206,7 +206,7 @@ def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     its reward times ``config.reward_scale``."""
     episode = batch if sk.recurrent else batches.transition_episode(sk.spec, batch)
     batches.check_episode(sk.spec, episode, sk.state_dim)
-    episode = batches.first_rows(episode, sk.config.train_rows if sk.recurrent else 0)
+    episode = batches.first_rows(episode, sk.config.train_rows)  # 0 unless recurrent
     if sk.config.reward_scale != 1.0:  # static: runs at the default compute what they did
         episode = episode.replace(reward=episode.reward.astype(jnp.float32)
                                   * sk.config.reward_scale)

@@ -240,10 +240,9 @@ def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
 
 
 def _update_outputs(algo_name: str, config: ValueConfig, batch: Episode):
-    algo = make_algo(algo_name, value_spec(), config)
-    state = algo.init(jax.random.key(2))
+    c = compiled(algo_name, value_spec(), config)
     weights = jnp.ones(batch.filled.shape[0])
-    return jax.jit(algo.update)(state, batch, weights, jax.random.key(3))
+    return c.update(c.init(jax.random.key(2)), batch, weights, jax.random.key(3))
 
 
 @pytest.mark.parametrize("algo_name", ["qmix", "owqmix", "macpo"])
