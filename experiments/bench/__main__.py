@@ -18,6 +18,8 @@ SUBCOMMANDS = {
     "qmix_smax": "QMIX on JaxMARL's SMAX (heuristic enemy, 3m) against JaxMARL's qmix_rnn.py: "
                  "greedy win rate over seeds, steps/s, compile",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
+    "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
+                 "backward, shape by shape, and which one the library picks",
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
     "chunk_memory": "the compiled chunk's state, temporaries and estimated peak against the "
                     "replay's capacity (no training)",

@@ -67,3 +67,18 @@ def test_scale_bench_times_team_learners_and_the_rollout_alone(tmp_path, capsys)
         assert r["agent_steps_per_s"] == pytest.approx(7 * r["env_steps_per_s"])
         assert r["rollout_env_steps_per_s"] > 0 and r["compile_s"] > 0
     assert "rollout" in capsys.readouterr().out
+
+
+def test_gru_paths_bench_times_both_paths_and_restores_the_limit(tmp_path, capsys):
+    from jaxmarl_accel.algos.value import networks
+    limit = networks.SAVED_GATES_BYTES
+    path = tmp_path / "gru.json"
+    main(["gru_paths", "--shapes", "mpe_spread_b32", "--reps", "1", "--json", str(path)])
+    row = json.loads(path.read_text())["shapes"]["mpe_spread_b32"]
+    assert set(row["median_s"]) == {"saved_gates", "rematerialized"}
+    assert all(s > 0 for s in row["median_s"].values())
+    assert row["picked"] == "saved_gates" and row["faster"] in row["median_s"]
+    assert limit == networks.SAVED_GATES_BYTES  # restored
+    assert "mpe_spread_b32: saved gates" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="--reps"):
+        main(["gru_paths", "--shapes", "mpe_spread_b32", "--reps", "0"])

@@ -98,10 +98,10 @@ def init_agent(agent: RNNAgent | MLP, key: jax.Array, in_dim: int) -> PyTree:
 
 
 SAVED_GATES_BYTES = 32 * 2**20
-"""Largest batch (in bytes of what the update keeps: inputs, encodings, gates and states,
-:func:`saved_gates_bytes`) that :func:`unroll` runs through :mod:`~.gru`'s hand-written
-backward pass; larger ones take the rematerialized scan, whose memory is one GRU state per
-step."""
+"""Largest batch per 64 hidden units (in bytes of what the update keeps: inputs, encodings,
+gates and states, :func:`saved_gates_bytes`) that :func:`unroll` runs through
+:mod:`~.gru`'s hand-written backward pass (:func:`uses_saved_gates`); larger ones take the
+rematerialized scan, whose memory is one GRU state per step."""
 
 
 def saved_gates_bytes(rows: int, sequences: int, in_dim: int, hidden: int) -> int:
@@ -109,6 +109,25 @@ def saved_gates_bytes(rows: int, sequences: int, in_dim: int, hidden: int) -> in
     ``sequences`` (episodes x agents): the inputs and, per step, the encoding, the three
     input projections, the four gates and the state (float32)."""
     return 4 * rows * sequences * (in_dim + 9 * hidden)
+
+
+def uses_saved_gates(rows: int, sequences: int, in_dim: int, hidden: int) -> bool:
+    """Whether :func:`unroll` takes :mod:`~.gru`'s saved-gates path for ``rows`` steps of
+    ``sequences`` (episodes x agents): when :func:`saved_gates_bytes` is at most
+    :data:`SAVED_GATES_BYTES` per 64 hidden units.
+
+    The limit grows with the width because the saved-gates path gains by running the input
+    and output layers as one matmul over all steps and by not recomputing the ``[H, 3H]``
+    recurrent products, work that grows as ``H^2`` per row while the bytes it keeps grow as
+    ``H``. Agent forward and backward on the 2-core CPU, saved gates against rematerialized
+    (``python -m experiments.bench gru_paths``, ``docs/results/gru_paths/``): hidden 512, 32
+    SMAX 3m episodes of 41 rows 0.41 s against 0.59 s, of 102 rows 1.08 s against 1.43 s, at
+    128 episodes level (5.3 s); hidden 64, 32 stag-hunt episodes (201 rows, 8 agents) 0.34 s
+    against 0.26 s, so those stay rematerialized; hidden 256 at 41 rows 0.16 s against
+    0.20 s.
+    """
+    limit = SAVED_GATES_BYTES * max(1, hidden // 64)
+    return saved_gates_bytes(rows, sequences, in_dim, hidden) <= limit
 
 
 def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
@@ -128,9 +147,9 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
 
     Two paths with the same forward values:
 
-    * small batches (:func:`saved_gates_bytes` <= :data:`SAVED_GATES_BYTES`, e.g. 32 MPE
-      episodes): the input and output layers run over all steps at once and only the GRU
-      recurrence is scanned, with :mod:`~.gru`'s backward pass (faster: the weights'
+    * small batches or wide GRUs (:func:`uses_saved_gates`, e.g. 32 MPE episodes, or 32 SMAX
+      episodes at hidden 512): the input and output layers run over all steps at once and
+      only the GRU recurrence is scanned, with :mod:`~.gru`'s backward pass (faster: the weights'
       gradients are one matmul each, nothing is recomputed);
     * larger ones: each scanned step builds its own inputs (:func:`agent_inputs`), encodes
       them, steps the GRU and reads its Q-values, and is rematerialized
@@ -142,7 +161,7 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
     """
     batch, rows, n = obs.shape[:3]
     in_dim = obs.shape[-1] + n + (0 if prev_action is None else prev_action.shape[-1])
-    if saved_gates_bytes(rows, batch * n, in_dim, agent.hidden) <= SAVED_GATES_BYTES:
+    if uses_saved_gates(rows, batch * n, in_dim, agent.hidden):
         x = agent_inputs(obs.astype(jnp.float32), prev_action)  # [B, T + 1, N, in]
         x = jnp.swapaxes(x, 0, 1).reshape(rows, batch * n, in_dim)
         hs = gru.unroll_cell(params["params"]["cell"],

@@ -115,8 +115,17 @@ def test_large_batches_take_the_rematerialized_path():
     # stag-hunt batches (201 rows, 8 agents, inputs 75 + 8 + 6, hidden 64) keep the
     # memory-lean scan even at 32 episodes; 32 MPE-spread episodes (26 rows, 3 agents)
     # take the saved-gates path
-    assert networks.saved_gates_bytes(201, 32 * 8, 89, 64) > networks.SAVED_GATES_BYTES
-    assert networks.saved_gates_bytes(26, 32 * 3, 26, 64) < networks.SAVED_GATES_BYTES
+    assert not networks.uses_saved_gates(201, 32 * 8, 89, 64)
+    assert networks.uses_saved_gates(26, 32 * 3, 26, 64)
+
+
+def test_wide_grus_keep_their_gates_up_to_a_limit_that_grows_with_the_width():
+    # 32 SMAX 3m episodes of 102 rows (3 agents, inputs 42, hidden 512) keep 182 MB, which
+    # the saved-gates path runs faster at that width; at 128 episodes it is too large
+    assert networks.saved_gates_bytes(102, 32 * 3, 42, 512) > networks.SAVED_GATES_BYTES
+    assert networks.uses_saved_gates(102, 32 * 3, 42, 512)
+    assert not networks.uses_saved_gates(102, 128 * 3, 42, 512)
+    assert networks.uses_saved_gates(26, 32 * 3, 26, 512)  # small batches at any width
 
 
 def test_mlp_agent_shares_one_network_across_agents():
