@@ -73,6 +73,10 @@ SUITE["macpo-fig3b-raw-both"] = [*SUITE["macpo-fig3b"], "--macpo-weighting", "bo
 # AccMER with the same raw weights (its "auto" weighting is already both): its ranking and
 # reuse (Alg. 1) on top of the MAC-PO variant above
 SUITE["accmer-fig3b-raw"] = [*SUITE["accmer-fig3b"], "--macpo-normalization", "none"]
+# the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
+SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
+                                 "--macpo-normalization", "none"]
+SUITE["accmer-fig3a-raw"] = [*SUITE["accmer-fig3a"], "--macpo-normalization", "none"]
 # exploration, not the paper's setting: at -1.5 the default runs stop capturing once epsilon
 # reaches 0.05 at 100K env steps (training captures per episode 0.59 -> 0.004), so these
 # anneal it over 1M env steps instead, MAC-PO's default beside QMIX's

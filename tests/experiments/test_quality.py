@@ -67,7 +67,9 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
         if "-fig3b" in name:
             assert dict(config.env_kwargs)["miscapture_punishment"] == -1.5
             assert config.batch_size == 128 and config.buffer_capacity == 10_000
-        if name in ("macpo-fig3b-raw-both", "accmer-fig3b-raw"):
+        if "-fig3a" in name:
+            assert dict(config.env_kwargs)["miscapture_punishment"] == 0.0
+        if name.endswith(("-raw-both", "-raw")):
             assert config.algo == name.split("-")[0]
             assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
                 "both" if config.algo == "macpo" else "auto", "none")
