@@ -20,7 +20,12 @@ have been taken; ours: ``learning_starts`` set to that round's env steps), so bo
 same number of updates (read back from both programs' outputs and recorded).
 
 Timing: compile time is ``lower().compile()`` of the whole program after
-``jax.clear_caches()`` (tracing and lowering, then XLA, recorded apart); throughput is env
+``jax.clear_caches()`` (tracing and lowering, then XLA, recorded apart). Ours is compiled
+with the XLA options the library compiles its programs with
+(:func:`jaxmarl_accel.trainer.compiling.compiler_options`: on the CPU, optimization level 1
+with LLVM's expensive passes off), theirs with XLA's defaults, as each side's users get
+them; ``--ref-compiler-options ours`` gives theirs our options too (both recorded as
+``*_compiler_options``). Throughput is env
 steps per second of the compiled program including its initialisation and learning,
 ``block_until_ready``, one warm-up call then ``--reps`` calls of each side interleaved (ours,
 theirs, ours, ...) so that both see the same background load; ``steps_per_s`` is the
@@ -93,6 +98,7 @@ from experiments.bench.timing import (
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
 REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
@@ -253,14 +259,17 @@ def bench_seeds(args: argparse.Namespace, settings: Settings, reference: Any | N
                 seeds: int, learn: bool = True) -> dict[str, Any]:
     """The record of one seed count: both sides compiled, timed and compared."""
     keys = jax.random.split(jax.random.PRNGKey(args.seed), seeds)
+    ours_options = compiler_options()
     sides = [Side("ours", make_trainer(our_config(settings, args.rounds, learn)).train, keys,
-                  args.rounds * settings.num_envs * OUR_EPISODE_STEPS, our_updates)]
+                  args.rounds * settings.num_envs * OUR_EPISODE_STEPS, our_updates,
+                  ours_options)]
     if reference is not None:
         module, base = reference
         config = reference_config(base, settings, args.rounds, learn)
         env, _ = module.env_from_config(copy.deepcopy(config))
         sides.append(Side("ref", module.make_train(copy.deepcopy(config), env), keys,
-                          config["TOTAL_TIMESTEPS"], reference_updates))
+                          config["TOTAL_TIMESTEPS"], reference_updates,
+                          ours_options if args.ref_compiler_options == "ours" else None))
     run_sides(sides, args.reps)
     record: dict[str, Any] = {"seeds": seeds, "rounds": args.rounds, "learning": learn,
                               "first_update_round": first_update_round(settings)}
@@ -304,6 +313,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also time the 1-seed programs without learning, to split a "
                              "round into collection and update")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
+    parser.add_argument("--ref-compiler-options", choices=("xla", "ours"), default="xla",
+                        help="XLA options JaxMARL's program is compiled with: xla = XLA's "
+                             "defaults (default), ours = the options ours is compiled with "
+                             "(jaxmarl_accel.trainer.compiling)")
     add_collect_block_argument(parser)
     parser.add_argument("--xla-flags", default="",
                         help="added to XLA_FLAGS before the backend starts, for both sides "

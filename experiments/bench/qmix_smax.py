@@ -5,8 +5,9 @@ JaxMARL's own ``baselines/QLearning/qmix_rnn.py`` at its SMAX settings, side by 
 --json docs/results/qmix_smax_3m.json`` trains each seed on both sides for the same number of
 env steps and records, per seed and side: the greedy win rate at the end, env steps per
 second of the compiled program (learning and the final greedy test included), and compile
-time (tracing and lowering, then XLA, after ``jax.clear_caches()``); then the median and
-interquartile range of the win rates over seeds.
+time (tracing and lowering, then XLA, after ``jax.clear_caches()``; ours with the library's
+XLA options, :func:`jaxmarl_accel.trainer.compiling.compiler_options`, theirs with XLA's
+defaults); then the median and interquartile range of the win rates over seeds.
 
 * ours: ``make_trainer(config).train`` with ``algo="qmix"`` on
   ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then one
@@ -80,6 +81,7 @@ from experiments.bench.timing import (
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
 REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
@@ -211,7 +213,8 @@ def load_reference(src: str) -> tuple[Any, dict[str, Any]]:
 
 def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
              win_rates_of: Any, updates_of: Any, vmapped: bool = False,
-             real_steps_of: Any = None) -> dict[str, Any]:
+             real_steps_of: Any = None,
+             options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The side's record: ``train`` compiled for one seed and called once per key, or with
     ``vmapped`` compiled once for all keys (one program of all seeds) and called once.
 
@@ -219,9 +222,10 @@ def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
     ``vmapped``, every seed made that many steps in the same call). ``real_steps_of(out)``,
     where given, is each seed's count of env steps its episodes really took (our episode
     round runs ``T`` rows per episode and masks those after the episode's end); the real
-    rate is then recorded beside the counted one."""
+    rate is then recorded beside the counted one. ``options``: the XLA compiler options of
+    the side's program (ours: the library's; theirs: XLA's defaults)."""
     program_keys = keys if vmapped else keys[:1]
-    compiled, lower_s, xla_s = compile_program(train, program_keys)
+    compiled, lower_s, xla_s = compile_program(train, program_keys, options)
     calls = [keys] if vmapped else [keys[index:index + 1] for index in range(keys.shape[0])]
     seconds, wins, updates, real, real_rates = [], [], 0, [], []
     for call_keys in calls:
@@ -242,7 +246,8 @@ def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
               f" ({float(np.median(real_rates)):,.0f} per s per seed, median)", flush=True)
     extra = {f"{name}_real_env_steps_per_seed": real,
              f"{name}_real_steps_per_s_median": float(np.median(real_rates))} if real else {}
-    return extra | {f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
+    return extra | {f"{name}_compiler_options": dict(options or {}),
+            f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
             f"{name}_xla_compile_s": xla_s, f"{name}_env_steps_per_seed": steps_per_seed,
             f"{name}_updates_per_seed": updates, f"{name}_vmapped": vmapped,
             f"{name}_seconds": seconds, f"{name}_win_rate_per_seed": wins,
@@ -340,10 +345,11 @@ def main(args: argparse.Namespace) -> None:
     real_steps = lambda out: [float(length) * episodes for length in np.asarray(
         out[1].train_stats["episode_length"])[:, -1]]  # one chunk: eval_every = total
     record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rates,
-                           our_updates, args.vmap_seeds, real_steps))
+                           our_updates, args.vmap_seeds, real_steps, compiler_options()))
     _write(args.json, record)
     if args.ours_vmapped and not args.vmap_seeds:
-        compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys)
+        compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys,
+                                                   compiler_options())
         elapsed, _ = timed_call(compiled, keys)
         record.update(ours_vmapped_compile_s=lower_s + xla_s,
                       ours_vmapped_steps_per_s=args.seeds * steps / elapsed)

@@ -14,12 +14,13 @@ from typing import Any
 import jax
 
 
-def compile_program(train: Callable, keys: jax.Array) -> tuple[Any, float, float]:
-    """``jax.jit(jax.vmap(train))`` compiled for ``keys``, after clearing JAX's caches:
-    ``(executable, trace-and-lower seconds, XLA compile seconds)``."""
+def compile_program(train: Callable, keys: jax.Array,
+                    options: dict[str, Any] | None = None) -> tuple[Any, float, float]:
+    """``jax.jit(jax.vmap(train), compiler_options=options)`` compiled for ``keys``, after
+    clearing JAX's caches: ``(executable, trace-and-lower seconds, XLA compile seconds)``."""
     jax.clear_caches()
     start = time.perf_counter()
-    lowered = jax.jit(jax.vmap(train)).lower(keys)
+    lowered = jax.jit(jax.vmap(train), compiler_options=options or None).lower(keys)
     lowered_at = time.perf_counter()
     compiled = lowered.compile()
     return compiled, lowered_at - start, time.perf_counter() - lowered_at
@@ -42,9 +43,11 @@ class Side:
     """One program of the comparison, compiled for a seed count, with its timed calls."""
 
     def __init__(self, name: str, train: Callable, keys: jax.Array, steps_per_seed: int,
-                 updates_of: Callable[[Any], int]) -> None:
+                 updates_of: Callable[[Any], int],
+                 options: dict[str, Any] | None = None) -> None:
         self.name, self.keys, self.steps_per_seed = name, keys, steps_per_seed
-        self.compiled, self.lower_s, self.xla_s = compile_program(train, keys)
+        self.options = dict(options or {})
+        self.compiled, self.lower_s, self.xla_s = compile_program(train, keys, self.options)
         self.instructions = hlo_instructions(self.compiled)
         self.updates_of, self.samples, self.updates = updates_of, [], -1
 
@@ -56,7 +59,8 @@ class Side:
 
     def summary(self) -> dict[str, Any]:
         steps = self.keys.shape[0] * self.steps_per_seed
-        return {f"{self.name}_compile_s": self.lower_s + self.xla_s,
+        return {f"{self.name}_compiler_options": self.options,
+                f"{self.name}_compile_s": self.lower_s + self.xla_s,
                 f"{self.name}_lower_s": self.lower_s, f"{self.name}_xla_compile_s": self.xla_s,
                 f"{self.name}_hlo_instructions": self.instructions,
                 f"{self.name}_env_steps_per_seed": self.steps_per_seed,

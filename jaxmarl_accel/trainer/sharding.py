@@ -31,6 +31,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState
 
 PyTree = Any
@@ -163,7 +164,8 @@ class ShardedTrainer(NamedTuple):
 
 def make_sharded_trainer(trainer: Trainer, layout: DeviceLayout, seeds: int,
                          devices: Sequence[jax.Device] | None = None) -> ShardedTrainer:
-    """Jit ``trainer``'s init and chunk for ``seeds`` seeds sharded as ``layout`` says.
+    """Jit ``trainer``'s init and chunk for ``seeds`` seeds sharded as ``layout`` says, with
+    :func:`~jaxmarl_accel.trainer.compiling.compiler_options` for the devices' platform.
 
     Raises:
       ValueError: when ``seeds`` or the trainer's envs do not fit the layout.
@@ -179,10 +181,12 @@ def make_sharded_trainer(trainer: Trainer, layout: DeviceLayout, seeds: int,
     abstract = jax.tree.map(lambda s, sh: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sh),
                             shapes, shardings)
     full = replicated(mesh)
-    init = jax.jit(init_all, in_shardings=full, out_shardings=shardings)
+    options = compiler_options(mesh.devices.flat[0].platform)
+    init = jax.jit(init_all, in_shardings=full, out_shardings=shardings,
+                   compiler_options=options)
     run_chunk = jax.jit(jax.vmap(trainer.run_chunk, in_axes=(0, None)),
                         in_shardings=(shardings, full), out_shardings=(shardings, full),
-                        donate_argnums=0)
+                        donate_argnums=0, compiler_options=options)
     first_seed = jax.jit(lambda tree: jax.tree.map(lambda x: x[0], tree), out_shardings=full)
     return ShardedTrainer(trainer=trainer, mesh=mesh, seeds=seeds, abstract_state=abstract,
                           shardings=shardings, init=init, run_chunk=run_chunk,

@@ -23,6 +23,9 @@ scan over chunks. Seeds are a ``jax.vmap`` over keys outside::
     train = make_train(config)
     state, metrics = jax.jit(jax.vmap(train))(jax.random.split(key, num_seeds))
 
+(``compiler_options=compiler_options()`` from :mod:`~jaxmarl_accel.trainer.compiling` in
+that ``jax.jit`` compiles it about a third faster on the CPU, as the command line does.)
+
 The host loop (``experiments/run.py``) calls :attr:`Trainer.run_chunk` instead, so it can
 log, checkpoint and draw progress between chunks; both paths compute the same numbers.
 Round and chunk indices enter as scan inputs (never vmapped), so every schedule derived
