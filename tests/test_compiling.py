@@ -1,4 +1,5 @@
-"""The XLA options the training programs are compiled with (:mod:`jaxmarl_accel.trainer.compiling`)."""
+"""The XLA options the training programs are compiled with
+(:mod:`jaxmarl_accel.trainer.compiling`)."""
 
 from __future__ import annotations
 

@@ -157,3 +157,58 @@ def test_running_episode_statistics_end_with_their_episode():
                                           jnp.array([False, True, True]))
     np.testing.assert_array_equal(running["tags"], [0.0, 0.0, 0.0])
     assert float(finished["tags"]) == 9.0
+
+
+@pytest.mark.parametrize("round_kind", ["transition", "episode"])
+def test_the_update_is_traced_once_per_program(monkeypatch, round_kind):
+    """The cond that skips updates before learning starts returns zeros shaped like the
+    update's metrics without tracing the update a second time (``shapes_once``), for 2 seeds
+    and a shorter last chunk (``within_run`` wraps the round in another such cond)."""
+    from jaxmarl_accel.algos.value import ValueConfig
+    from jaxmarl_accel.trainer import steps
+    from jaxmarl_accel.trainer.rounds import episode, transition
+
+    module = transition if round_kind == "transition" else episode
+    traced = []
+
+    def counted(*args, **kwargs):
+        traced.append(1)
+        return steps.learn_step(*args, **kwargs)
+
+    monkeypatch.setattr(module, "learn_step", counted)
+    if round_kind == "transition":
+        config = tiny_config(total_env_steps=500)  # the third chunk runs 2 of its 4 rounds
+    else:
+        config = TrainConfig(
+            env="stag_hunt", algo="qmix", env_kwargs=(("episode_length", 5), ("grid_size", 4),
+                                                      ("num_agents", 2), ("num_stags", 1)),
+            learner=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8),
+            buffer_capacity=8, batch_size=2, num_envs=2, total_env_steps=50, eval_every=20,
+            eval_episodes=2)
+    trainer = make_trainer(config)
+    assert trainer.total_steps % trainer.steps_per_chunk != 0  # within_run's cond is there
+    jax.jit(jax.vmap(trainer.train)).trace(jax.random.split(jax.random.PRNGKey(0), 2))
+    assert len(traced) == 1
+
+
+def test_shapes_once_reads_the_shapes_of_the_last_trace_and_traces_otherwise():
+    from jaxmarl_accel.trainer.rounds.state import shapes_once
+
+    calls = []
+
+    def fn(x, y):
+        calls.append(1)
+        return {"sum": x + y, "outer": jnp.outer(x, y)}
+
+    run, shapes = shapes_once(fn)
+    x, y = jnp.ones(3), jnp.arange(3.0)
+    first = shapes(x, y)  # nothing traced yet: eval_shape traces fn
+    assert len(calls) == 1 and first["outer"].shape == (3, 3)
+    np.testing.assert_array_equal(run(x, y)["sum"], [1.0, 2.0, 3.0])
+    assert len(calls) == 2
+    again = shapes(x, y)
+    assert len(calls) == 2  # read from run's trace
+    assert jax.tree.map(lambda s: (s.shape, s.dtype), again) == jax.tree.map(
+        lambda s: (s.shape, s.dtype), first)
+    shapes(jnp.ones(4), jnp.ones(4))  # other types: traced
+    assert len(calls) == 3

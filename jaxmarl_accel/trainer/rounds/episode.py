@@ -55,6 +55,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     Round,
     RoundOutput,
     TrainState,
+    shapes_once,
     within_run,
     zeros_like_shapes,
 )
@@ -104,9 +105,11 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                 jax.tree.map(keep, learned.buffer, buffer_state),
                 jax.tree.map(lambda m: jnp.where(filled, m, 0), learned.metrics), filled)
 
+    run_learn, learn_shapes = shapes_once(learn)  # traced once: the cond's true branch
+
     def skip(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
              update_key: jax.Array) -> tuple[PyTree, PyTree, dict[str, jax.Array], jax.Array]:
-        shapes = jax.eval_shape(learn, algo_state, buffer_state, sample_key, update_key)[2]
+        shapes = learn_shapes(algo_state, buffer_state, sample_key, update_key)[2]
         return algo_state, buffer_state, zeros_like_shapes(shapes), jnp.zeros((), bool)
 
     def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
@@ -118,7 +121,7 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
         buffer_state = buffer.add(state.buffer, batch.episodes)
         algo_state = observe(algo_state, clock + steps, episodes)
         algo_state, buffer_state, learner, updated = jax.lax.cond(
-            round_index >= first_round, learn, skip, algo_state, buffer_state, sample_key,
+            round_index >= first_round, run_learn, skip, algo_state, buffer_state, sample_key,
             update_key)
         stats = {name: jnp.sum(value) for name, value in batch.stats.items()}
         stats["episode_length"] = jnp.sum(batch.lengths).astype(jnp.float32)

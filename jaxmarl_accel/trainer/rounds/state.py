@@ -141,20 +141,54 @@ def zeros_like_shapes(shapes: PyTree) -> PyTree:
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
 
 
+def shapes_once(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``fn`` that remembers its outputs' shapes, and an ``eval_shape`` of ``fn`` that reads them.
+
+    A ``lax.cond`` whose other branch returns zeros shaped like ``fn``'s outputs traces ``fn``
+    twice when that branch calls ``jax.eval_shape(fn, ...)``: once for the shapes and once as
+    the branch. Tracing the learner's update is seconds of a training program's compile, so
+    the rounds pass ``run`` as the cond's true branch, which ``lax.cond`` traces first (jax
+    0.10), and call ``shapes`` in the other, which then reuses the shapes of that trace. Were
+    the order to change, ``shapes`` would trace ``fn`` itself: slower, never wrong.
+
+    Returns:
+      ``(run, shapes)``: ``run(*args)`` is ``fn(*args)``; ``shapes(*args)`` is
+      ``jax.eval_shape(fn, *args)``, read from ``run``'s last trace for arguments of the same
+      types (per-seed types under ``vmap``, as both branches see them) and traced otherwise.
+    """
+    memo: dict[Any, Any] = {}
+
+    def signature(args: tuple[Any, ...]) -> Any:
+        leaves, tree = jax.tree.flatten(args)
+        return tree, tuple(jax.typeof(leaf) for leaf in leaves)
+
+    def run(*args: Any) -> Any:
+        out = fn(*args)
+        memo[signature(args)] = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), out)
+        return out
+
+    def shapes(*args: Any) -> Any:
+        known = memo.get(signature(args))
+        return known if known is not None else jax.eval_shape(fn, *args)
+
+    return run, shapes
+
+
 def within_run(run_round: RoundFn, total_rounds: int) -> RoundFn:
     """``run_round`` for rounds before ``total_rounds``; later rounds (the rest of a shorter
     last chunk, which runs in the same compiled scan) leave the state as it is and report
     nothing. The round index is a scan input, not vmapped, so this is a real branch."""
+    run, shapes = shapes_once(run_round)
 
     def skip_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
-        return state, zeros_like_shapes(jax.eval_shape(run_round, state, round_index)[1])
+        return state, zeros_like_shapes(shapes(state, round_index)[1])
 
     def maybe_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
-        return jax.lax.cond(round_index < total_rounds, run_round, skip_round, state,
-                            round_index)
+        return jax.lax.cond(round_index < total_rounds, run, skip_round, state, round_index)
 
     return maybe_round
 
 
 __all__ = ["EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState", "add_episode_stats",
-           "sum_ends", "within_run", "zeros_like_shapes"]
+           "shapes_once", "sum_ends", "within_run", "zeros_like_shapes"]

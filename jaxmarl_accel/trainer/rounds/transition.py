@@ -28,6 +28,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     RoundOutput,
     TrainState,
     add_episode_stats,
+    shapes_once,
     sum_ends,
     within_run,
     zeros_like_shapes,
@@ -149,8 +150,10 @@ def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, alg
         state, metrics = jax.lax.scan(update_once, state, None, length=updates)
         return state, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
 
+    run, shapes = shapes_once(run_updates)  # traced once: the cond's true branch
+
     def skip_updates(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        return state, zeros_like_shapes(jax.eval_shape(run_updates, state)[1])
+        return state, zeros_like_shapes(shapes(state)[1])
 
     def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
         state, ends = jax.lax.scan(env_iteration, state, None, length=iters)
@@ -158,7 +161,7 @@ def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, alg
         # after resuming from a checkpoint without the replay, which is refilled first
         ready = (((round_index + 1) * steps_per_round >= start_updates_after)
                  & (state.buffer.size >= min(start_updates_after, config.buffer_capacity)))
-        state, learner = jax.lax.cond(ready, run_updates, skip_updates, state)
+        state, learner = jax.lax.cond(ready, run, skip_updates, state)
         return state, RoundOutput(sum_ends(ends), learner, ready)
 
     return run_round
