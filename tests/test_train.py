@@ -212,3 +212,23 @@ def test_shapes_once_reads_the_shapes_of_the_last_trace_and_traces_otherwise():
         lambda s: (s.shape, s.dtype), first)
     shapes(jnp.ones(4), jnp.ones(4))  # other types: traced
     assert len(calls) == 3
+
+
+def test_batched_like_broadcasts_only_under_a_vmap_of_its_reference():
+    from jaxmarl_accel.trainer.train import batched_like
+
+    zeros, keys = jnp.zeros((2, 3)), jax.random.split(jax.random.PRNGKey(0), 4)
+    assert batched_like(zeros, keys[0]) is zeros
+    out = jax.jit(jax.vmap(lambda k: (batched_like(zeros, k), batched_like(k, k))))(keys)
+    assert out[0].shape == (4, 2, 3) and np.all(np.asarray(out[0]) == 0)
+    np.testing.assert_array_equal(np.asarray(out[1]), np.asarray(keys))
+
+
+def test_the_scan_over_chunks_starts_from_a_state_batched_over_seeds(trainer):
+    """Under ``vmap(train)`` every leaf of the scan's initial carry has the seed axis (the
+    empty replay included), so vmap batches the chunk's body once, not twice."""
+    jaxpr = jax.make_jaxpr(jax.vmap(trainer.train))(jax.random.split(jax.random.PRNGKey(0), 3))
+    (scan,) = [eqn for eqn in jaxpr.jaxpr.eqns if eqn.primitive.name == "scan"]
+    consts, carry = scan.params["num_consts"], scan.params["num_carry"]
+    carry_avals = [v.aval for v in scan.invars[consts:consts + carry]]
+    assert carry_avals and all(a.shape[:1] == (3,) for a in carry_avals)

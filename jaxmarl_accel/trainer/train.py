@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
 
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo, make_algo
@@ -155,13 +156,41 @@ def make_trainer(config: cfg.TrainConfig) -> Trainer:
                                     plan.updates_per_round)
 
     def train(key: jax.Array) -> tuple[TrainState, ChunkMetrics]:
-        return jax.lax.scan(run_chunk, init(key), jnp.arange(num_chunks))
+        state = jax.tree.map(lambda x: batched_like(x, key), init(key))
+        return jax.lax.scan(run_chunk, state, jnp.arange(num_chunks))
 
     return Trainer(config=config, env=env, env_params=env_params, algo=algo, buffer=buffer,
                    init=init, run_chunk=run_chunk, evaluate=evaluate, train=train,
                    num_chunks=num_chunks, steps_per_chunk=rounds * plan.steps_per_round,
                    total_steps=plan.total_rounds * plan.steps_per_round,
                    first_update_step=plan.first_update_step)
+
+
+@custom_vmap
+def batched_like(x: jax.Array, ref: jax.Array) -> jax.Array:
+    """``x`` itself; under a ``jax.vmap`` that maps ``ref``, ``x`` batched along that axis too,
+    even where it does not depend on the mapped input (broadcast to the axis's size).
+
+    For the compile, not the numbers: ``train`` passes the initial state through it (``ref``
+    its key) before the scan over chunks. ``vmap``'s rule for a scan whose carry starts partly
+    unbatched (the empty replay, zero optimizer moments: nothing of the seed's key) batches
+    the scan's body once, finds carries that its body batches, and batches the whole body
+    again; nested in the scan over chunks, that doubles the work of batching everything in a
+    chunk (rounds, update, evaluation). Starting the carry batched makes it one pass. The
+    chunk program the command line compiles (``vmap(run_chunk)`` over a state already per
+    seed) had one pass already. The state is then per seed everywhere, as in that program:
+    the few replay fields no seed changes (e.g. MPE's available actions, all True) are stored
+    per seed too.
+    """
+    del ref
+    return x
+
+
+@batched_like.def_vmap
+def _broadcast_rule(axis_size: int, in_batched: list[bool], x: jax.Array,
+                    ref: jax.Array) -> tuple[jax.Array, bool]:
+    del ref
+    return (x if in_batched[0] else jnp.broadcast_to(x, (axis_size, *x.shape))), True
 
 
 def chunk_metrics(state: TrainState, out: RoundOutput, eval_return: jax.Array,
@@ -190,4 +219,4 @@ def make_train(config: cfg.TrainConfig) -> Callable[[jax.Array], tuple[TrainStat
 
 
 __all__ = ["ChunkMetrics", "EpisodeEnds", "RoundOutput", "TrainState", "Trainer",
-           "chunk_metrics", "learner_observes", "make_train", "make_trainer"]
+           "batched_like", "chunk_metrics", "learner_observes", "make_train", "make_trainer"]
