@@ -25,7 +25,8 @@ learners                    :func:`make_algo`, :class:`Algo`, :class:`ActorCriti
                             :class:`ActorCriticState`
 training                    :func:`make_train`, :func:`make_trainer`, :class:`Trainer`,
                             :class:`TrainConfig`, :class:`TrainState`,
-                            :class:`ChunkMetrics`, :class:`Transition`
+                            :class:`ChunkMetrics`, :class:`Transition`,
+                            :func:`compiler_options`
 data path                   :func:`transition_step`, :func:`learn_step`,
                             :func:`learner_policy`
 devices                     :func:`plan_layout`, :class:`DeviceLayout`,
@@ -59,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Episode": "jaxmarl_accel.types",
     "collect_episodes": "jaxmarl_accel.trainer.steps",
     "make_train": "jaxmarl_accel.trainer.train",
+    "compiler_options": "jaxmarl_accel.trainer.compiling",
     "make_trainer": "jaxmarl_accel.trainer.train",
     "Trainer": "jaxmarl_accel.trainer.train",
     "TrainState": "jaxmarl_accel.trainer.train",
@@ -95,6 +97,7 @@ __all__ = [
     "ValueConfig",
     "Episode",
     "collect_episodes",
+    "compiler_options",
     "evaluate_policy",
     "learn_step",
     "learner_policy",
@@ -122,6 +125,7 @@ if TYPE_CHECKING:
     from jaxmarl_accel.envs import Env, EnvSpec, make
     from jaxmarl_accel.envs.evaluate import EvalResult, evaluate_policy
     from jaxmarl_accel.envs.policies import learner_policy
+    from jaxmarl_accel.trainer.compiling import compiler_options
     from jaxmarl_accel.trainer.sharding import (
         DeviceLayout,
         ShardedTrainer,
