@@ -47,3 +47,40 @@ def test_a_program_compiled_with_them_computes_what_the_defaults_do(monkeypatch)
     fast = jax.jit(program, compiler_options=compiler_options("cpu")).lower(w, xs).compile()
     default = jax.jit(program).lower(w, xs).compile()
     np.testing.assert_allclose(fast(w, xs), default(w, xs), rtol=1e-5)
+
+
+def _tiny_trainer():
+    from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    return make_trainer(TrainConfig(
+        env="simple_spread", env_kwargs=(("num_agents", 2),), algo="maddpg", buffer_capacity=64,
+        batch_size=8, num_envs=2, total_env_steps=40, update_every=10, learning_starts=10,
+        eval_every=40, eval_episodes=1))
+
+
+def test_the_sharded_chunk_compiles_and_runs_with_them(monkeypatch):
+    """The command line's path: ``make_sharded_trainer`` jits init and chunk with the options
+    (the suite's own ``XLA_FLAGS`` would leave them out, so they are cleared here)."""
+    from jaxmarl_accel.trainer.sharding import DeviceLayout, make_sharded_trainer
+
+    monkeypatch.setenv("XLA_FLAGS", "")
+    trainer = _tiny_trainer()
+    sharded = make_sharded_trainer(trainer, DeviceLayout(1, 1), seeds=2,
+                                   devices=jax.devices("cpu")[:1])
+    compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
+    state, metrics = compiled(sharded.init(jax.random.PRNGKey(0)), np.int32(0))
+    assert np.asarray(state.env_steps).tolist() == [40, 40]
+    assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
+
+
+def test_make_sharded_trainer_passes_them_to_xla(monkeypatch):
+    """An option XLA does not know, given in their place, reaches XLA's compile and fails it."""
+    from jaxmarl_accel.trainer import sharding
+
+    monkeypatch.setattr(sharding, "compiler_options", lambda platform: {"xla_no_such": 1})
+    trainer = _tiny_trainer()
+    sharded = sharding.make_sharded_trainer(trainer, sharding.DeviceLayout(1, 1), seeds=2,
+                                            devices=jax.devices("cpu")[:1])
+    with pytest.raises(Exception, match="xla_no_such"):
+        sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
