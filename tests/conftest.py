@@ -27,10 +27,13 @@ import tempfile
 
 import jax
 
+from jaxmarl_accel.trainer.compiling import CPU_OPTIONS
 from tests.xdist_groups import pytest_xdist_make_scheduler  # noqa: F401  (a pytest hook)
 
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true"
-"""Added to ``XLA_FLAGS`` before any backend starts (see the module docstring)."""
+TEST_XLA_FLAGS = " ".join(f"--{name}={str(value).lower()}" for name, value in CPU_OPTIONS.items())
+"""Added to ``XLA_FLAGS`` before any backend starts (see the module docstring): the options
+the library compiles its CPU programs with (:data:`jaxmarl_accel.trainer.compiling.CPU_OPTIONS`)
+as flags, ``--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true``."""
 
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
