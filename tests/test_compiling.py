@@ -84,3 +84,12 @@ def test_make_sharded_trainer_passes_them_to_xla(monkeypatch):
                                             devices=jax.devices("cpu")[:1])
     with pytest.raises(Exception, match="xla_no_such"):
         sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
+
+
+def test_the_suite_adds_only_the_flags_its_jaxlib_knows():
+    """``tests/conftest.py`` probes its own flags in a child process before adding them: an
+    unknown one would abort every test process at its backend's start."""
+    from tests.conftest import _known_to_xla
+
+    assert _known_to_xla("--xla_backend_optimization_level=1")
+    assert not _known_to_xla("--xla_no_such_flag_here=true")

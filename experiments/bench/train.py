@@ -107,14 +107,14 @@ def update_share(trainer: Any, state: Any, rate: float, repeats: int = 10) -> di
 
 def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learners: str,
               rate: float) -> dict[str, Any]:
-    steps_per_round = max(args.num_envs, args.update_every)
+    base = flags.train_config_from_args(args, env=env,
+                                        env_kwargs=((agent_count_kwarg(env), agents),))
+    steps_per_round = max(base.num_envs, base.update_every)  # flags left out: the defaults
     chunk_steps = max(steps_per_round, args.chunk_steps // steps_per_round * steps_per_round)
-    config = flags.train_config_from_args(
-        args, env=env, env_kwargs=((agent_count_kwarg(env), agents),),
-        total_env_steps=chunk_steps * (args.chunks + 1), learning_starts=args.batch_size,
-        eval_every=chunk_steps, eval_episodes=8)
     config = dataclasses.replace(
-        config, learner=dataclasses.replace(config.learner, learners=learners))
+        base, total_env_steps=chunk_steps * (args.chunks + 1),
+        learning_starts=base.batch_size, eval_every=chunk_steps, eval_episodes=8,
+        learner=dataclasses.replace(base.learner, learners=learners))
     trainer = make_trainer(config)
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     check_state_fits(jax.eval_shape(jax.vmap(trainer.init), keys), seeds)
@@ -125,8 +125,9 @@ def bench_one(args: argparse.Namespace, env: str, agents: int, seeds: int, learn
     record = {"env": env, "num_agents": agents, "seeds": seeds, "learners": learners,
               "env_steps_per_s": seeds * chunk_steps * args.chunks / elapsed,
               "env_steps_per_s_per_seed": chunk_steps * args.chunks / elapsed,
-              "compile_s": compile_s, "num_envs": args.num_envs, "batch": args.batch_size,
-              "update_every": args.update_every, "algo": args.algo,
+              "compile_s": compile_s, "num_envs": config.num_envs,
+              "batch": config.batch_size, "update_every": config.update_every,
+              "algo": config.algo,
               "updates_per_chunk": int(np.asarray(metrics.updates)[0])}
     if seeds == 1:
         record.update(update_share(trainer, state, rate))
@@ -139,8 +140,11 @@ def main(args: argparse.Namespace) -> None:
     except peers.PeerUnavailable as error:
         raise SystemExit(f"error: {error}") from None
     peer_results: dict[tuple[str, int], dict[str, peers.PeerResult]] = {}
-    rate = matmul_rate(args.batch_size)
-    print(f"dense matmul rate ([{args.batch_size},64]@[64,64] chain): {rate / 1e9:.1f} GFLOP/s")
+    batch = flags.train_config_from_args(  # the family's default where the flag is left out
+        args, env=args.envs[0],
+        env_kwargs=((agent_count_kwarg(args.envs[0]), args.agents[0]),)).batch_size
+    rate = matmul_rate(batch)
+    print(f"dense matmul rate ([{batch},64]@[64,64] chain): {rate / 1e9:.1f} GFLOP/s")
     header = (f"{'env':<14}{'N':>4}{'seeds':>6}{'learners':>11}{'steps/s':>11}"
               f"{'per seed':>10}{'compile s':>10}{'upd ms':>8}{'mm share':>9}")
     print(header)
