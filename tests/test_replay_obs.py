@@ -71,7 +71,7 @@ def test_a_run_learns_the_same_to_float_rounding():
 
 @pytest.mark.parametrize(("algo", "critic", "sharing", "batch"), [
     ("matd3", "knearest", "team", "pairs"), ("masac", "pic", "team", "pairs"),
-    ("maddpg", "meanfield", "team", "joint_steps"), ("maddpg", "knearest", "agent", "joint_steps")])
+    ("maddpg", "meanfield", "team", "joint_steps")])
 def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, critic, sharing,
                                                                        batch):
     """The replay hands a neighbourhood learner the packed physical states, and it observes
