@@ -15,9 +15,10 @@ start as subprocesses:
   ``XLA_FLAGS`` says (its records are the same with the expensive passes on or off). Level 0
   is not used: it turned one fingerprint configuration's state into NaNs;
 * where this jaxlib knows it, one flag of the suite's own, :data:`TEST_ONLY_XLA_FLAGS`
-  (XLA's older fusion emitters: the suite's compiles take about 0.7 of the time). The
-  fingerprint's records hold with it. An ``XLA_FLAGS`` that already sets a level is left as
-  it is;
+  (XLA's older fusion emitters: the suite's compiles take about 0.7 of the time). They
+  change the last bits of results, so the fingerprint turns the fusion emitters back on for
+  its own programs (:func:`tests.fingerprint.compile_options`). An ``XLA_FLAGS`` that already
+  sets a level is left as it is;
 * under ``-n N`` (``--dist loadgroup``, the project's default), a module marked
   ``pytestmark = pytest.mark.xdist_group(...)`` runs on one worker
   (:mod:`tests.xdist_groups`), so its module fixtures are computed once.

@@ -41,6 +41,10 @@ programs and the command-line run) whatever ``XLA_FLAGS`` says, so that a record
 ``python -m tests.fingerprint`` and the test suite compile the same code. Level 1, as the
 test suite compiles (``tests/conftest.py``), not XLA's default 3: the 25 programs the suite
 fingerprints compile in about 60% of the time."""
+FUSION_EMITTERS = "xla_cpu_use_fusion_emitters"
+"""XLA's CPU fusion emitters, which the test suite turns off to compile faster
+(``tests/conftest.py``) and the fingerprint keeps on, as they were when it was recorded: the
+older emitters change the last bits of every configuration's state."""
 ALGOS = ("maddpg", "matd3", "masac")
 SAMPLERS = ("uniform", "neighbor", "per", "prioritized_locality", "reuse")
 LAYOUTS = ("transition_major", "agent_major")
@@ -142,6 +146,16 @@ def leaf_sums(tree: Any) -> list[float]:
     return sorted(out)
 
 
+def compile_options() -> dict[str, Any]:
+    """XLA options of the fingerprinted programs, whatever ``XLA_FLAGS`` says: optimization
+    level :data:`FINGERPRINT_XLA_LEVEL`, and the fusion emitters on where ``XLA_FLAGS`` names
+    them (where it does not, they are on already, and a jaxlib without them is not asked)."""
+    options: dict[str, Any] = {"xla_backend_optimization_level": FINGERPRINT_XLA_LEVEL}
+    if FUSION_EMITTERS in os.environ.get("XLA_FLAGS", ""):
+        options[FUSION_EMITTERS] = True
+    return options
+
+
 def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     """Hashes and sums of the state and chunk metrics after two chunks from ``PRNGKey(0)``."""
     from jaxmarl_accel.trainer.train import make_trainer
@@ -149,7 +163,7 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     trainer = make_trainer(cfg)
     key = jax.random.PRNGKey(0)
     program = jax.jit(trainer.train).trace(key).lower().compile(
-        compiler_options={"xla_backend_optimization_level": FINGERPRINT_XLA_LEVEL})
+        compiler_options=compile_options())
     state, metrics = program(key)
     return {"state": leaf_hashes(state), "metrics": leaf_hashes(metrics),
             "state_sums": leaf_sums(state)}
@@ -159,7 +173,8 @@ def cli_metrics() -> str:
     """The ``metrics.csv`` text of a short CLI run (2 seeds, 2 chunks)."""
     with tempfile.TemporaryDirectory() as out:
         flags = [f for f in os.environ.get("XLA_FLAGS", "").split()
-                 if not f.startswith("--xla_backend_optimization_level")]
+                 if not f.startswith(("--xla_backend_optimization_level",
+                                      f"--{FUSION_EMITTERS}"))]
         flags.append(f"--xla_backend_optimization_level={FINGERPRINT_XLA_LEVEL}")
         subprocess.run([sys.executable, "-m", "experiments.run", *CLI_ARGS, "--out", out],
                        check=True, capture_output=True,

@@ -15,6 +15,12 @@ Measured on a 2-core AMD EPYC (jax 0.10.2), quiet machine:
   compile 31.0 and 30.9 s at the defaults, 22.0 and 23.6 s with these options; the second
   chunk 48.6 and 46.5 s at the defaults, 45.9 and 42.7 s with them.
 
+XLA's older fusion emitters (``--xla_cpu_use_fusion_emitters=false``) are not among the options:
+they compile bench ``qmix``'s program in the same time (10.4 s against 10.5 s), the 6-agent
+MADDPG and MASAC programs of bench ``train`` (spread, 8 seeds) in 3.7-4.3 s instead of
+4.9-5.5 s at the same steps/s within the noise, and ran a chunk of 8-agent QMIX on the stag
+hunt in 31.0 s against 29.5 s. The test suite, whose time is all compiling, uses them.
+
 Level 0 is not used: it turned one test configuration's state into NaNs. Other platforms
 get no options (their backends are not LLVM-bound the same way, and nothing was measured
 there). An ``XLA_FLAGS`` that sets either option itself wins: the options are then left out.
