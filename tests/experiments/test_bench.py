@@ -30,12 +30,14 @@ def test_sampler_bench_writes_the_samplers_asked_for_and_flashbax(tmp_path, caps
 
 
 def test_train_bench_records_throughput_and_matmul_share(tmp_path):
+    """--num-envs, --update-every and --batch-size left out: the family's defaults apply."""
     path = tmp_path / "train.json"
     main(["train", "--json", str(path), "--envs", "simple_spread", "--agents", "2",
-          "--seeds", "1", "--learners", "parallel", "--num-envs", "2", "--update-every", "10",
-          "--batch-size", "16", "--capacity", "256", "--chunk-steps", "40", "--chunks", "1"])
+          "--seeds", "1", "--learners", "parallel", "--capacity", "2048", "--chunk-steps", "600",
+          "--chunks", "1"])
     (record,) = json.loads(path.read_text())
     assert record["env"] == "simple_spread" and record["num_agents"] == 2
+    assert record["batch"] == 1024 and record["update_every"] == 100
     assert record["env_steps_per_s"] > 0 and record["compile_s"] > 0
     assert record["share_of_matmul_rate"] > 0
 
