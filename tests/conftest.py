@@ -34,6 +34,7 @@ import tempfile
 import jax
 
 from jaxmarl_accel.trainer.compiling import CPU_OPTIONS
+from tests.fingerprint import FUSION_EMITTERS
 from tests.xdist_groups import pytest_xdist_make_scheduler  # noqa: F401  (a pytest hook)
 
 TEST_XLA_FLAGS = " ".join(f"--{name}={str(value).lower()}" for name, value in CPU_OPTIONS.items())
@@ -41,17 +42,14 @@ TEST_XLA_FLAGS = " ".join(f"--{name}={str(value).lower()}" for name, value in CP
 the library compiles its CPU programs with (:data:`jaxmarl_accel.trainer.compiling.CPU_OPTIONS`)
 as flags, ``--xla_backend_optimization_level=1 --xla_llvm_disable_expensive_passes=true``."""
 
-TEST_ONLY_XLA_FLAGS = ("--xla_cpu_use_fusion_emitters=false",)
+TEST_ONLY_XLA_FLAGS = (f"--{FUSION_EMITTERS}=false",)
 """Flags the suite adds where this jaxlib knows them (:func:`_known_to_xla`), though the
 library does not: XLA's CPU backend then generates its fused elementwise loops with its older
 LLVM emitters instead of its MLIR fusion emitters. Measured on a 2-core AMD EPYC (jax 0.10.2),
 empty caches, ``-n 2``: four of the costliest modules (``test_replay_obs``, ``test_pic``,
 ``algos/value/test_learner``, ``test_train``) in 175 s instead of 244 s; a fingerprint
-configuration's program compiled in 3.4 s instead of 5.6 s. Not in the library's options
-because what it saves there is small and its run time is not better: bench ``qmix``'s program
-compiled in 10.4 s against 10.5 s, the 6-agent MADDPG and MASAC spread programs of bench
-``train`` (8 seeds) in 3.7-4.3 s against 4.9-5.5 s at the same steps/s within the runs'
-noise, and one chunk of 8-agent QMIX on the stag hunt ran in 31.0 s against 29.5 s."""
+configuration's program compiled in 3.4 s instead of 5.6 s. Why the library leaves them out,
+with its figures: :mod:`jaxmarl_accel.trainer.compiling`."""
 
 
 def _known_to_xla(flag: str) -> bool:
