@@ -321,9 +321,22 @@ VALUE_TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo
               "--eval-episodes", "2", "--baseline-episodes", "4", "--quiet"]
 
 
-def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(tmp_path):
-    out = str(tmp_path / "qmix")
-    assert run.main([*VALUE_TINY, "--out", out]) == 0
+@pytest.fixture
+def compile_cache_restored():
+    """The suite's compilation cache folder, put back after a test that points it elsewhere."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    folder = jax.config.jax_compilation_cache_dir
+    yield
+    jax.config.update("jax_compilation_cache_dir", folder)
+    compilation_cache.reset_cache()
+
+
+def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(
+        tmp_path, compile_cache_restored):
+    out, cache = str(tmp_path / "qmix"), str(tmp_path / "xla_cache")
+    assert run.main([*VALUE_TINY, "--out", out, "--compile-cache", cache]) == 0
+    assert glob.glob(os.path.join(cache, "jit_run_chunk*"))  # the chunk program was stored
     config = json.loads(Path(out, "config.json").read_text())["train"]
     assert config["algo"] == "qmix" and config["learner"]["hidden"] == 8
     rows = Path(out, "metrics.csv").read_text().splitlines()
@@ -337,8 +350,12 @@ def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(tmp_p
     again = str(tmp_path / "again")
     shutil.copytree(out, again)
     shutil.rmtree(Path(again, "checkpoints", "1"))
-    assert run.main(["--resume", again, "--quiet"]) == 0
+    hits = []
+    jax.monitoring.register_event_listener(
+        lambda event, **_: hits.append(event) if event.endswith("/cache_hits") else None)
+    assert run.main(["--resume", again, "--quiet", "--compile-cache", cache]) == 0
     assert Path(again, "metrics.csv").read_text() == Path(out, "metrics.csv").read_text()
+    assert hits  # the resumed run loaded its programs instead of compiling them again
 
 
 def test_value_learner_defaults_and_family_flags():
