@@ -351,9 +351,16 @@ def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(
     shutil.copytree(out, again)
     shutil.rmtree(Path(again, "checkpoints", "1"))
     hits = []
-    jax.monitoring.register_event_listener(
-        lambda event, **_: hits.append(event) if event.endswith("/cache_hits") else None)
-    assert run.main(["--resume", again, "--quiet", "--compile-cache", cache]) == 0
+
+    def count_hits(event: str, **_) -> None:
+        if event.endswith("/cache_hits"):
+            hits.append(event)
+
+    jax.monitoring.register_event_listener(count_hits)
+    try:
+        assert run.main(["--resume", again, "--quiet", "--compile-cache", cache]) == 0
+    finally:
+        jax.monitoring.unregister_event_listener(count_hits)
     assert Path(again, "metrics.csv").read_text() == Path(out, "metrics.csv").read_text()
     assert hits  # the resumed run loaded its programs instead of compiling them again
 
