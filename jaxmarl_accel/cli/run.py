@@ -249,7 +249,11 @@ def use_compile_cache(folder: str) -> None:
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--compile-cache {folder}: not a folder this process can create "
+                         f"({error.strerror})") from None
     jax.config.update("jax_compilation_cache_dir", os.path.abspath(folder))
     compilation_cache.reset_cache()  # takes effect even after this process compiled before
 

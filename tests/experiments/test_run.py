@@ -122,6 +122,15 @@ def test_flags_accept_the_readme_notation_and_agents_where_they_fit():
     assert run.config_from_args(listener).env_kwargs == ()
 
 
+def test_a_compile_cache_that_is_a_file_is_one_line(tmp_path, capsys):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert run.main([*TINY, "--out", str(tmp_path / "out"), "--compile-cache", str(a_file)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("error: --compile-cache ")
+    assert not (tmp_path / "out").exists()
+
+
 def test_output_folder_problems_are_one_line(tmp_path, capsys):
     a_file = tmp_path / "a_file"
     a_file.write_text("")
