@@ -61,6 +61,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser.add_argument("--marl-eval", metavar="PATH", default=None,
                         help="the marl-eval export, its absolute_metrics this evaluation's "
                              "episodes (default: RUN_DIR/marl_eval.json; 'none' writes none)")
+    flags.add_compile_cache_flag(parser)
     return parser
 
 
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     if args.checkpoint is not None and args.checkpoint < 0:
         parser.error(f"--checkpoint must be >= 0, got {args.checkpoint}")
     try:
+        if args.compile_cache:  # before anything is compiled
+            flags.use_compile_cache(args.compile_cache)
         mirror = remote_run(args.run_dir, args.stage)
         run_dir = mirror.stage if mirror is not None else args.run_dir
         out = args.out or os.path.join(run_dir, outputs.EVALUATION_NAME)

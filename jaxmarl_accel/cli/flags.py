@@ -353,3 +353,35 @@ def parse_key_values(text: str) -> tuple[tuple[str, Any], ...]:
                 continue
         pairs.append((name, value))
     return tuple(sorted(pairs))
+
+
+def add_compile_cache_flag(parser: Any) -> None:
+    """``--compile-cache DIR`` on ``parser`` (an ``ArgumentParser`` or an argument group);
+    the command applies it with :func:`use_compile_cache` before it compiles anything."""
+    parser.add_argument("--compile-cache", metavar="DIR", default=None,
+                        help="JAX's persistent compilation cache folder: a command whose "
+                             "programs were compiled before, with the same settings, seed "
+                             "count and jaxlib (a --resume, a repeated run, an evaluation of "
+                             "the same run), loads them from DIR instead of compiling again "
+                             "(the same as setting JAX_COMPILATION_CACHE_DIR; default: that "
+                             "variable's folder, or no cache)")
+
+
+def use_compile_cache(folder: str) -> None:
+    """Point JAX's persistent compilation cache at ``folder`` (created if missing): every
+    program this process compiles afterwards is stored there and, when an identical one
+    (the same computation, compiler options and jaxlib) was stored before, loaded instead
+    of compiled. Tracing and lowering still run, to compute the cache key. ``ValueError``
+    (one line, naming the flag) when the folder cannot be created."""
+    import os
+
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"--compile-cache {folder}: not a folder this process can create "
+                         f"({error.strerror})") from None
+    jax.config.update("jax_compilation_cache_dir", os.path.abspath(folder))
+    compilation_cache.reset_cache()  # takes effect even after this process compiled before

@@ -116,12 +116,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "offline in wandb/ unless WANDB_MODE or WANDB_API_KEY is set; needs "
                           "wandb); pip install -e '.[loggers]' installs both (default: csv)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--compile-cache", metavar="DIR", default=None,
-                     help="JAX's persistent compilation cache folder: a run (or --resume) "
-                          "whose programs were compiled before, with the same settings, seed "
-                          "count and jaxlib, loads them from DIR instead of compiling again "
-                          "(the same as setting JAX_COMPILATION_CACHE_DIR; default: that "
-                          "variable's folder, or no cache)")
+    flags.add_compile_cache_flag(run)
     devices = parser.add_argument_group("devices (jaxmarl_accel.trainer.sharding)")
     devices.add_argument("--devices", default="auto", metavar="{auto,N}",
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
@@ -241,23 +236,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return config
 
 
-def use_compile_cache(folder: str) -> None:
-    """Point JAX's persistent compilation cache at ``folder`` (created if missing): every
-    program this process compiles afterwards is stored there and, when an identical one
-    (the same computation, compiler options and jaxlib) was stored before, loaded instead
-    of compiled. Tracing and lowering still run, to compute the cache key."""
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"--compile-cache {folder}: not a folder this process can create "
-                         f"({error.strerror})") from None
-    jax.config.update("jax_compilation_cache_dir", os.path.abspath(folder))
-    compilation_cache.reset_cache()  # takes effect even after this process compiled before
-
-
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
     """``--devices``: ``"auto"`` or a positive count (else a one-line parser error)."""
     if text == "auto":
@@ -282,7 +260,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         parser = build_parser(prog)
         args = apply_preset(parser, parser.parse_args(argv), argv)
         if args.compile_cache:  # before anything is compiled
-            use_compile_cache(args.compile_cache)
+            flags.use_compile_cache(args.compile_cache)
         from jaxmarl_accel.cli.remote import mirror_for_run
 
         mirror = mirror_for_run(args.out, args.resume, args.overwrite, args.stage,

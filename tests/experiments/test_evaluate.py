@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
-from tests.experiments.test_run import TINY
+from tests.experiments.test_run import TINY, compile_cache_restored  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
 
@@ -82,7 +82,7 @@ def test_help_documents_every_flag(capsys):
     assert exit_code(["--help"]) == 0
     text = capsys.readouterr().out
     for flag in ("RUN_DIR", "--checkpoint STEP", "--episodes", "--render", "--out PATH",
-                 "--marl-eval PATH"):
+                 "--marl-eval PATH", "--compile-cache DIR"):
         assert flag in text
     assert "``" not in text and "normalized score" in text
 
@@ -210,6 +210,30 @@ def test_a_chosen_checkpoint_renders_beside_out_and_evaluation_is_repeatable(
     assert (result["checkpoint"], result["env_steps_per_seed"]) == (1, [400, 400])
 
 
+def test_a_second_evaluation_loads_its_programs_from_the_compile_cache(
+        trained, tmp_path, compile_cache_restored):  # noqa: F811 (the fixture)
+    import jax
+
+    cache, hits = str(tmp_path / "xla_cache"), []
+
+    def count_hits(event: str, **_) -> None:
+        if event.endswith("/cache_hits"):
+            hits.append(event)
+
+    argv = [trained["qmix"], "--episodes", "4", "--marl-eval", "none", "--compile-cache", cache]
+    assert evaluate.main([*argv, "--out", str(tmp_path / "first.json")]) == 0
+    assert os.listdir(cache)  # the evaluation's programs were stored
+    jax.monitoring.register_event_listener(count_hits)
+    try:
+        assert evaluate.main([*argv, "--out", str(tmp_path / "second.json")]) == 0
+    finally:
+        jax.monitoring.unregister_event_listener(count_hits)
+    assert hits  # and loaded, not compiled again
+    first, second = (json.loads(Path(tmp_path, name).read_text())
+                     for name in ("first.json", "second.json"))
+    assert first["episode_return_per_seed"] == second["episode_return_per_seed"]
+
+
 @pytest.fixture()
 def broken_runs(trained, tmp_path):
     """Folders that cannot be evaluated, by name."""
@@ -240,9 +264,12 @@ def broken_runs(trained, tmp_path):
     ("source", ["--episodes", "0"], "--episodes must be >= 1, got 0"),
     ("source", ["--checkpoint", "-1"], "--checkpoint must be >= 0, got -1"),
     ("source", ["--checkpoint", "last"], "expected an integer"),
+    ("source", ["--compile-cache", "{source}/config.json"],
+     "--compile-cache {source}/config.json: not a folder this process can create"),
 ])
 def test_what_cannot_be_evaluated_is_one_line(folder, flags, message, broken_runs, capsys):
     path = broken_runs[folder]
+    flags = [flag.format(**broken_runs) for flag in flags]
     assert exit_code([path, *flags, "--out", os.path.join(str(Path(path).parent), "e.json")]) == 2
     line = one_line(capsys.readouterr().err)
     assert message.format(**broken_runs) in line
