@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import inspect
 import math
+import os
 import re
 import textwrap
 import typing
@@ -373,8 +374,6 @@ def use_compile_cache(folder: str) -> None:
     (the same computation, compiler options and jaxlib) was stored before, loaded instead
     of compiled. Tracing and lowering still run, to compute the cache key. ``ValueError``
     (one line, naming the flag) when the folder cannot be created."""
-    import os
-
     import jax
     from jax.experimental.compilation_cache import compilation_cache
 

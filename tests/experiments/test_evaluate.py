@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
-from tests.experiments.test_run import TINY, compile_cache_restored  # noqa: F401 (fixture)
+from tests.experiments.test_run import TINY, cache_hits, compile_cache_restored  # noqa: F401
 
 pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
 
@@ -212,22 +212,12 @@ def test_a_chosen_checkpoint_renders_beside_out_and_evaluation_is_repeatable(
 
 def test_a_second_evaluation_loads_its_programs_from_the_compile_cache(
         trained, tmp_path, compile_cache_restored):  # noqa: F811 (the fixture)
-    import jax
-
-    cache, hits = str(tmp_path / "xla_cache"), []
-
-    def count_hits(event: str, **_) -> None:
-        if event.endswith("/cache_hits"):
-            hits.append(event)
-
+    cache = str(tmp_path / "xla_cache")
     argv = [trained["qmix"], "--episodes", "4", "--marl-eval", "none", "--compile-cache", cache]
     assert evaluate.main([*argv, "--out", str(tmp_path / "first.json")]) == 0
     assert os.listdir(cache)  # the evaluation's programs were stored
-    jax.monitoring.register_event_listener(count_hits)
-    try:
+    with cache_hits() as hits:
         assert evaluate.main([*argv, "--out", str(tmp_path / "second.json")]) == 0
-    finally:
-        jax.monitoring.unregister_event_listener(count_hits)
     assert hits  # and loaded, not compiled again
     first, second = (json.loads(Path(tmp_path, name).read_text())
                      for name in ("first.json", "second.json"))

@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import jax
@@ -341,6 +342,22 @@ def compile_cache_restored():
     compilation_cache.reset_cache()
 
 
+@contextmanager
+def cache_hits():
+    """A list that collects JAX's persistent-cache hit events while the block runs."""
+    hits = []
+
+    def count_hits(event: str, **_) -> None:
+        if event.endswith("/cache_hits"):
+            hits.append(event)
+
+    jax.monitoring.register_event_listener(count_hits)
+    try:
+        yield hits
+    finally:
+        jax.monitoring.unregister_event_listener(count_hits)
+
+
 def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(
         tmp_path, compile_cache_restored):
     out, cache = str(tmp_path / "qmix"), str(tmp_path / "xla_cache")
@@ -359,17 +376,8 @@ def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(
     again = str(tmp_path / "again")
     shutil.copytree(out, again)
     shutil.rmtree(Path(again, "checkpoints", "1"))
-    hits = []
-
-    def count_hits(event: str, **_) -> None:
-        if event.endswith("/cache_hits"):
-            hits.append(event)
-
-    jax.monitoring.register_event_listener(count_hits)
-    try:
+    with cache_hits() as hits:
         assert run.main(["--resume", again, "--quiet", "--compile-cache", cache]) == 0
-    finally:
-        jax.monitoring.unregister_event_listener(count_hits)
     assert Path(again, "metrics.csv").read_text() == Path(out, "metrics.csv").read_text()
     assert hits  # the resumed run loaded its programs instead of compiling them again
 
