@@ -73,6 +73,10 @@ SUITE["macpo-fig3b-raw-both"] = [*SUITE["macpo-fig3b"], "--macpo-weighting", "bo
 # AccMER with the same raw weights (its "auto" weighting is already both): its ranking and
 # reuse (Alg. 1) on top of the MAC-PO variant above
 SUITE["accmer-fig3b-raw"] = [*SUITE["accmer-fig3b"], "--macpo-normalization", "none"]
+# MAC-PO as the AccMER authors' learner (max_q_learner) computes it: eq. 2's raw weights
+# multiply each step's squared error of QMIX's loss, episodes drawn uniformly
+SUITE["macpo-fig3b-authors"] = [*SUITE["macpo-fig3b"], "--sampler", "uniform",
+                                "--macpo-weighting", "loss", "--macpo-normalization", "none"]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

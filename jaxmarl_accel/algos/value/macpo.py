@@ -44,6 +44,12 @@ batch's filled steps (the batch's estimate of ``Z*``); ``"minmax"`` maps them li
 ``[floor, 1]`` (the smallest to ``floor``, the largest to 1, all 1 when equal), so no filled
 step leaves the loss and its scale does not follow the TD errors'; ``"none"`` uses eq. 2 as
 it is.
+
+The authors' code (the AccMER repository's ``max_q_learner``) weights the loss only:
+QMIX's squared errors times eq. 2's weights as they are (``macpo_weighting="loss"`` with
+``"none"`` here), ``pi_i`` the softmax over all actions, available or not, and episodes
+drawn by its reuse table or uniformly, not by priority; the quality suite's
+``macpo-fig3b-authors`` entry runs that form with uniform replay.
 """
 
 from __future__ import annotations
