@@ -73,6 +73,10 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
             assert config.algo == name.split("-")[0]
             assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
                 "both" if config.algo == "macpo" else "auto", "none")
+        if name.endswith("-authors"):  # the authors' learner: raw loss weights, uniform replay
+            assert (config.algo, config.sampler) == ("macpo", "uniform")
+            assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
+                "loss", "none")
         if name.endswith("-fig3b-eps1m"):
             assert config.learner.epsilon_anneal_steps == 1_000_000
             assert config.learner.epsilon_start == 0.995
