@@ -37,6 +37,7 @@ PROG = "jaxmarl-accel evaluate"
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The ``evaluate`` command's argument parser (``prog``: its name in usage lines)."""
     parser = flags.Parser(prog=prog,
                                description=flags.plain_description(__doc__ or ""))
     from jaxmarl_accel.cli.remote import STAGE_DEFAULT

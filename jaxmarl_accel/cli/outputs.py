@@ -230,6 +230,7 @@ def summarize(final_returns: Sequence[float], random_return: float,
 
 
 def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
+    """Write ``summary`` as ``summary.json`` in ``out_dir``; returns the file's path."""
     path = os.path.join(out_dir, SUMMARY_NAME)
     with open(path, "w") as handle:
         json.dump(summary, handle, indent=2)

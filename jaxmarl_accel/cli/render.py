@@ -1,14 +1,15 @@
-"""Render a scripted (or random) MPE rollout to a GIF and a PNG of one frame.
+"""Render a scripted (or random) rollout of a scenario to a GIF and a PNG of one frame.
 
 ``jaxmarl-accel render --scenario simple_tag --out results/render`` writes
 ``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``. The rollout is
-:func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames); drawing
-is :mod:`jaxmarl_accel.envs.render`.
+:func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames);
+each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.render` for the MPE
+scenarios, :mod:`jaxmarl_accel.envs.render_grid` for the stag hunt); a scenario without a
+renderer is refused in one line.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
@@ -60,22 +61,59 @@ def render_to_files(
     return gif, png
 
 
+def drawable_scenarios() -> tuple[str, ...]:
+    """The scenarios whose env brings a renderer (``env.render``), at default arguments."""
+    return tuple(name for name in SCENARIOS if make(name)[0].render is not None)
+
+
 def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> int:
-    parser = argparse.ArgumentParser(prog=prog,
-                                     description=__doc__)
+    """The ``render`` command: parse ``argv``, write the GIF and PNG, return the exit code
+    (bad flags: one line on stderr naming the flag, exit status 2)."""
+    from jaxmarl_accel.cli import flags
+    from jaxmarl_accel.envs import scenario_keywords
+
+    parser = flags.Parser(prog=prog, description=flags.plain_description(__doc__ or ""))
     parser.add_argument("--scenario", default="simple_tag", choices=SCENARIOS,
                         help="registry name of the scenario (default: simple_tag)")
     parser.add_argument("--kwargs", default="{}",
-                        help='scenario keyword arguments as JSON, e.g. \'{"num_predators": 6}\'')
+                        help='scenario keyword arguments as a JSON object, e.g. '
+                             '\'{"num_predators": 6}\' (default: {})')
     parser.add_argument("--policy", default="scripted", choices=tuple(_POLICIES),
-                        help="who acts: the scripted policy or uniform random actions")
-    parser.add_argument("--steps", type=int, default=25, help="frames to draw (default 25)")
-    parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the rollout")
-    parser.add_argument("--pixels", type=int, default=400, help="image width and height")
-    parser.add_argument("--out", default="results/render", help="output folder")
+                        help="who acts: the scripted policy or uniform random actions "
+                             "(default: scripted)")
+    parser.add_argument("--steps", type=flags.parse_int, default=25,
+                        help="frames to draw, >= 1 (default: 25)")
+    parser.add_argument("--seed", type=flags.parse_int, default=0,
+                        help="PRNG seed of the rollout (default: 0)")
+    parser.add_argument("--pixels", type=flags.parse_int, default=400,
+                        help="image width and height, >= 1 (default: 400)")
+    parser.add_argument("--out", default="results/render",
+                        help="output folder (default: results/render)")
     args = parser.parse_args(argv)
+    for flag, value, least in (("--steps", args.steps, 1), ("--pixels", args.pixels, 1)):
+        if value < least:
+            parser.error(f"{flag} must be >= {least}, got {value}")
+    try:
+        kwargs = json.loads(args.kwargs)
+    except json.JSONDecodeError as error:
+        parser.error(f"--kwargs is not JSON ({error.msg} at character {error.pos}): "
+                     f"{args.kwargs!r}")
+    if not isinstance(kwargs, dict):
+        parser.error(f"--kwargs must be a JSON object of keyword arguments, got {args.kwargs!r}")
+    keywords = scenario_keywords(args.scenario)
+    unknown = sorted(set(kwargs) - set(keywords))
+    if unknown:
+        parser.error(f"--kwargs: {args.scenario} takes no {', '.join(unknown)}; its keywords "
+                     f"are {', '.join(keywords)}")
+    try:
+        env = make(args.scenario, **kwargs)[0]
+    except (ValueError, TypeError) as error:
+        parser.error(f"--kwargs: {str(error).splitlines()[0]}")
+    if env.render is None:
+        parser.error(f"--scenario: {args.scenario} has no renderer; scenarios that can be "
+                     f"drawn: {', '.join(drawable_scenarios())}")
     gif, png = render_to_files(args.scenario, args.out, args.steps, args.policy, args.seed,
-                               args.pixels, **json.loads(args.kwargs))
+                               args.pixels, **kwargs)
     print(f"wrote {gif} and {png}")
     return 0
 

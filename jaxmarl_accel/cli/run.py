@@ -63,6 +63,7 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The ``run`` command's argument parser (``prog``: its name in usage lines)."""
     from jaxmarl_accel.config import PRESETS, TrainConfig
 
     parser = flags.Parser(

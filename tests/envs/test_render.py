@@ -91,3 +91,23 @@ def test_making_envs_and_importing_the_renderers_leaves_matplotlib_unimported():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--kwargs", "{bad"], "--kwargs is not JSON"),
+    (["--kwargs", "[1]"], "--kwargs must be a JSON object"),
+    (["--kwargs", '{"nope": 1}'], "simple_tag takes no nope"),
+    (["--kwargs", '{"num_predators": -1}'], "--kwargs: num_predators"),
+    (["--steps", "0"], "--steps must be >= 1"),
+    (["--pixels", "0"], "--pixels must be >= 1"),
+    (["--scenario", "tag_gridworld"], "--scenario: tag_gridworld has no renderer"),
+])
+def test_render_command_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, words):
+    from jaxmarl_accel.cli.render import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([*flags, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and words in err, err
+    assert not os.listdir(tmp_path)

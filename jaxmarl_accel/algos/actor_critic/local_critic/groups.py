@@ -136,6 +136,8 @@ def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
 
 
 def block_params(params: PyTree, block: Block) -> PyTree:
+    """The parameters of ``block``'s groups: every leaf ``[G, ...]`` (axis 0 the groups)
+    cut to ``[block's groups, ...]``."""
     return jax.tree.map(lambda x: x[block.first:block.first + block.agents.shape[0]], params)
 
 
