@@ -8,7 +8,7 @@ import sys
 COMMANDS = {
     "run": "train a learner for several seeds at once; --resume continues a run",
     "evaluate": "restore a run's checkpoint and score every seed's greedy policy",
-    "render": "render a scripted or random MPE rollout to a GIF and a PNG",
+    "render": "render a scripted or random rollout (MPE, stag hunt) to a GIF and a PNG",
 }
 USAGE = ("usage: jaxmarl-accel {run,evaluate,render} ...\n\n"
          + "\n".join(f"  {name:<9} {text}" for name, text in COMMANDS.items())
