@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    failed = []
     if not args.table:
         for name in args.only or SUITE:
             entry_dir = os.path.join(args.out, name)
@@ -272,10 +273,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: {' '.join(command[1:])}", file=sys.stderr, flush=True)
             if subprocess.call(command) != 0:
                 print(f"{name}: failed", file=sys.stderr)
+                failed.append(name)
     for row in build_table(args.out):
         print(f"{row['entry']:<30} median NS {row['median_ns']:.3f} "
               f"(IQR {row['iqr_ns'][0]:.3f} to {row['iqr_ns'][1]:.3f})")
-    return 0
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

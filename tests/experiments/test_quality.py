@@ -98,3 +98,8 @@ def test_curves_follow_each_entrys_metrics_even_while_it_runs(tmp_path):
     assert "| 100 | 1.50 (0.75 to 2.25) | 4 | 0.00 |" in curves
     assert "| 200 | 11.50 (10.75 to 12.25) | 4 | 1.00 |" in curves
     assert "### matd3" not in curves
+
+
+def test_an_entry_whose_run_fails_makes_the_suite_exit_non_zero(tmp_path, capsys):
+    assert quality.main(["--out", str(tmp_path), "--only", "qmix-fig3b", "--seeds", "0"]) == 1
+    assert "failed: qmix-fig3b" in capsys.readouterr().err
