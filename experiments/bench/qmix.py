@@ -229,9 +229,13 @@ def _logging_stand_ins() -> Iterator[None]:
 
 def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
     """The reference script as a module and its merged MPE config, from a local copy of the
-    JaxMARL repository at ``src``; None when ``src`` is None or lacks the script."""
-    if src is None or not (Path(src) / REFERENCE_SCRIPT).is_file():
+    JaxMARL repository at ``src``; None when ``src`` is None (ours only). A ``src`` without
+    the script is refused (ValueError, one line), before anything is compiled."""
+    if src is None:
         return None
+    if not (Path(src) / REFERENCE_SCRIPT).is_file():
+        raise ValueError(f"--jaxmarl-src {src!r} holds no {REFERENCE_SCRIPT}: give the root "
+                         "of a JaxMARL checkout, or leave the flag out to time ours only")
     import yaml  # a dependency of flax
 
     config: dict[str, Any] = {}
@@ -341,8 +345,7 @@ def main(args: argparse.Namespace) -> None:
                "hypernet_hidden", "learning_starts") if getattr(args, name) is not None}
     settings = dataclasses.replace(settings, **chosen)
     if reference is None:
-        print(f"reference skipped: no {REFERENCE_SCRIPT} under --jaxmarl-src "
-              f"({args.jaxmarl_src!r}); timing ours only", flush=True)
+        print("reference skipped: no --jaxmarl-src; timing ours only", flush=True)
     result: dict[str, Any] = {
         "reference": None if reference is None else str(Path(args.jaxmarl_src).resolve()),
         "settings": dataclasses.asdict(settings), "backend": jax.default_backend(),

@@ -307,11 +307,14 @@ def main(args: argparse.Namespace) -> None:
                          "over seeds hangs in jaxlib's batched LAPACK QR; run per seed "
                          "(without --vmap-seeds) or on a GPU")
     reference = None
-    if args.jaxmarl_src and (Path(args.jaxmarl_src) / REFERENCE_SCRIPT).is_file():
-        reference = load_reference(args.jaxmarl_src)
+    if args.jaxmarl_src is None:
+        print("reference skipped: no --jaxmarl-src; running ours only", flush=True)
+    elif not (Path(args.jaxmarl_src) / REFERENCE_SCRIPT).is_file():
+        raise ValueError(f"--jaxmarl-src {args.jaxmarl_src!r} holds no {REFERENCE_SCRIPT}: "
+                         "give the root of a JaxMARL checkout, or leave the flag out to run "
+                         "ours only")
     else:
-        print(f"reference skipped: no {REFERENCE_SCRIPT} under --jaxmarl-src "
-              f"({args.jaxmarl_src!r}); running ours only", flush=True)
+        reference = load_reference(args.jaxmarl_src)
     base = reference[1] if reference else {
         "ENV_KWARGS": {"see_enemy_actions": True, "walls_cause_death": True,
                        "attack_mode": "closest"}}

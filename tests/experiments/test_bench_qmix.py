@@ -35,7 +35,7 @@ def main(config):
 
 def test_ours_only_when_the_reference_is_absent(tmp_path, capsys):
     path = tmp_path / "out" / "qmix.json"
-    main(["qmix", *TINY, "--jaxmarl-src", str(tmp_path / "missing"), "--json", str(path)])
+    main(["qmix", *TINY, "--json", str(path)])
     result = json.loads(path.read_text())
     assert result["reference"] is None and result["settings"]["num_envs"] == 2
     (record,) = result["records"]
@@ -84,8 +84,15 @@ def test_reference_loads_with_stand_ins(tmp_path):
     assert dataclasses.replace(bench.Settings(), num_envs=4, hidden=16, lr=0.01) == (
         bench.settings_from(config))
     assert not any(name in sys.modules for name in bench.LOGGING_MODULES)
-    assert bench.load_reference(str(tmp_path / "nothing")) is None
+    with pytest.raises(ValueError, match="holds no baselines/QLearning/qmix_rnn.py"):
+        bench.load_reference(str(tmp_path / "nothing"))
     assert bench.load_reference(None) is None
+
+
+@pytest.mark.parametrize("command", ["qmix", "qmix_smax"])
+def test_a_jaxmarl_src_without_the_script_is_refused_before_compiling(tmp_path, command):
+    with pytest.raises(ValueError, match="--jaxmarl-src .* holds no"):
+        main([command, "--jaxmarl-src", str(tmp_path / "nothing")])
 
 
 @pytest.mark.parametrize("argv", [("--rounds", "0"), ("--reps", "0"), ("--seeds", "0")])
