@@ -227,15 +227,21 @@ def _logging_stand_ins() -> Iterator[None]:
             sys.modules.pop(name, None)
 
 
-def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
-    """The reference script as a module and its merged MPE config, from a local copy of the
-    JaxMARL repository at ``src``; None when ``src`` is None (ours only). A ``src`` without
-    the script is refused (ValueError, one line), before anything is compiled."""
-    if src is None:
-        return None
+def check_reference_src(src: str) -> None:
+    """Refuse (ValueError, one line) a ``--jaxmarl-src`` that does not hold JaxMARL's
+    ``qmix_rnn`` script, before anything is compiled (the MPE and SMAX benches share it)."""
     if not (Path(src) / REFERENCE_SCRIPT).is_file():
         raise ValueError(f"--jaxmarl-src {src!r} holds no {REFERENCE_SCRIPT}: give the root "
-                         "of a JaxMARL checkout, or leave the flag out to time ours only")
+                         "of a JaxMARL checkout, or leave the flag out to run ours only")
+
+
+def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
+    """The reference script as a module and its merged MPE config, from a local copy of the
+    JaxMARL repository at ``src``; None when ``src`` is None (ours only); a ``src`` without
+    the script is refused (:func:`check_reference_src`)."""
+    if src is None:
+        return None
+    check_reference_src(src)
     import yaml  # a dependency of flax
 
     config: dict[str, Any] = {}

@@ -72,7 +72,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments.bench.qmix import _logging_stand_ins, our_updates, reference_updates
+from experiments.bench.qmix import (
+    REFERENCE_SCRIPT,
+    _logging_stand_ins,
+    check_reference_src,
+    our_updates,
+    reference_updates,
+)
 from experiments.bench.timing import (
     add_collect_block_argument,
     apply_collect_block,
@@ -84,7 +90,6 @@ from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
-REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
                      Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
 ENV_ID = "HeuristicEnemySMAX"
@@ -195,8 +200,12 @@ def reference_config(base: dict[str, Any], settings: Settings, map_name: str,
     return config
 
 
-def load_reference(src: str) -> tuple[Any, dict[str, Any]]:
-    """The reference script as a module and its merged SMAX config."""
+def load_reference(src: str | None) -> tuple[Any, dict[str, Any]] | None:
+    """The reference script as a module and its merged SMAX config; None when ``src`` is
+    None (ours only); a ``src`` without the script is refused (``check_reference_src``)."""
+    if src is None:
+        return None
+    check_reference_src(src)
     import yaml  # a dependency of flax
 
     config: dict[str, Any] = {}
@@ -306,15 +315,9 @@ def main(args: argparse.Namespace) -> None:
         raise ValueError("--vmap-seeds with the reference on CPU: JaxMARL's program vmapped "
                          "over seeds hangs in jaxlib's batched LAPACK QR; run per seed "
                          "(without --vmap-seeds) or on a GPU")
-    reference = None
-    if args.jaxmarl_src is None:
+    reference = load_reference(args.jaxmarl_src)
+    if reference is None:
         print("reference skipped: no --jaxmarl-src; running ours only", flush=True)
-    elif not (Path(args.jaxmarl_src) / REFERENCE_SCRIPT).is_file():
-        raise ValueError(f"--jaxmarl-src {args.jaxmarl_src!r} holds no {REFERENCE_SCRIPT}: "
-                         "give the root of a JaxMARL checkout, or leave the flag out to run "
-                         "ours only")
-    else:
-        reference = load_reference(args.jaxmarl_src)
     base = reference[1] if reference else {
         "ENV_KWARGS": {"see_enemy_actions": True, "walls_cause_death": True,
                        "attack_mode": "closest"}}
