@@ -356,6 +356,19 @@ def parse_key_values(text: str) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(pairs))
 
 
+def check_scenario_keywords(flag: str, env: str, names: typing.Iterable[str]) -> None:
+    """Raise a one-line ValueError naming ``flag`` when ``names`` holds a keyword that
+    scenario ``env``'s ``make`` does not take (the run's ``--env-kwargs``, the render
+    command's ``--kwargs``)."""
+    from jaxmarl_accel.envs import scenario_keywords
+
+    keywords = scenario_keywords(env)
+    unknown = [name for name in names if name not in keywords]
+    if unknown:
+        raise ValueError(f"{flag}: {env} takes no {', '.join(unknown)}; its keywords are "
+                         f"{', '.join(keywords)}")
+
+
 def add_compile_cache_flag(parser: Any) -> None:
     """``--compile-cache DIR`` on ``parser`` (an ``ArgumentParser`` or an argument group);
     the command applies it with :func:`use_compile_cache` before it compiles anything."""

@@ -70,7 +70,6 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
     """The ``render`` command: parse ``argv``, write the GIF and PNG, return the exit code
     (bad flags: one line on stderr naming the flag, exit status 2)."""
     from jaxmarl_accel.cli import flags
-    from jaxmarl_accel.envs import scenario_keywords
 
     parser = flags.Parser(prog=prog, description=flags.plain_description(__doc__ or ""))
     parser.add_argument("--scenario", default="simple_tag", choices=SCENARIOS,
@@ -100,11 +99,10 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
                      f"{args.kwargs!r}")
     if not isinstance(kwargs, dict):
         parser.error(f"--kwargs must be a JSON object of keyword arguments, got {args.kwargs!r}")
-    keywords = scenario_keywords(args.scenario)
-    unknown = sorted(set(kwargs) - set(keywords))
-    if unknown:
-        parser.error(f"--kwargs: {args.scenario} takes no {', '.join(unknown)}; its keywords "
-                     f"are {', '.join(keywords)}")
+    try:
+        flags.check_scenario_keywords("--kwargs", args.scenario, kwargs)
+    except ValueError as error:
+        parser.error(str(error))
     try:
         env = make(args.scenario, **kwargs)[0]
     except (ValueError, TypeError) as error:

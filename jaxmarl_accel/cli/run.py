@@ -199,11 +199,8 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
         total_count_kwargs,
     )
 
+    flags.check_scenario_keywords("--env-kwargs", env, (name for name, _ in given))
     keywords = scenario_keywords(env)
-    unknown = [name for name, _ in given if name not in keywords]
-    if unknown:
-        raise ValueError(f"--env-kwargs: {env} takes no {', '.join(unknown)}; its keywords are "
-                         f"{', '.join(keywords)}")
     kwargs = dict(given)
     if agents is None:
         return tuple(sorted(kwargs.items()))
