@@ -19,22 +19,20 @@ makes one update on a batch of 32 episodes. Learning starts at the same round on
 have been taken; ours: ``learning_starts`` set to that round's env steps), so both make the
 same number of updates (read back from both programs' outputs and recorded).
 
-Timing: compile time is ``lower().compile()`` of the whole program after
-``jax.clear_caches()`` (tracing and lowering, then XLA, recorded apart). Ours is compiled
-with the XLA options the library compiles its programs with
-(:func:`jaxmarl_accel.trainer.compiling.compiler_options`: on the CPU, optimization level 1
-with LLVM's expensive passes off), theirs with XLA's defaults, as each side's users get
-them; ``--ref-compiler-options ours`` gives theirs our options too (both recorded as
-``*_compiler_options``). Throughput is env
-steps per second of the compiled program including its initialisation and learning,
-``block_until_ready``, one warm-up call then ``--reps`` calls of each side interleaved (ours,
-theirs, ours, ...) so that both see the same background load; ``steps_per_s`` is the
-fastest call (the least disturbed on a shared machine), ``steps_per_s_median`` the median.
-Env steps are what each program steps: 25 per episode for ours, 26 for theirs (its rollout
-takes ``NUM_STEPS`` = 26 steps, the last one into the next episode, which only bootstraps
-the final target); ``rounds_ratio`` compares rounds (episodes and updates) per second.
-With ``--breakdown`` the 1-seed programs run once more without learning (learning starting
-after the run), which splits a round into collection and the update.
+Timing: compile time is ``lower().compile()`` of the whole program after ``jax.clear_caches()``
+(tracing and lowering, then XLA, recorded apart). Ours is compiled with the XLA options the
+library compiles its programs with (:func:`jaxmarl_accel.trainer.compiling.compiler_options`: on
+the CPU, optimization level 1 with LLVM's expensive passes off), theirs with XLA's defaults, as
+each side's users get them; ``--ref-compiler-options ours`` gives theirs our options too (both
+recorded as ``*_compiler_options``). Throughput is env steps per second of the compiled program
+including its initialisation and learning, ``block_until_ready``, one warm-up call then
+``--reps`` calls of each side interleaved (ours, theirs, ours, ...) so that both see the same
+background load; ``steps_per_s`` is the fastest call (the least disturbed on a shared machine),
+``steps_per_s_median`` the median. Env steps are what each program steps: 25 per episode for
+ours, 26 for theirs (its rollout takes ``NUM_STEPS`` = 26 steps, the last one into the next
+episode, which only bootstraps the final target); ``rounds_ratio`` compares rounds (episodes and
+updates) per second. With ``--breakdown`` the 1-seed programs run once more without learning
+(learning starting after the run), which splits a round into collection and the update.
 
 Settings matched (ours from theirs): 8 envs, batch 32 episodes, replay 5000 episodes,
 learning rate 0.005, gradient clipping at norm 25, gamma 0.9, one-step double-Q targets
@@ -231,8 +229,8 @@ def check_reference_src(src: str) -> None:
     """Refuse (ValueError, one line) a ``--jaxmarl-src`` that does not hold JaxMARL's
     ``qmix_rnn`` script, before anything is compiled (the MPE and SMAX benches share it)."""
     if not (Path(src) / REFERENCE_SCRIPT).is_file():
-        raise ValueError(f"--jaxmarl-src {src!r} holds no {REFERENCE_SCRIPT}: give the root "
-                         "of a JaxMARL checkout, or leave the flag out to run ours only")
+        raise ValueError(f"--jaxmarl-src {src!r} holds no {REFERENCE_SCRIPT}: give the root of "
+                         "a JaxMARL checkout, or leave the flag out to run ours only")
 
 
 def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
