@@ -11,13 +11,14 @@ defaults with a small replay) and measures, for each width ``W`` of the seed ``v
   ``jax.vmap(trainer.train)`` over the first ``W`` keys of ``split(PRNGKey(0), max W)``, so
   seed 0 has the same key at every width.
 
-Each is reported as the number of state leaves that differ from width 1 and the largest
-absolute difference; the same width compiled and run twice is reported as well (it must be
-0: the program is deterministic). Every program is compiled with the library's XLA options
+Each is reported as the number of state leaves that differ from width 1 (and from the next
+smaller width asked for) and the largest absolute difference; width 1 compiled and run
+twice is reported as well (it must be 0: the program is deterministic). Every program is
+compiled with the library's XLA options
 (:func:`jaxmarl_accel.trainer.compiling.compiler_options`). A difference means that XLA
-emits different code for different seed-axis sizes (for example a reduction vectorized
-across the seed axis, or a size-1 axis folded away), so a seed's result is reproducible
-for a fixed ``--seeds`` and may part from float rounding on when the seed count changes.
+compiled the per-seed arithmetic differently for that size of the seed axis, so a seed's
+result is reproducible for a fixed ``--seeds`` and may part, from float rounding on, when
+the seed count changes.
 """
 
 from __future__ import annotations
@@ -110,14 +111,17 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "run": leaf_differences(state.algo, again.algo)},
         "widths": {}}
     print(f"width 1: run {seconds:.1f} s", flush=True)
-    for width in args.widths:
-        if width == 1:
-            continue
-        update = leaf_differences(base_update, one_update(trainer, state.algo, batch, width))
+    previous = (base_update, state.algo)
+    for width in sorted(set(args.widths) - {1}):
+        updated = one_update(trainer, state.algo, batch, width)
         run, seconds = whole_run(trainer, keys, width)
-        result["widths"][str(width)] = {"update": update,
-                                        "run": leaf_differences(state.algo, run.algo),
-                                        "run_seconds": seconds}
+        update = leaf_differences(base_update, updated)
+        result["widths"][str(width)] = {
+            "update": update, "run": leaf_differences(state.algo, run.algo),
+            "update_vs_previous_width": leaf_differences(previous[0], updated),
+            "run_vs_previous_width": leaf_differences(previous[1], run.algo),
+            "run_seconds": seconds}
+        previous = (updated, run.algo)
         print(f"width {width}: one update {update}, run "
               f"{result['widths'][str(width)]['run']} ({seconds:.1f} s)", flush=True)
     return result
