@@ -128,6 +128,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The probe's flags (``argv``, or the command line's); a bad value exits with one line
+    naming the flag (status 2)."""
     parser = argparse.ArgumentParser(
         prog="python -m experiments.seed_width",
         description="Seed 0's learner state, after one update and after a short run, at "
@@ -155,6 +157,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Measure (:func:`measure`), write ``--json`` when given, and return the result."""
     args = parse(argv)
     result = measure(args)
     if args.json:
