@@ -356,9 +356,9 @@ def parse_key_values(text: str) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(pairs))
 
 
-def check_scenario_keywords(flag: str, env: str, names: typing.Iterable[str]) -> None:
-    """Raise a one-line ValueError naming ``flag`` when ``names`` holds a keyword that
-    scenario ``env``'s ``make`` does not take (the run's ``--env-kwargs``, the render
+def check_scenario_keywords(flag: str, env: str, names: typing.Iterable[str]) -> tuple[str, ...]:
+    """The keywords scenario ``env``'s ``make`` takes; a one-line ValueError naming ``flag``
+    when ``names`` holds one it does not take (the run's ``--env-kwargs``, the render
     command's ``--kwargs``)."""
     from jaxmarl_accel.envs import scenario_keywords
 
@@ -367,6 +367,7 @@ def check_scenario_keywords(flag: str, env: str, names: typing.Iterable[str]) ->
     if unknown:
         raise ValueError(f"{flag}: {env} takes no {', '.join(unknown)}; its keywords are "
                          f"{', '.join(keywords)}")
+    return keywords
 
 
 def add_compile_cache_flag(parser: Any) -> None:

@@ -195,12 +195,10 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
         TOTAL_COUNT_ENVS,
         agent_count_kwarg,
         make,
-        scenario_keywords,
         total_count_kwargs,
     )
 
-    flags.check_scenario_keywords("--env-kwargs", env, (name for name, _ in given))
-    keywords = scenario_keywords(env)
+    keywords = flags.check_scenario_keywords("--env-kwargs", env, (name for name, _ in given))
     kwargs = dict(given)
     if agents is None:
         return tuple(sorted(kwargs.items()))
