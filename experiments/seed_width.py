@@ -84,13 +84,15 @@ def one_update(trainer: Any, algo_state: Any, batch: Any, width: int) -> Any:
     return first(state)
 
 
-def whole_run(trainer: Any, keys: jax.Array, width: int) -> tuple[Any, float]:
-    """Seed 0's ``TrainState`` after ``trainer.train`` vmapped over ``keys[:width]``, and
-    the seconds the call took (compile included)."""
+def whole_run(trainer: Any, keys: jax.Array, width: int) -> tuple[tuple[Any, Any], float]:
+    """Seed 0's learner state (on the host) and its replay (on the device) after
+    ``trainer.train`` vmapped over ``keys[:width]``, and the seconds the call took (compile
+    included); only the learner state is copied to the host."""
     start = time.perf_counter()
     train = jax.jit(jax.vmap(trainer.train), compiler_options=compiler_options())
     state, _ = jax.block_until_ready(train(keys[:width]))
-    return first(state), time.perf_counter() - start
+    experience = jax.tree.map(lambda x: x[0], state.buffer.experience)
+    return (first(state.algo), experience), time.perf_counter() - start
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -98,30 +100,30 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     trainer = make_trainer(build_config(args.algo, args.agents, args.chunks,
                                         args.chunk_steps, args.batch_size))
     keys = jax.random.split(jax.random.PRNGKey(0), max(args.widths))
-    state, seconds = whole_run(trainer, keys, 1)
-    again, _ = whole_run(trainer, keys, 1)
-    batch = jax.tree.map(lambda x: x[:args.batch_size], state.buffer.experience)
-    base_update = one_update(trainer, state.algo, batch, 1)
+    (algo_state, experience), seconds = whole_run(trainer, keys, 1)
+    (again, _), _ = whole_run(trainer, keys, 1)
+    batch = jax.tree.map(lambda x: x[:args.batch_size], experience)
+    base_update = one_update(trainer, algo_state, batch, 1)
     result: dict[str, Any] = {
         "algo": args.algo, "agents": args.agents, "chunks": args.chunks,
         "env_steps_per_seed": trainer.total_steps, "batch_size": args.batch_size,
         "backend": jax.default_backend(), "jax": jax.__version__,
         "repeat_width_1": {"update": leaf_differences(
-            base_update, one_update(trainer, state.algo, batch, 1)),
-            "run": leaf_differences(state.algo, again.algo)},
+            base_update, one_update(trainer, algo_state, batch, 1)),
+            "run": leaf_differences(algo_state, again)},
         "widths": {}}
     print(f"width 1: run {seconds:.1f} s", flush=True)
-    previous = (base_update, state.algo)
+    previous = (base_update, algo_state)
     for width in sorted(set(args.widths) - {1}):
-        updated = one_update(trainer, state.algo, batch, width)
-        run, seconds = whole_run(trainer, keys, width)
+        updated = one_update(trainer, algo_state, batch, width)
+        (run, _), seconds = whole_run(trainer, keys, width)
         update = leaf_differences(base_update, updated)
         result["widths"][str(width)] = {
-            "update": update, "run": leaf_differences(state.algo, run.algo),
+            "update": update, "run": leaf_differences(algo_state, run),
             "update_vs_previous_width": leaf_differences(previous[0], updated),
-            "run_vs_previous_width": leaf_differences(previous[1], run.algo),
+            "run_vs_previous_width": leaf_differences(previous[1], run),
             "run_seconds": seconds}
-        previous = (updated, run.algo)
+        previous = (updated, run)
         print(f"width {width}: one update {update}, run "
               f"{result['widths'][str(width)]['run']} ({seconds:.1f} s)", flush=True)
     return result
