@@ -101,11 +101,12 @@ def _jaxmarl_module() -> Any:
     return importlib.import_module("jaxmarl_accel.envs.jaxmarl_env")
 
 
-def scenario_keywords(name: str) -> tuple[str, ...]:
-    """The keyword arguments that scenario ``name``'s ``make`` accepts (for a ``jaxmarl:<id>``
-    env whose keywords cannot be read: none are checked, and ``()`` is returned)."""
+def scenario_keywords(name: str) -> tuple[str, ...] | None:
+    """The keyword arguments that scenario ``name``'s ``make`` accepts, or ``None`` for a
+    ``jaxmarl:<id>`` env whose keywords cannot be read (it cannot be built with its
+    defaults: it needs arguments or an optional package)."""
     if name.startswith(JAXMARL_PREFIX):
-        return _jaxmarl_module().keywords(name[len(JAXMARL_PREFIX):]) or ()
+        return _jaxmarl_module().keywords(name[len(JAXMARL_PREFIX):])
     if name not in _SCENARIOS:
         raise ValueError(f"unknown scenario {name!r}; valid names: {', '.join(SCENARIOS)}")
     module = importlib.import_module(_SCENARIOS[name])

@@ -320,3 +320,17 @@ def test_qmix_collects_the_same_smax_episodes_with_the_early_stopping_loop():
     chex.assert_trees_all_equal(scan, blocks)
     longest = np.asarray(scan.lengths).max()
     assert longest <= env.spec.episode_length - 2 * COLLECT_BLOCK_STEPS  # it did stop early
+
+
+def test_keywords_of_an_env_that_needs_arguments_are_left_to_jaxmarl():
+    """LearnedPolicyEnemySMAX cannot be built with its defaults, so its keywords cannot be
+    read: they are passed on unchecked, and JaxMARL's refusal is the one-line error."""
+    from jaxmarl_accel.cli.run import scenario_kwargs
+    from jaxmarl_accel.envs import scenario_keywords
+
+    assert scenario_keywords("jaxmarl:LearnedPolicyEnemySMAX") is None
+    given = (("max_steps", 50),)
+    assert scenario_kwargs("jaxmarl:LearnedPolicyEnemySMAX", given, None) == given
+    with pytest.raises(ValueError, match="missing 2 required positional") as error:
+        make("jaxmarl:LearnedPolicyEnemySMAX", **dict(given))
+    assert "\n" not in str(error.value)
