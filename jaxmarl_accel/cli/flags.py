@@ -358,19 +358,16 @@ def parse_key_values(text: str) -> tuple[tuple[str, Any], ...]:
 
 def check_scenario_keywords(flag: str, env: str, names: typing.Iterable[str]) -> tuple[str, ...]:
     """The keywords scenario ``env``'s ``make`` takes; a one-line ValueError naming ``flag``
-    when ``names`` holds one it does not take (the run's ``--env-kwargs``, the render
-    command's ``--kwargs``). For a JaxMARL env whose keywords cannot be read (one that needs
-    arguments to be built) nothing is checked, ``make`` judges them, and ``()`` is returned."""
+    when ``names`` holds one it does not take (``--env-kwargs``, render's ``--kwargs``). For
+    a JaxMARL env that needs arguments to be built none is checked and ``()`` is returned."""
     from jaxmarl_accel.envs import scenario_keywords
 
     keywords = scenario_keywords(env)
-    if keywords is None:
-        return ()
-    unknown = [name for name in names if name not in keywords]
+    unknown = [] if keywords is None else [name for name in names if name not in keywords]
     if unknown:
         raise ValueError(f"{flag}: {env} takes no {', '.join(unknown)}; its keywords are "
                          f"{', '.join(keywords)}")
-    return keywords
+    return keywords or ()
 
 
 def add_compile_cache_flag(parser: Any) -> None:
