@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class Timing(NamedTuple):

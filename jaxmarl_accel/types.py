@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 from flax import struct
+
+PyTree = Any
+"""Any pytree of arrays (a learner's parameters, an env's state, a replay's storage): the
+one alias every module annotates pytrees with."""
 
 
 @struct.dataclass

@@ -60,8 +60,7 @@ from jaxmarl_accel.config import TrainConfig, buffer_kwargs
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,9 +26,7 @@ from jaxmarl_accel.config import TrainConfig, steps_per_round
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.trainer.steps import example_transition
 from jaxmarl_accel.trainer.train import make_trainer
-from jaxmarl_accel.types import Transition
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree, Transition
 
 
 def env_kwargs(env: str, agents: int, tag_widths: str) -> tuple[tuple[str, int], ...]:

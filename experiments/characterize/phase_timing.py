@@ -22,9 +22,7 @@ from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.trainer.steps import learn_step, transition_step
-from jaxmarl_accel.types import Transition
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree, Transition
 
 
 class Bench(NamedTuple):

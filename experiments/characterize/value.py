@@ -37,8 +37,7 @@ from jaxmarl_accel.cli.run import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.steps import collect_episodes, env_views, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 FULL = {"agents": [8, 16, 32], "batch_size": ValueConfig.REPLAY_DEFAULTS["batch_size"],
         "buffer_capacity": ValueConfig.REPLAY_DEFAULTS["buffer_capacity"],

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple
 
 import jax
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
+
 REPLAY_KINDS = ("transition", "episode", "rollout")
 
 

@@ -9,13 +9,12 @@ axes, which XLA lowers to batched matmuls (one kernel for all agents).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class MLP(nn.Module):

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 
 from jaxmarl_accel.buffers.storage import BufferState
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class SampleBatch(NamedTuple):

@@ -21,8 +21,8 @@ from jaxmarl_accel.buffers.recompute import Observe, check_observe, recompute_ob
 from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 INDEX_SHARING = ("shared", "per_agent")
 REDUCTIONS = ("max", "mean")
 

@@ -44,8 +44,8 @@ from flax import struct
 
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout, chronological
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 NEXT_OBS = ("stored", "next_slot")
 """How a transition replay keeps ``next_obs``: as a stored field, or read from the next slot."""
 

@@ -33,8 +33,8 @@ import jax
 
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.storage import BufferState
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 Observe = Callable[[jax.Array], jax.Array]
 """``compact [N, F] -> observations [N, D]``, pure and jittable."""
 

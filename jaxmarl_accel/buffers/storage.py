@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 @struct.dataclass

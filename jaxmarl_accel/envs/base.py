@@ -28,7 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
+
 T = TypeVar("T")
 
 

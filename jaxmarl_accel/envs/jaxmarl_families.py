@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 @dataclasses.dataclass(frozen=True)

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree
+from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe.core import MPEState, WorldParams
+from jaxmarl_accel.types import PyTree
 
 if TYPE_CHECKING:
     from matplotlib.backends.backend_agg import FigureCanvasAgg

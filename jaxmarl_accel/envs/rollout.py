@@ -13,8 +13,9 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxmarl_accel.envs.base import Env, PyTree
+from jaxmarl_accel.envs.base import Env
 from jaxmarl_accel.envs.policies import PolicyFn, with_memory
+from jaxmarl_accel.types import PyTree
 
 
 class Rollout(NamedTuple):

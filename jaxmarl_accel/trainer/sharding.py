@@ -33,8 +33,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import ChunkMetrics, Trainer, TrainState
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 SEED_AXIS = "seeds"
 ENV_AXIS = "envs"
 ENV_FIELDS = ("env_state", "obs", "episode_return", "episode_stats")

@@ -19,9 +19,7 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
 from jaxmarl_accel.envs.policies import LearnerPolicyFn, available_actions
-from jaxmarl_accel.types import Transition
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree, Transition
 
 
 class EnvStep(NamedTuple):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,8 +50,7 @@ from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import learner_step_policy
 from jaxmarl_accel.trainer.rounds import ROUNDS, EpisodeEnds, RoundOutput, TrainState
 from jaxmarl_accel.trainer.rounds.transition import learner_observation, learner_observes
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class ChunkMetrics(NamedTuple):

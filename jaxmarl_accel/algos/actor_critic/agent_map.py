@@ -20,7 +20,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-PyTree = Any
+from jaxmarl_accel.types import PyTree
+
 AgentStep = Callable[..., tuple[PyTree, Any]]
 
 

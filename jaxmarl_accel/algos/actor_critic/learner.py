@@ -58,8 +58,6 @@ from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Transition
 
-PyTree = Any
-
 
 def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
     """Fresh learner state of all agents (targets equal to the online networks)."""

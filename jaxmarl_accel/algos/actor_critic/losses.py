@@ -10,7 +10,6 @@ Haarnoja et al. 2018a/b (SAC eq. 3 soft value, eq. 12 actor, eq. 18 temperature)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +18,7 @@ from jax.flatten_util import ravel_pytree
 
 from jaxmarl_accel.algos import networks
 from jaxmarl_accel.algos.distributions import ActionDistribution
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 def make_optimizer(lr: float, clip: float | None) -> optax.GradientTransformation:

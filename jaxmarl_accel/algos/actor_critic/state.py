@@ -24,9 +24,7 @@ from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig, actor_ste
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Transition
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree, Transition
 
 
 @struct.dataclass

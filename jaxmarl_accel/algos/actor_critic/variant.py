@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.algos.distributions import ActionDistribution
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 Operand = TypeVar("Operand")
 Out = TypeVar("Out")
 

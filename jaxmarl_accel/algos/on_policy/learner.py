@@ -52,8 +52,7 @@ from jaxmarl_accel.algos.on_policy.config import (
     team_learning_rates,
 )
 from jaxmarl_accel.envs.base import EnvSpec
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 @struct.dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import distrax
 import flax.linen as nn
@@ -26,8 +26,7 @@ import numpy as np
 from jaxmarl_accel.algos.distributions import FactoredCategorical, masked_categorical
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.envs.base import EnvSpec
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class Teams(NamedTuple):

@@ -7,7 +7,7 @@ Shapes: N agents, A actions; ``...`` leading env axes of the feed-forward form.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chex
 import jax
@@ -17,8 +17,7 @@ from jaxmarl_accel.algos.networks import MLP
 from jaxmarl_accel.algos.value import networks, targets
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.envs.base import EnvSpec
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class Carry(NamedTuple):

@@ -30,7 +30,7 @@ S the mixer's state width.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import flax.linen as nn
 import jax
@@ -40,9 +40,7 @@ from flax import struct
 from jaxmarl_accel.algos.networks import MLP
 from jaxmarl_accel.algos.value import networks, targets
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.types import Episode
-
-PyTree = Any
+from jaxmarl_accel.types import Episode, PyTree
 
 
 class QStarNet(nn.Module):

@@ -50,9 +50,7 @@ from jaxmarl_accel.algos.value.acting import Carry, act_feedforward, act_recurre
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.value.mixers import Mixer
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Episode, Transition
-
-PyTree = Any
+from jaxmarl_accel.types import Episode, PyTree, Transition
 
 
 @struct.dataclass

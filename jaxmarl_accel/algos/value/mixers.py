@@ -16,7 +16,7 @@ All three keep each head's greedy joint action equal to the agents' greedy actio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import flax.linen as nn
 import jax
@@ -24,8 +24,7 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.envs.base import EnvSpec
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 class Mixer(NamedTuple):

@@ -12,8 +12,6 @@ Agents are an array axis: the parameters have no agent axis, the inputs ``[..., 
 
 from __future__ import annotations
 
-from typing import Any
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -21,9 +19,7 @@ import jax.numpy as jnp
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.algos.networks import MLP
 from jaxmarl_accel.algos.value import batches, gru
-from jaxmarl_accel.types import Episode
-
-PyTree = Any
+from jaxmarl_accel.types import Episode, PyTree
 
 
 class RNNAgent(nn.Module):

@@ -31,9 +31,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs import moves
-from jaxmarl_accel.envs.base import Env, EnvSpec, PyTree, bind_static
+from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.render import render_mpe
+from jaxmarl_accel.types import PyTree
 
 
 def moves_decoder(continuous: bool, dim_c: int = 0) -> Callable:

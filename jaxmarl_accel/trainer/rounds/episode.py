@@ -40,7 +40,6 @@ is donated), and the compiled chunk's temporaries do not grow with its capacity.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -60,8 +59,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     zeros_like_shapes,
 )
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 def episode_schedule(config: cfg.TrainConfig, episode_length: int) -> tuple[int, int, int, int]:

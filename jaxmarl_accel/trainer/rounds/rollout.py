@@ -39,8 +39,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     sum_ends,
     within_run,
 )
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 def no_replay() -> Buffer:

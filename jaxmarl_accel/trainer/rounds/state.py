@@ -11,8 +11,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmarl_accel.buffers import Buffer
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 @struct.dataclass

@@ -34,8 +34,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     zeros_like_shapes,
 )
 from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
-
-PyTree = Any
+from jaxmarl_accel.types import PyTree
 
 
 def next_obs_kwargs(config: cfg.TrainConfig, spec: Any) -> dict[str, Any]:

@@ -16,7 +16,6 @@ from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.envs.mpe import core
 
-PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 

@@ -24,8 +24,8 @@ from jaxmarl_accel.algos.actor_critic.state import (
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.types import PyTree
 
-PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 

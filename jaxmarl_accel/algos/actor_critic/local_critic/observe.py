@@ -24,7 +24,6 @@ from jaxmarl_accel.algos.actor_critic.state import (
 from jaxmarl_accel.buffers.recompute import observe_chunk, observe_rows
 from jaxmarl_accel.types import Transition
 
-PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 

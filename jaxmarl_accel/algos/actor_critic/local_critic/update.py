@@ -35,9 +35,8 @@ from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, 
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Transition
+from jaxmarl_accel.types import PyTree, Transition
 
-PyTree = Any
 ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 
