@@ -16,7 +16,10 @@ from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.envs.mpe import core
 
-ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
+ObserveAt = Any
+"""A function ``(physical [N, F], agents [M] int) -> observations [M, obs_dim]``: the
+observations of ``agents`` computed from a joint step's physical state (``N`` agents, ``F``
+features each), for replays that store physical states instead of observations."""
 
 
 def nearest_agents(pos: jax.Array, agents: jax.Array | None, k: int) -> jax.Array:

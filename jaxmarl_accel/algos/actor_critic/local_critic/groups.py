@@ -4,7 +4,7 @@ through each agent's group actor. Shapes: N agents, G groups, M agents of one gr
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chex
 import flax.linen as nn
@@ -16,7 +16,11 @@ import optax
 from jaxmarl_accel.algos import networks
 from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
-from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_width, make_critic
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import (
+    ObserveAt,
+    critic_width,
+    make_critic,
+)
 from jaxmarl_accel.algos.actor_critic.state import (
     ActorCriticState,
     target_entropy_of,
@@ -25,8 +29,6 @@ from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.distributions import ActionDistribution, make_distribution
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import PyTree
-
-ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 
 class Block(NamedTuple):

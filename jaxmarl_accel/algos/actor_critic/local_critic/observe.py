@@ -5,7 +5,7 @@ N agents, Gb groups of a block, P samples of one group, k neighbours, A action w
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -23,8 +23,6 @@ from jaxmarl_accel.algos.actor_critic.state import (
 )
 from jaxmarl_accel.buffers.recompute import observe_chunk, observe_rows
 from jaxmarl_accel.types import Transition
-
-ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 
 class Samples(NamedTuple):

@@ -6,7 +6,7 @@ P samples of one group, C critics."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import chex
 import jax
@@ -21,7 +21,7 @@ from jaxmarl_accel.algos.actor_critic.learner import (
     held_actor_step,
     update_metrics,
 )
-from jaxmarl_accel.algos.actor_critic.local_critic.critics import critic_features
+from jaxmarl_accel.algos.actor_critic.local_critic.critics import ObserveAt, critic_features
 from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
     Block,
     Skeleton,
@@ -36,8 +36,6 @@ from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import PyTree, Transition
-
-ObserveAt = Any  # (physical [N, F], agents [M] int) -> observations [M, obs_dim]
 
 
 class Group(NamedTuple):
