@@ -28,6 +28,7 @@ from jaxmarl_accel.cli.run_store import (
     REPLAY,
     RunOptions,
     Started,
+    check_folder_free,
     prepare_folder,
     restore_or_init,
     run_record,
@@ -88,6 +89,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     ``mirror`` (a remote run folder; ``options.out_dir`` is its stage), the folder is
     uploaded once prepared, after every checkpoint and at the end.
     """
+    check_folder_free(options)  # before compiling, as every refusal the user can fix
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)

@@ -147,6 +147,19 @@ def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
                     for name in STORED_OPTIONS}
 
 
+def check_folder_free(options: RunOptions) -> None:
+    """``ValueError`` (one line) when ``options.out_dir`` is a file, or, for a new run
+    without ``options.overwrite``, a folder that holds a run already. It only reads, so a
+    run calls it before compiling: a refusal the user can fix costs no compile time."""
+    out_dir = options.out_dir
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir} is a file, not a folder")
+    present = outputs.run_entries(out_dir)
+    if not options.resume and present and not options.overwrite:
+        raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
+                         f"it with --resume {out_dir}, or replace it with --overwrite")
+
+
 def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -> None:
     """Make sure the run may write to ``options.out_dir`` and store its config there.
 
@@ -157,10 +170,7 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     out_dir = options.out_dir
     if writer:
         outputs.ensure_writable_folder(out_dir)
-    present = outputs.run_entries(out_dir)
-    if not options.resume and present and not options.overwrite:
-        raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
-                         f"it with --resume {out_dir}, or replace it with --overwrite")
+    check_folder_free(options)  # again: another process may have written it meanwhile
     sync_processes("output folder checked")
     if writer and not options.resume:
         outputs.clear_run(out_dir)

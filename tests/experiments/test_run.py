@@ -266,14 +266,19 @@ def test_resume_refuses_a_checkpoint_of_another_config(finished_run, tmp_path, c
     assert "does not match the config.json beside it" in one_line(capsys.readouterr().err)
 
 
-def test_a_folder_holding_a_run_is_refused_unless_overwritten(finished_run, tmp_path, capsys):
-    """The second run also ends mid-chunk (500 steps, evaluations every 200) and before its
-    first update: it is warned about and marked in the summary."""
+def test_a_folder_holding_a_run_is_refused_unless_overwritten(finished_run, tmp_path, capsys,
+                                                               monkeypatch):
+    """The refusal comes before any program is built or compiled. The second run also ends
+    mid-chunk (500 steps, evaluations every 200) and before its first update: it is warned
+    about and marked in the summary."""
     out = str(tmp_path / "reused")
     shutil.copytree(finished_run, out)
     before = {name: Path(out, name).read_bytes() for name in ("config.json", "summary.json")}
     shorter = [*TINY, "--out", out, "--total-env-steps", "500", "--learning-starts", "800"]
+    monkeypatch.setattr(host_loop, "make_trainer",
+                        lambda *_: pytest.fail("the trainer was built before the refusal"))
     assert run.main(shorter) == 2
+    monkeypatch.undo()
     line = one_line(capsys.readouterr().err)
     assert f"--out {out} holds a run already" in line and "--overwrite" in line
     assert {name: Path(out, name).read_bytes() for name in before} == before
