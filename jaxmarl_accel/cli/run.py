@@ -309,7 +309,7 @@ def options_from_args(parser: argparse.ArgumentParser,
     """The training config and ``RunOptions`` of the parsed flags, or of the stored run
     with ``--resume``; usage errors exit through ``parser.error`` (one line, status 2),
     a run that cannot be resumed raises ``ValueError``."""
-    for flag, value, least in (("--seeds", args.seeds, 1),
+    for flag, value, least in (("--seeds", args.seeds, 1), ("--agents", args.agents, 1),
                                ("--checkpoint-every", args.checkpoint_every, 1),
                                ("--baseline-episodes", args.baseline_episodes, 1),
                                ("--env-shards", args.env_shards, 1)):

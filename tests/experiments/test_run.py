@@ -76,6 +76,7 @@ def test_help_documents_every_flag(capsys):
     (["--algo", "dqn"], "invalid choice"),
     (["--batch-size", "0"], "--batch-size must be >= 1"),
     (["--seeds", "0"], "--seeds must be >= 1"),
+    (["--agents", "0"], "--agents must be >= 1, got 0"),
     (["--gamma", "2"], "--gamma must lie in [0, 1]"),
     (["--env-kwargs", "oops"], "expected name=value"),
     (["--env-kwargs", "num_agent=4"], "simple_spread takes no num_agent; its keywords are"),
