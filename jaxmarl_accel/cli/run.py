@@ -328,6 +328,9 @@ def options_from_args(parser: argparse.ArgumentParser,
     check_loggers(parser, args.logger)
     try:
         config = config_from_args(args)
+        from jaxmarl_accel.trainer.train import make_trainer
+
+        make_trainer(config)  # learner against env (e.g. a mixer without a global state)
     except (ValueError, TypeError) as error:
         parser.error(flags.flag_message(str(error), parser.fields))
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -96,6 +96,7 @@ def test_validation_messages_name_the_flags():
         "--alpha must be > 0 when --auto-alpha is set")
     prose = "prey='scripted' needs a scenario with prey"
     assert flags.flag_message(prose, fields) == prose
+    assert flags.flag_message("prey: the alpha of prey", fields) == "--prey: the alpha of prey"
 
 
 def test_usage_errors_are_one_line(capsys):

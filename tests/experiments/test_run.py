@@ -91,6 +91,10 @@ def test_help_documents_every_flag(capsys):
     (["--env", "tag_continuous", "--agents", "3", "--env-kwargs", "num_taggers=3"],
      "needs at least one of num_runners"),
     (["--resume", "somewhere", "--overwrite"], "exclude each other"),
+    (["--env", "simple_tag", "--algo", "owqmix"],
+     "--env: algo 'owqmix' mixes Q_tot and Q* over the global state; simple_tag has none"),
+    (["--env", "simple_spread", "--algo", "qmix", "--env-kwargs", "continuous_actions=True"],
+     "algo 'qmix' needs discrete actions"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler", "uniform"],
      "sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
      "sampler; use --sampler reuse"),
