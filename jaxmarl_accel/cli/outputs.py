@@ -126,11 +126,16 @@ def clear_run(out_dir: str) -> None:
             os.remove(path)
 
 
+def refuse_a_file(out_dir: str) -> None:
+    """``ValueError`` (one line) when ``out_dir`` exists and is not a folder."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ValueError(f"--out {out_dir} is a file, not a folder")
+
+
 def ensure_writable_folder(out_dir: str) -> None:
     """Create ``out_dir`` if needed; ``ValueError`` (one line) when it is a file or cannot be
     written."""
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir} is a file, not a folder")
+    refuse_a_file(out_dir)
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as error:

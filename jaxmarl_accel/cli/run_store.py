@@ -152,8 +152,7 @@ def check_folder_free(options: RunOptions) -> None:
     without ``options.overwrite``, a folder that holds a run already. It only reads, so a
     run calls it before compiling: a refusal the user can fix costs no compile time."""
     out_dir = options.out_dir
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise ValueError(f"--out {out_dir} is a file, not a folder")
+    outputs.refuse_a_file(out_dir)
     present = outputs.run_entries(out_dir)
     if not options.resume and present and not options.overwrite:
         raise ValueError(f"--out {out_dir} holds a run already ({', '.join(present)}); continue "
