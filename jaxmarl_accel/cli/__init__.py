@@ -3,7 +3,7 @@
     jaxmarl-accel run --algo qmix --env stag_hunt --seeds 4 --out runs/qmix
     jaxmarl-accel run --resume runs/qmix
     jaxmarl-accel evaluate runs/qmix --episodes 1000
-    jaxmarl-accel render --scenario simple_tag --out results/render
+    jaxmarl-accel render --env simple_tag --out results/render
 
 ``python -m jaxmarl_accel.cli COMMAND ...`` is the same program; in a checkout,
 ``python -m experiments.run`` / ``experiments.evaluate`` / ``experiments.render_demo`` run

@@ -1,7 +1,8 @@
 """Render a scripted (or random) rollout of a scenario to a GIF and a PNG of one frame.
 
-``jaxmarl-accel render --scenario simple_tag --out results/render`` writes
-``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``. The rollout is
+``jaxmarl-accel render --env simple_tag --out results/render`` writes
+``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``; ``--env``,
+``--env-kwargs`` and ``--agents`` mean what they mean for ``jaxmarl-accel run``. The rollout is
 :func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames);
 each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.render` for the MPE
 scenarios, :mod:`jaxmarl_accel.envs.render_grid` for the stag hunt); a scenario without a
@@ -70,13 +71,22 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
     """The ``render`` command: parse ``argv``, write the GIF and PNG, return the exit code
     (bad flags: one line on stderr naming the flag, exit status 2)."""
     from jaxmarl_accel.cli import flags
+    from jaxmarl_accel.cli.run import scenario_kwargs
 
     parser = flags.Parser(prog=prog, description=flags.plain_description(__doc__ or ""))
-    parser.add_argument("--scenario", default="simple_tag", choices=SCENARIOS,
-                        help="registry name of the scenario (default: simple_tag)")
+    parser.add_argument("--env", "--scenario", dest="scenario", default="simple_tag",
+                        choices=SCENARIOS, metavar="ENV",
+                        help=f"registry name of the scenario, one of {', '.join(SCENARIOS)} "
+                             "(--scenario is the same flag; default: simple_tag)")
+    parser.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
+                        help="scenario keyword arguments as for jaxmarl-accel run, e.g. "
+                             "'num_prey=2,num_obstacles=0'")
+    parser.add_argument("--agents", type=flags.parse_int, default=None,
+                        help="number of agents, as for jaxmarl-accel run (default: the "
+                             "scenario's own)")
     parser.add_argument("--kwargs", default="{}",
                         help='scenario keyword arguments as a JSON object, e.g. '
-                             '\'{"num_predators": 6}\' (default: {})')
+                             '\'{"num_predators": 6}\', merged with --env-kwargs (default: {})')
     parser.add_argument("--policy", default="scripted", choices=tuple(_POLICIES),
                         help="who acts: the scripted policy or uniform random actions "
                              "(default: scripted)")
@@ -89,8 +99,9 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
     parser.add_argument("--out", default="results/render",
                         help="output folder (default: results/render)")
     args = parser.parse_args(argv)
-    for flag, value, least in (("--steps", args.steps, 1), ("--pixels", args.pixels, 1)):
-        if value < least:
+    for flag, value, least in (("--steps", args.steps, 1), ("--pixels", args.pixels, 1),
+                               ("--agents", args.agents, 1)):
+        if value is not None and value < least:
             parser.error(f"{flag} must be >= {least}, got {value}")
     try:
         kwargs = json.loads(args.kwargs)
@@ -101,14 +112,16 @@ def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> i
         parser.error(f"--kwargs must be a JSON object of keyword arguments, got {args.kwargs!r}")
     try:
         flags.check_scenario_keywords("--kwargs", args.scenario, kwargs)
+        kwargs = dict(scenario_kwargs(args.scenario, args.env_kwargs, args.agents), **kwargs)
     except ValueError as error:
         parser.error(str(error))
     try:
         env = make(args.scenario, **kwargs)[0]
     except (ValueError, TypeError) as error:
-        parser.error(f"--kwargs: {str(error).splitlines()[0]}")
+        source = "--kwargs" if args.kwargs.strip() not in ("", "{}") else "--env-kwargs"
+        parser.error(f"{source}: {str(error).splitlines()[0]}")
     if env.render is None:
-        parser.error(f"--scenario: {args.scenario} has no renderer; scenarios that can be "
+        parser.error(f"--env: {args.scenario} has no renderer; scenarios that can be "
                      f"drawn: {', '.join(drawable_scenarios())}")
     gif, png = render_to_files(args.scenario, args.out, args.steps, args.policy, args.seed,
                                args.pixels, **kwargs)

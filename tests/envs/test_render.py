@@ -100,7 +100,11 @@ def test_making_envs_and_importing_the_renderers_leaves_matplotlib_unimported():
     (["--kwargs", '{"num_predators": -1}'], "--kwargs: num_predators"),
     (["--steps", "0"], "--steps must be >= 1"),
     (["--pixels", "0"], "--pixels must be >= 1"),
-    (["--scenario", "tag_gridworld"], "--scenario: tag_gridworld has no renderer"),
+    (["--scenario", "tag_gridworld"], "--env: tag_gridworld has no renderer"),
+    (["--env", "stag_hunt", "--agents", "0"], "--agents must be >= 1, got 0"),
+    (["--env", "stag_hunt", "--env-kwargs", "nope=1"], "stag_hunt takes no nope"),
+    (["--env", "simple_reference", "--agents", "3"], "--agents"),
+    (["--env", "stag_hunt", "--env-kwargs", "num_stags=-1"], "--env-kwargs: num_stags"),
 ])
 def test_render_command_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, words):
     from jaxmarl_accel.cli.render import main
@@ -111,3 +115,18 @@ def test_render_command_refuses_bad_flags_in_one_line(tmp_path, capsys, flags, w
     assert exit_info.value.code == 2
     assert len(err.strip().splitlines()) == 1 and words in err, err
     assert not os.listdir(tmp_path)
+
+
+def test_render_takes_the_run_commands_env_flags(tmp_path, capsys):
+    """``--env``, ``--env-kwargs`` and ``--agents`` as ``jaxmarl-accel run`` reads them
+    (``--scenario`` is the same flag as ``--env``)."""
+    from jaxmarl_accel.cli.render import main
+
+    assert main(["--env", "stag_hunt", "--agents", "3", "--env-kwargs", "num_stags=2",
+                 "--steps", "2", "--pixels", "48", "--out", str(tmp_path / "a")]) == 0
+    assert main(["--scenario", "stag_hunt", "--kwargs", '{"num_agents": 3, "num_stags": 2}',
+                 "--steps", "2", "--pixels", "48", "--out", str(tmp_path / "b")]) == 0
+    first = imageio.mimread(tmp_path / "a" / "stag_hunt.gif")
+    second = imageio.mimread(tmp_path / "b" / "stag_hunt.gif")
+    assert len(first) == 2 and np.array_equal(np.stack(first), np.stack(second))
+    assert "wrote" in capsys.readouterr().out
