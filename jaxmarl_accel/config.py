@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
     ALGOS,
+    FAMILIES,
     LearnerConfig,
     check_sampler,
     check_weighting,
@@ -284,8 +285,8 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
     if name not in PAPER004:
         raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
     if family_of(algo) != "value":
-        raise ValueError(f"algo {algo!r}: preset {name!r} sets paper 004's value learners on "
-                         "the stag hunt")
+        raise ValueError(f"preset {name!r} sets paper 004's value learners on the stag hunt; "
+                         f"algo must be one of {', '.join(FAMILIES['value'][1])}, got {algo!r}")
     _positive("replay_cap", replay_cap)
     setting = PAPER004[name]
     fields: dict[str, Any] = {

@@ -141,7 +141,7 @@ def test_the_preset_replay_cap_fits_its_stated_memory():
 
 def test_presets_refuse_unknown_names_and_learners_in_one_line():
     for args, message in ((("paper004-p2", "macpo"), "preset must be one of"),
-                          (("paper004-p0", "maddpg"), "algo 'maddpg': preset"),
+                          (("paper004-p0", "maddpg"), "algo must be one of qmix.*got 'maddpg'"),
                           (("paper004-p0", "macpo", 0), "replay_cap must be >= 1")):
         with pytest.raises(ValueError, match=message) as error:
             preset(*args)

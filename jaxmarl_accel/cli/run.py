@@ -296,7 +296,8 @@ def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
     try:
         fields = preset(args.preset, args.algo)
     except ValueError as error:
-        parser.error(f"--preset: {error}")
+        message = flags.flag_message(str(error), ("algo",))
+        parser.error(message.replace("preset ", "--preset ", 1))
     value = fields.pop("learner")
     defaults = {name: getattr(value, name) for name in ValueConfig.__dataclass_fields__
                 if getattr(value, name) != getattr(ValueConfig(), name)}

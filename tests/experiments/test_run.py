@@ -501,4 +501,4 @@ def test_a_preset_sets_paper_004s_settings_and_flags_beside_it_win(capsys):
     assert config_of(argv) == preset_config("paper004-p1.5", "accmer")
     assert config_of([*argv, "--batch-size", "64"]).batch_size == 64
     assert exit_code(["--algo", "maddpg", "--preset", "paper004-p0"]) == 2
-    assert "--preset: algo 'maddpg'" in one_line(capsys.readouterr().err)
+    assert "--algo must be one of qmix, vdn" in one_line(capsys.readouterr().err)
