@@ -76,7 +76,6 @@ import argparse
 import copy
 import dataclasses
 import importlib.util
-import json
 import os
 import sys
 import types
@@ -93,6 +92,7 @@ from experiments.bench.timing import (
     add_collect_block_argument,
     apply_collect_block,
     run_sides,
+    write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
@@ -376,7 +376,7 @@ def main(args: argparse.Namespace) -> None:
               f"{record.get('ref_compile_s', nan):>19.1f}{record.get('compile_ratio', nan):>7.2f}"
               f"{record['ours_updates_per_seed']:>5}/{record.get('ref_updates_per_seed', '-')}",
               flush=True)
-        _write(args.json, result)
+        write_record(args.json, result)
     if args.breakdown:
         with_learning = next((r for r in result["records"] if r["seeds"] == 1), None)
         if with_learning is None:
@@ -389,11 +389,5 @@ def main(args: argparse.Namespace) -> None:
         print("1 seed, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items()
                                          if k != "no_learning"), flush=True)
     result["load_average_end"] = list(os.getloadavg())
-    _write(args.json, result)
+    write_record(args.json, result)
 
-
-def _write(path: str | None, result: dict[str, Any]) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as handle:
-            json.dump(result, handle, indent=2)

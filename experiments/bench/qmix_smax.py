@@ -40,7 +40,8 @@ rows unless ``--ours-set train_rows=K`` cuts the update to each episode's first 
 (``ValueConfig.train_rows``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
-128 times a round, across episode ends (every step a real one); ours counts ``T`` = 101
+128 times a round, across episode ends (every step a real one), in whole rounds
+(``NUM_UPDATES`` of 16 x 128 steps, the steps it is credited with); ours counts ``T`` = 101
 rows per episode (the episode round's fixed-length scan, rows after the episode's end
 masked), so an episode that ends after ``L`` steps counts 101 but takes ``L``. Our real
 steps (the mean ``episode_length`` of the exploration episodes times their number) are
@@ -64,7 +65,6 @@ import argparse
 import copy
 import dataclasses
 import importlib.util
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ from experiments.bench.timing import (
     apply_collect_block,
     compile_program,
     timed_call,
+    write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.config import TrainConfig
@@ -296,6 +297,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "seeds hangs, so with the reference and 2 or more seeds this is "
                              "refused there)")
     add_collect_block_argument(parser)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="run both sides once more without learning (one seed) and split "
+                             "a round into collection and updates: experiments.bench."
+                             "smax_rounds, the steady state once both learn")
     parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of our settings after matching theirs: a field of "
                              "ValueConfig (e.g. lr=1e-3, td_lambda=0.6) or of TrainConfig "
@@ -310,6 +315,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> None:
     if args.seeds < 1 or args.env_steps < 1:
         raise ValueError("--seeds and --env-steps must be >= 1")
+    if args.breakdown and args.vmap_seeds:
+        raise ValueError("--breakdown times one seed per program; drop --vmap-seeds")
     if (args.vmap_seeds and args.jaxmarl_src and args.seeds > 1
             and jax.default_backend() == "cpu"):
         raise ValueError("--vmap-seeds with the reference on CPU: JaxMARL's program vmapped "
@@ -336,6 +343,7 @@ def main(args: argparse.Namespace) -> None:
     config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
                             args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds
+    ref_round = settings.num_steps * settings.num_envs  # theirs: NUM_UPDATES whole rounds
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
@@ -352,7 +360,7 @@ def main(args: argparse.Namespace) -> None:
         out[1].train_stats["episode_length"])[:, -1]]  # one chunk: eval_every = total
     record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rates,
                            our_updates, args.vmap_seeds, real_steps, compiler_options()))
-    _write(args.json, record)
+    write_record(args.json, record)
     if args.ours_vmapped and not args.vmap_seeds:
         compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys,
                                                    compiler_options())
@@ -364,14 +372,21 @@ def main(args: argparse.Namespace) -> None:
         ref_config = reference_config(base, settings, args.map, steps)
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
         record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
-                               steps, reference_win_rates, reference_updates, args.vmap_seeds))
+                               steps // ref_round * ref_round, reference_win_rates,
+                               reference_updates, args.vmap_seeds))
         # theirs steps every env on (auto-reset): all its steps are real ones
         record["steps_ratio_median"] = (record["ours_real_steps_per_s_median"]
                                         / record["ref_steps_per_s_median"])
         record["counted_steps_ratio_median"] = (record["ours_steps_per_s_median"]
                                                 / record["ref_steps_per_s_median"])
+    if args.breakdown:
+        from experiments.bench.smax_rounds import breakdown
+
+        breakdown(record, config, reference[0] if reference else None,
+                  reference_config(base, settings, args.map, steps), keys, ref_round,
+                  steps // (settings.num_envs * episode_steps), int(base.get("NUM_EPOCHS", 8)))
     record["load_average_end"] = list(os.getloadavg())
-    _write(args.json, record)
+    write_record(args.json, record)
     for side in ("ours", "ref") if reference else ("ours",):
         low, high = record[f"{side}_win_rate_iqr"]
         real = record.get(f"{side}_real_steps_per_s_median")
@@ -381,9 +396,3 @@ def main(args: argparse.Namespace) -> None:
               f"compile {record[f'{side}_compile_s']:.1f} s, "
               f"{record[f'{side}_updates_per_seed']} updates per seed", flush=True)
 
-
-def _write(path: str | None, record: dict[str, Any]) -> None:
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w") as handle:
-            json.dump(record, handle, indent=2)

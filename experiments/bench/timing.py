@@ -6,9 +6,11 @@ Used by the QMIX benches against JaxMARL's ``qmix_rnn`` (:mod:`~.qmix`, :mod:`~.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -96,3 +98,12 @@ def apply_collect_block(value: int | None) -> None:
         from jaxmarl_accel.trainer import steps
 
         steps.COLLECT_BLOCK_STEPS = value or None
+
+
+def write_record(path: str | None, record: dict[str, Any]) -> None:
+    """Writes a bench's ``record`` as indented JSON to ``path`` (its folder created), or
+    nothing when ``path`` is None."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w") as handle:
+            json.dump(record, handle, indent=2)

@@ -134,7 +134,7 @@ def test_smax_bench_overrides_our_settings_by_name():
 
 
 @pytest.mark.parametrize("argv", [("--vmap-seeds", "--seeds", "2", "--jaxmarl-src", "x"),
-                                  ("--collect-block", "-1")])
+                                  ("--collect-block", "-1"), ("--breakdown", "--vmap-seeds")])
 def test_smax_bench_refuses_a_vmapped_reference_on_cpu_and_a_negative_block(argv):
     with pytest.raises(ValueError, match="vmap-seeds|collect-block"):
         main(["qmix_smax", *argv])
@@ -151,3 +151,23 @@ def test_collect_block_sets_the_collection_loop(monkeypatch):
     assert steps.COLLECT_BLOCK_STEPS is None
     apply_collect_block(5)
     assert steps.COLLECT_BLOCK_STEPS == 5
+
+
+def test_smax_steady_state_splits_a_round_into_collection_and_updates():
+    """Hand-made timings: ours 10 rounds in 2 s without learning and 6 s with 8 updates
+    (0.2 s a round, 0.5 s an update), 30 real steps per episode of 16; theirs 4 rounds of
+    2,048 steps in 4 s and 20 s with 16 updates (1 s a round, 1 s an update, 8 a round)."""
+    from experiments.bench.smax_rounds import split_round, steady_state
+
+    assert split_round([6.0], [2.0], 10, 8) == pytest.approx((0.2, 0.5))
+    record = {"ours_seconds": [6.0], "ours_seconds_without_learning": [2.0],
+              "ours_updates_per_seed": 8, "ours_real_env_steps_per_seed": [4800.0],
+              "ref_seconds": [20.0], "ref_seconds_without_learning": [4.0],
+              "ref_updates_per_seed": 16}
+    out = steady_state(record, ours_rounds=10, ref_rounds=4, ref_round_steps=2048,
+                       ref_epochs=8)
+    assert out["ours_real_steps_per_round"] == 480.0
+    assert out["ours_steady_real_steps_per_s"] == pytest.approx(480 / 0.7)
+    assert out["ref_steady_real_steps_per_s"] == pytest.approx(2048 / 9.0)
+    assert out["steady_ratio"] == pytest.approx((480 / 0.7) / (2048 / 9.0))
+    assert out["ref_update_ms"] == pytest.approx(1000.0)
