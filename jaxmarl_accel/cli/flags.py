@@ -175,14 +175,14 @@ def flag_message(message: str, fields: typing.Iterable[str]) -> str:
     """``message`` (a config validation error) with each of ``fields`` written as its flag:
     ``total_env_steps (60000) must ...`` becomes ``--total-env-steps (60000) must ...``.
     Names with an underscore are replaced wherever they stand as words; one-word names only
-    before ``must`` or a parenthesis, or where they start the message before a colon
-    (``env: ...``), so that the same word in the prose stays."""
+    before ``must`` or a parenthesis, or starting the message before a colon or a quoted
+    value (``env: ...``, ``sampler 'uniform': ...``), so that the word in prose stays."""
     for name in sorted(fields, key=len, reverse=True):
         flag = "--" + name.replace("_", "-")
         if "_" in name:
             message = re.sub(rf"(?<![\w.-]){name}(?!\w)", flag, message)
         else:
-            message = re.sub(rf"(^|(?<=[\s(])){name}(?= must| \()|^{name}(?=:)", flag, message)
+            message = re.sub(rf"(^|(?<=[\s(])){name}(?= must| \()|^{name}(?=:| ')", flag, message)
     return message
 
 

@@ -70,7 +70,9 @@ def filesystem(url: str) -> tuple[Any, str]:
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as error:
         text = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ValueError(f"{url} cannot be opened ({text})") from None
+        extra = ("; the gcs extra installs it: pip install '.[gcs]'" if url.startswith("gs://")
+                 else "")
+        raise ValueError(f"{url} cannot be opened ({text}){extra}") from None
     return fs, root.rstrip("/")
 
 

@@ -96,7 +96,7 @@ def test_help_documents_every_flag(capsys):
     (["--env", "simple_spread", "--algo", "qmix", "--env-kwargs", "continuous_actions=True"],
      "algo 'qmix' needs discrete actions"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler", "uniform"],
-     "sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
+     "--sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
      "sampler; use --sampler reuse"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler-kwargs", "loss_weights=table"],
      "loss_weights='table': algo 'accmer' weights its loss by MAC-PO's weights itself"),
