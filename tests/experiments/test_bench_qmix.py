@@ -154,18 +154,20 @@ def test_collect_block_sets_the_collection_loop(monkeypatch):
 
 
 def test_smax_steady_state_splits_a_round_into_collection_and_updates():
-    """Hand-made timings: ours 10 rounds in 2 s without learning and 6 s with 8 updates
-    (0.2 s a round, 0.5 s an update), 30 real steps per episode of 16; theirs 4 rounds of
-    2,048 steps in 4 s and 20 s with 16 updates (1 s a round, 1 s an update, 8 a round)."""
+    """Hand-made timings. Ours: 10 rounds without learning in 3 s, 20 in 5 s (0.2 s a round,
+    1 s fixed), with 8 updates in 7 s (0.5 s an update), 30 real steps per episode of 16.
+    Theirs: 4 rounds of 2,048 steps without learning in 6 s, 8 in 10 s (1 s a round), with
+    16 updates in 22 s (1 s an update, 8 a round)."""
     from experiments.bench.smax_rounds import split_round, steady_state
 
-    assert split_round([6.0], [2.0], 10, 8) == pytest.approx((0.2, 0.5))
-    record = {"ours_seconds": [6.0], "ours_seconds_without_learning": [2.0],
-              "ours_updates_per_seed": 8, "ours_real_env_steps_per_seed": [4800.0],
-              "ref_seconds": [20.0], "ref_seconds_without_learning": [4.0],
-              "ref_updates_per_seed": 16}
-    out = steady_state(record, ours_rounds=10, ref_rounds=4, ref_round_steps=2048,
-                       ref_epochs=8)
+    record = {"ours_seconds": [7.0], "ours_seconds_without_learning": [3.0],
+              "ours_seconds_without_learning_2x": [5.0], "ours_updates_per_seed": 8,
+              "ours_real_env_steps_per_seed": [4800.0],
+              "ref_seconds": [22.0], "ref_seconds_without_learning": [6.0],
+              "ref_seconds_without_learning_2x": [10.0], "ref_updates_per_seed": 16}
+    assert split_round(record, "ours", 10) == pytest.approx((0.2, 0.5))
+    out = steady_state(record, ours_rounds=10, ref_round_steps=2048, ref_epochs=8,
+                       extra_rounds={"ours": 10, "ref": 4})
     assert out["ours_real_steps_per_round"] == 480.0
     assert out["ours_steady_real_steps_per_s"] == pytest.approx(480 / 0.7)
     assert out["ref_steady_real_steps_per_s"] == pytest.approx(2048 / 9.0)
