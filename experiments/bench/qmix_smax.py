@@ -45,18 +45,16 @@ Env steps. Both sides run the same number of *counted* env steps: theirs steps e
 rows per episode (the episode round's fixed-length scan, rows after the episode's end
 masked), so an episode that ends after ``L`` steps counts 101 but takes ``L``. Our real
 steps (the mean ``episode_length`` of the exploration episodes times their number) are
-recorded as ``ours_real_env_steps_per_seed``, and the speed ratio
-``steps_ratio_median`` is our *real* env steps per second over theirs
-(``counted_steps_ratio_median`` the counted one). On SMAX, where battles end after 15 to
-60 steps, ours therefore sees fewer real env steps and episodes than theirs in a run of
-the same counted length.
+recorded as ``ours_real_env_steps_per_seed``, and the speed ratio ``steps_ratio_median`` is
+our *real* env steps per second over theirs (``counted_steps_ratio_median`` the counted
+one): on SMAX, where battles end after 15 to 60 steps, ours sees fewer real env steps than
+theirs in a run of the same counted length.
 
 Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
-episodes) followed by ``NUM_EPOCHS`` = 8 updates; ours is one whole episode per env (101
-rows) and one update, so the two make different numbers of updates (both recorded);
-theirs uses RAdam, ours Adam; theirs feeds the agent id, ours also the previous action;
-evaluation episodes: theirs every episode that ends within 128 steps of 512 envs, ours 512
-whole episodes.
+episodes) and ``NUM_EPOCHS`` = 8 updates; ours one whole episode per env and one update
+(both sides' updates recorded; ``--breakdown``: :mod:`~.smax_rounds`); theirs uses RAdam,
+ours Adam; theirs feeds the agent id, ours also the previous action; evaluation: theirs
+every episode that ends within 128 steps of 512 envs, ours 512 whole episodes.
 """
 
 from __future__ import annotations
@@ -297,10 +295,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "seeds hangs, so with the reference and 2 or more seeds this is "
                              "refused there)")
     add_collect_block_argument(parser)
-    parser.add_argument("--breakdown", action="store_true",
-                        help="run both sides once more without learning (one seed) and split "
-                             "a round into collection and updates: experiments.bench."
-                             "smax_rounds, the steady state once both learn")
+    parser.add_argument("--breakdown", action="store_true", help="split each side's round into "
+                        "collection and updates, the steady state once both learn (smax_rounds)")
     parser.add_argument("--ours-set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of our settings after matching theirs: a field of "
                              "ValueConfig (e.g. lr=1e-3, td_lambda=0.6) or of TrainConfig "
@@ -312,7 +308,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         small.add_argument(f"--{name.replace('_', '-')}", type=int, default=None)
 
 
-def main(args: argparse.Namespace) -> None:
+def check_args(args: argparse.Namespace) -> None:
+    """One-line ``ValueError`` for flags the bench cannot run."""
     if args.seeds < 1 or args.env_steps < 1:
         raise ValueError("--seeds and --env-steps must be >= 1")
     if args.breakdown and args.vmap_seeds:
@@ -322,6 +319,10 @@ def main(args: argparse.Namespace) -> None:
         raise ValueError("--vmap-seeds with the reference on CPU: JaxMARL's program vmapped "
                          "over seeds hangs in jaxlib's batched LAPACK QR; run per seed "
                          "(without --vmap-seeds) or on a GPU")
+
+
+def main(args: argparse.Namespace) -> None:
+    check_args(args)
     reference = load_reference(args.jaxmarl_src)
     if reference is None:
         print("reference skipped: no --jaxmarl-src; running ours only", flush=True)
