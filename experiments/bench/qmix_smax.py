@@ -368,9 +368,9 @@ def main(args: argparse.Namespace) -> None:
         elapsed, _ = timed_call(compiled, keys)
         record.update(ours_vmapped_compile_s=lower_s + xla_s,
                       ours_vmapped_steps_per_s=args.seeds * steps / elapsed)
+    ref_config = reference_config(base, settings, args.map, steps)
     if reference is not None:
         module = reference[0]
-        ref_config = reference_config(base, settings, args.map, steps)
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
         record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
                                steps // ref_round * ref_round, reference_win_rates,
@@ -383,9 +383,9 @@ def main(args: argparse.Namespace) -> None:
     if args.breakdown:
         from experiments.bench.smax_rounds import breakdown
 
-        breakdown(record, config, reference[0] if reference else None,
-                  reference_config(base, settings, args.map, steps), keys, ref_round,
-                  steps // (settings.num_envs * episode_steps), int(base.get("NUM_EPOCHS", 8)))
+        breakdown(record, config, reference[0] if reference else None, ref_config, keys,
+                  ref_round, steps // (settings.num_envs * episode_steps),
+                  int(base.get("NUM_EPOCHS", 8)))
     record["load_average_end"] = list(os.getloadavg())
     write_record(args.json, record)
     for side in ("ours", "ref") if reference else ("ours",):

@@ -47,16 +47,16 @@ def split_round(record: dict[str, Any], side: str, extra_rounds: int) -> tuple[f
 
 
 def steady_state(record: dict[str, Any], ours_rounds: int, ref_round_steps: int,
-                 ref_epochs: int, extra_rounds: dict[str, int]) -> dict[str, Any]:
+                 ref_epochs: int) -> dict[str, Any]:
     """The split (:func:`split_round`) and the steady-state rates of both sides from the
-    bench's ``record``: ``ours_rounds`` (the learning run's, for its real steps per round),
-    theirs steps per round and updates per round, and per side the rounds that the run
-    without learning at twice the length adds."""
+    bench's ``record`` (with ``{side}_extra_rounds``, the rounds that the run without
+    learning at twice the length adds): ``ours_rounds`` (the learning run's, for its real
+    steps per round), theirs steps per round and updates per round."""
     out: dict[str, Any] = {}
     ours_real = float(np.median(record["ours_real_env_steps_per_seed"])) / ours_rounds
     for side, real_per_round, updates_per_round in (
             ("ours", ours_real, 1), ("ref", float(ref_round_steps), ref_epochs)):
-        collect, update = split_round(record, side, extra_rounds[side])
+        collect, update = split_round(record, side, record[f"{side}_extra_rounds"])
         round_s = collect + updates_per_round * update
         out.update({f"{side}_collect_ms_per_round": 1e3 * collect,
                     f"{side}_update_ms": 1e3 * update,
@@ -113,8 +113,7 @@ def breakdown(record: dict[str, Any], config: Any, reference: Any,
     record["ours_extra_rounds"] = ours_rounds
     if reference is None:
         return
-    record.update(steady_state(record, ours_rounds, ref_round, ref_epochs,
-                               {"ours": ours_rounds, "ref": record["ref_extra_rounds"]}))
+    record.update(steady_state(record, ours_rounds, ref_round, ref_epochs))
     print(f"steady state: ours {record['ours_steady_real_steps_per_s']:,.0f}, theirs "
           f"{record['ref_steady_real_steps_per_s']:,.0f} real env steps/s (ratio "
           f"{record['steady_ratio']:.2f})", flush=True)

@@ -296,8 +296,7 @@ def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
     try:
         fields = preset(args.preset, args.algo)
     except ValueError as error:
-        message = flags.flag_message(str(error), ("algo",))
-        parser.error(message.replace("preset ", "--preset ", 1))
+        parser.error(flags.flag_message(str(error), ("preset", "algo")))
     value = fields.pop("learner")
     defaults = {name: getattr(value, name) for name in ValueConfig.__dataclass_fields__
                 if getattr(value, name) != getattr(ValueConfig(), name)}

@@ -164,10 +164,10 @@ def test_smax_steady_state_splits_a_round_into_collection_and_updates():
               "ours_seconds_without_learning_2x": [5.0], "ours_updates_per_seed": 8,
               "ours_real_env_steps_per_seed": [4800.0],
               "ref_seconds": [22.0], "ref_seconds_without_learning": [6.0],
-              "ref_seconds_without_learning_2x": [10.0], "ref_updates_per_seed": 16}
+              "ref_seconds_without_learning_2x": [10.0], "ref_updates_per_seed": 16,
+              "ours_extra_rounds": 10, "ref_extra_rounds": 4}
     assert split_round(record, "ours", 10) == pytest.approx((0.2, 0.5))
-    out = steady_state(record, ours_rounds=10, ref_round_steps=2048, ref_epochs=8,
-                       extra_rounds={"ours": 10, "ref": 4})
+    out = steady_state(record, ours_rounds=10, ref_round_steps=2048, ref_epochs=8)
     assert out["ours_real_steps_per_round"] == 480.0
     assert out["ours_steady_real_steps_per_s"] == pytest.approx(480 / 0.7)
     assert out["ref_steady_real_steps_per_s"] == pytest.approx(2048 / 9.0)
