@@ -77,6 +77,10 @@ SUITE["accmer-fig3b-raw"] = [*SUITE["accmer-fig3b"], "--macpo-normalization", "n
 # multiply each step's squared error of QMIX's loss, episodes drawn uniformly
 SUITE["macpo-fig3b-authors"] = [*SUITE["macpo-fig3b"], "--sampler", "uniform",
                                 "--macpo-weighting", "loss", "--macpo-normalization", "none"]
+# ... and with the authors' agent network as well: their stag-hunt configs give the agents
+# no one-hot id (obs_agent_id: False) and their rnn agent clamps its Q-values to [-5, 2]
+SUITE["macpo-fig3b-authors-agent"] = [*SUITE["macpo-fig3b-authors"], "--agent-ids", "false",
+                                      "--agent-q-min", "-5", "--agent-q-max", "2"]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

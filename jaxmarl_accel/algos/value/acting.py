@@ -65,7 +65,7 @@ def act_recurrent(agent: networks.RNNAgent, spec: EnvSpec, config: ValueConfig,
     chex.assert_shape(obs, (n, spec.obs_dim))
     chex.assert_shape(avail, (n, a))
     chex.assert_shape([carry.hidden, carry.prev_action], [(n, config.hidden), (n, a)])
-    x = networks.agent_inputs(obs.astype(jnp.float32), carry.prev_action)
+    x = networks.agent_inputs(obs.astype(jnp.float32), carry.prev_action, agent.ids)
     hidden, q = agent.apply(agent_params, carry.hidden, x)
     action = choose(config, env_steps, q, avail, key, explore)
     return action, Carry(hidden, jax.nn.one_hot(action, a, dtype=jnp.float32))

@@ -83,9 +83,11 @@ class QStar(NamedTuple):
 
 
 def make_qstar(config: ValueConfig, num_actions: int) -> QStar:
-    """``Q*`` of ``config``: an agent network like QMIX's (``agent``, ``hidden``) and a
+    """``Q*`` of ``config``: an agent network like QMIX's (``agent``, ``hidden``,
+    ``agent_ids``; never clamped, as the authors' ``central_rnn`` agent) and a
     :class:`QStarNet` of ``qstar_layers`` layers of ``qstar_hidden`` units."""
-    return QStar(agent=networks.make_agent(config.agent, config.hidden, num_actions),
+    return QStar(agent=networks.make_agent(config.agent, config.hidden, num_actions,
+                                           config.agent_ids),
                  mixer=QStarNet(config.qstar_hidden, config.qstar_layers))
 
 

@@ -12,6 +12,7 @@ of 256 units and ``w = 0.1``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar
 
 AGENTS = ("rnn", "mlp")
@@ -28,6 +29,11 @@ class ValueConfig:
         episode, input observation + agent one-hot + previous action one-hot; learns from
         whole episodes) or ``"mlp"`` (Dense -> ReLU -> Dense -> ReLU -> Dense on the
         observation + agent one-hot; learns from single transitions).
+      agent_ids: ``"rnn"`` only: whether the agent network (and ``Q*``'s) sees its one-hot
+        id (pymarl's ``obs_agent_id``; the AccMER authors' stag-hunt configs set it off).
+      agent_q_min, agent_q_max: ``"rnn"`` only: bounds the agent network's Q-values are
+        clamped to (none: unbounded; the authors' ``rnn`` agent, which their MAC-PO and
+        WQMIX runs use, clamps to -5 and 2); ``Q*``'s agent network is not clamped.
       hidden: width of the agent network's hidden layers (and of its GRU state); also of
         ``Q*``'s own agent network (pymarl2's ``central_rnn_hidden_dim``, 64).
       mixer_embed: width of the QMIX mixing layer (``embed_dim`` in QMIX).
@@ -86,6 +92,9 @@ class ValueConfig:
     128 episodes, 8 envs, 1.05M env steps; updates start once the replay holds a batch."""
 
     agent: str = "rnn"
+    agent_ids: bool = True
+    agent_q_min: float | None = None
+    agent_q_max: float | None = None
     hidden: int = 64
     mixer_embed: int = 32
     hypernet_hidden: int = 64
@@ -140,5 +149,21 @@ class ValueConfig:
         if self.train_rows and self.agent != "rnn":
             raise ValueError("train_rows cuts replayed episodes: it needs agent 'rnn' (an "
                              "'mlp' agent learns from single transitions)")
+        self._check_agent_options()
         if not isinstance(self.double_q, bool):
             raise ValueError(f"double_q must be a bool, got {self.double_q!r}")
+
+    def _check_agent_options(self) -> None:
+        if not isinstance(self.agent_ids, bool):
+            raise ValueError(f"agent_ids must be a bool, got {self.agent_ids!r}")
+        bounds = (self.agent_q_min, self.agent_q_max)
+        for name, value in zip(("agent_q_min", "agent_q_max"), bounds, strict=True):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                      or not math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number or none, got {value!r}")
+        if None not in bounds and not bounds[0] < bounds[1]:
+            raise ValueError(f"agent_q_min must be < agent_q_max ({bounds[1]}), got "
+                             f"{bounds[0]!r}")
+        if self.agent != "rnn" and (not self.agent_ids or bounds != (None, None)):
+            raise ValueError("agent_ids and agent_q_min/agent_q_max need agent 'rnn' (the "
+                             "'mlp' agent always sees its id and is not clamped)")

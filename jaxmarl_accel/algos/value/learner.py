@@ -169,7 +169,8 @@ def make_skeleton(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
                          "mixer must read the state (QMIX), not VDN's or IQL's")
     return Skeleton(
         spec=spec, config=config, mixer=mixer,
-        agent=networks.make_agent(config.agent, config.hidden, spec.num_actions),
+        agent=networks.make_agent(config.agent, config.hidden, spec.num_actions,
+                                  config.agent_ids, config.agent_q_min, config.agent_q_max),
         recurrent=recurrent,
         tx=optax.chain(optax.clip_by_global_norm(config.grad_clip), optax.adam(config.lr)),
         state_dim=spec.state_dim if recurrent and mixer.reads_state else 0,
@@ -181,7 +182,7 @@ def init(sk: Skeleton, key: jax.Array) -> ValueState:
     """Fresh learner state (targets equal to the online networks, counters at 0)."""
     agent_key, mixer_key, qstar_key = jax.random.split(key, 3)
     n, a = sk.spec.num_agents, sk.spec.num_actions
-    in_dim = sk.spec.obs_dim + n + (a if sk.recurrent else 0)
+    in_dim = networks.input_width(sk.agent, sk.spec.obs_dim, n, a)
     mixer_in = sk.state_dim or n * sk.spec.obs_dim
     qstar = None if sk.qstar is None else central.init_qstar(sk.qstar, qstar_key, in_dim, n,
                                                              mixer_in)

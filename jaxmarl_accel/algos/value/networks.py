@@ -7,6 +7,12 @@ input is the agent's observation, its one-hot id and its previous action's one-h
 one Q-value per action. The feed-forward agent replaces the GRU by a Dense -> ReLU layer and
 sees the observation and the id only (single transitions have no previous action).
 
+Two options of the recurrent agent follow the AccMER authors' stag-hunt runs (paper 004's
+code, whose configs are those of pymarl2's fork): without the one-hot id (their stag-hunt
+env configs set ``obs_agent_id: False``; :attr:`RNNAgent.ids`), and with the Q-values
+clamped (their ``rnn`` agent, which their MAC-PO/WQMIX configs use, clamps each agent's
+Q-values to ``[-5, 2]``; :attr:`RNNAgent.q_min`, :attr:`RNNAgent.q_max`).
+
 Agents are an array axis: the parameters have no agent axis, the inputs ``[..., N, in]``.
 """
 
@@ -29,10 +35,16 @@ class RNNAgent(nn.Module):
     Attributes:
       hidden: width of the input layer and of the GRU state.
       num_actions: A, one Q-value per action.
+      ids: whether the input holds the agent's one-hot id (:func:`agent_inputs`).
+      q_min, q_max: bounds the Q-values are clamped to (None: unbounded); outside them a
+        Q-value has no gradient, as ``torch.clamp``'s in the authors' agent.
     """
 
     hidden: int
     num_actions: int
+    ids: bool = True
+    q_min: float | None = None
+    q_max: float | None = None
 
     def setup(self) -> None:
         self.encoder = nn.Dense(self.hidden)
@@ -50,8 +62,12 @@ class RNNAgent(nn.Module):
         return self.cell(h, z)[0]
 
     def q_values(self, h: jax.Array) -> jax.Array:
-        """``[..., hidden] -> [..., A]`` Q-values of the GRU state."""
-        return self.head(h)
+        """``[..., hidden] -> [..., A]`` Q-values of the GRU state, clamped to ``[q_min,
+        q_max]`` where set."""
+        q = self.head(h)
+        if self.q_min is None and self.q_max is None:
+            return q
+        return jnp.clip(q, self.q_min, self.q_max)
 
     def __call__(self, h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         """One step: ``(h [..., hidden], x [..., in]) -> (h', q [..., A])``."""
@@ -59,29 +75,51 @@ class RNNAgent(nn.Module):
         return h, self.q_values(h)
 
 
-def make_agent(kind: str, hidden: int, num_actions: int) -> RNNAgent | MLP:
-    """The shared agent network: ``"rnn"`` (:class:`RNNAgent`) or ``"mlp"`` (two ReLU
-    layers of ``hidden`` units, :class:`~jaxmarl_accel.algos.networks.MLP`)."""
+def make_agent(kind: str, hidden: int, num_actions: int, ids: bool = True,
+               q_min: float | None = None, q_max: float | None = None) -> RNNAgent | MLP:
+    """The shared agent network: ``"rnn"`` (:class:`RNNAgent`, with or without the id
+    input, Q-values clamped to ``[q_min, q_max]`` where set) or ``"mlp"`` (two ReLU layers
+    of ``hidden`` units, :class:`~jaxmarl_accel.algos.networks.MLP`, which always sees the id
+    and is never clamped)."""
     if kind == "rnn":
-        return RNNAgent(hidden, num_actions)
+        return RNNAgent(hidden, num_actions, ids, q_min, q_max)
+    if not ids or q_min is not None or q_max is not None:
+        raise ValueError("an 'mlp' agent always sees its id and is not clamped")
     return MLP((hidden, hidden), num_actions)
 
 
-def agent_inputs(obs: jax.Array, prev_action: jax.Array | None) -> jax.Array:
-    """Every agent's network input: its observation, its one-hot id and (if given) its
-    previous action's one-hot.
+def sees_ids(agent: RNNAgent | MLP) -> bool:
+    """Whether ``agent``'s input holds the one-hot agent id (the feed-forward agent's always
+    does)."""
+    return not isinstance(agent, RNNAgent) or agent.ids
+
+
+def input_width(agent: RNNAgent | MLP, obs_dim: int, num_agents: int, num_actions: int) -> int:
+    """Width of ``agent``'s input (:func:`agent_inputs`): the observation, the id if it sees
+    it and, for the recurrent agent, the previous action."""
+    recurrent = isinstance(agent, RNNAgent)
+    return obs_dim + (num_agents if sees_ids(agent) else 0) + (num_actions if recurrent else 0)
+
+
+def agent_inputs(obs: jax.Array, prev_action: jax.Array | None, ids: bool = True) -> jax.Array:
+    """Every agent's network input: its observation, its one-hot id (if ``ids``) and (if
+    given) its previous action's one-hot.
 
     Args:
       obs: ``[..., N, obs_dim]`` float32.
       prev_action: ``[..., N, A]`` one-hot of each agent's previous action (zeros at an
         episode's start), or ``None`` (feed-forward agents).
+      ids: whether to add the ``[N]`` one-hot id.
 
     Returns:
-      ``[..., N, obs_dim + N (+ A)]``.
+      ``[..., N, obs_dim (+ N) (+ A)]``.
     """
     n = obs.shape[-2]
-    ids = jnp.broadcast_to(jnp.eye(n, dtype=obs.dtype), (*obs.shape[:-1], n))
-    parts = [obs, ids] if prev_action is None else [obs, ids, prev_action.astype(obs.dtype)]
+    parts = [obs]
+    if ids:
+        parts.append(jnp.broadcast_to(jnp.eye(n, dtype=obs.dtype), (*obs.shape[:-1], n)))
+    if prev_action is not None:
+        parts.append(prev_action.astype(obs.dtype))
     return jnp.concatenate(parts, axis=-1)
 
 
@@ -156,9 +194,10 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
       each), for about one more forward pass of the agent network.
     """
     batch, rows, n = obs.shape[:3]
-    in_dim = obs.shape[-1] + n + (0 if prev_action is None else prev_action.shape[-1])
+    in_dim = (obs.shape[-1] + (n if agent.ids else 0)
+              + (0 if prev_action is None else prev_action.shape[-1]))
     if uses_saved_gates(rows, batch * n, in_dim, agent.hidden):
-        x = agent_inputs(obs.astype(jnp.float32), prev_action)  # [B, T + 1, N, in]
+        x = agent_inputs(obs.astype(jnp.float32), prev_action, agent.ids)  # [B, T + 1, N, in]
         x = jnp.swapaxes(x, 0, 1).reshape(rows, batch * n, in_dim)
         hs = gru.unroll_cell(params["params"]["cell"],
                              agent.apply(params, x, method=RNNAgent.encode))
@@ -172,7 +211,7 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
     @jax.checkpoint
     def step(h: jax.Array, part: tuple[jax.Array, ...]) -> tuple[jax.Array, jax.Array]:
         prev = part[1] if len(part) > 1 else None
-        x = agent_inputs(part[0].astype(jnp.float32), prev).reshape(batch * n, -1)
+        x = agent_inputs(part[0].astype(jnp.float32), prev, agent.ids).reshape(batch * n, -1)
         h = agent.apply(params, h, agent.apply(params, x, method=RNNAgent.encode),
                         method=RNNAgent.recur)
         return h, agent.apply(params, h, method=RNNAgent.q_values)
@@ -183,9 +222,9 @@ def unroll(agent: RNNAgent, params: PyTree, obs: jax.Array,
 
 def episode_q(agent: RNNAgent | MLP, params: PyTree, batch: Episode) -> jax.Array:
     """An agent network's Q-values over episodes ``[B, T + 1, N, A]`` (leaves of ``batch``
-    ``[B, T + 1, ...]``): the recurrent agent sees observation, id and previous action,
-    scanned over time from a zero state (:func:`unroll`); the feed-forward agent sees
-    observation and id at each row."""
+    ``[B, T + 1, ...]``): the recurrent agent sees observation, id (if it takes it) and
+    previous action, scanned over time from a zero state (:func:`unroll`); the feed-forward
+    agent sees observation and id at each row."""
     if not isinstance(agent, RNNAgent):
         return agent.apply(params, agent_inputs(batch.obs.astype(jnp.float32), None))
     return unroll(agent, params, batch.obs, batches.previous_actions(batch, agent.num_actions))

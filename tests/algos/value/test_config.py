@@ -27,9 +27,12 @@ def test_defaults_are_the_reference_settings():
     {"grad_clip": -1.0}, {"gamma": 1.5}, {"td_lambda": -0.1}, {"epsilon_start": 2.0},
     {"epsilon_finish": -0.5}, {"double_q": 1}, {"wqmix_w": 0.0}, {"wqmix_w": 1.5},
     {"wqmix_w": -0.1}, {"wqmix_w": True}, {"macpo_weighting": "sampler"},
+    {"agent_ids": 0}, {"agent_q_min": float("nan")}, {"agent_q_max": "2"},
+    {"agent_q_min": 2.0, "agent_q_max": -5.0}, {"agent_ids": False, "agent": "mlp"},
+    {"agent_q_max": 2.0, "agent": "mlp"},
 ])
 def test_bad_fields_raise_one_line_value_errors_naming_them(kwargs):
-    field = next(iter(kwargs))
+    field = next((name for name in kwargs if name != "agent"), "agent")
     with pytest.raises(ValueError, match=field) as info:
         ValueConfig(**kwargs)
     assert "\n" not in str(info.value)

@@ -16,7 +16,7 @@ import pytest
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.base import Needs
 from jaxmarl_accel.algos.registry import MIXERS
-from jaxmarl_accel.algos.value import Carry, ValueConfig, targets
+from jaxmarl_accel.algos.value import Carry, ValueConfig, central, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
 from tests.algos.helpers import Compiled, assert_trees_close
@@ -284,3 +284,27 @@ def test_train_rows_is_checked():
         dataclasses.replace(SMALL, train_rows=-1)
     with pytest.raises(ValueError, match="train_rows cuts replayed episodes"):
         dataclasses.replace(SMALL_MLP, train_rows=40)
+
+
+def test_the_agent_options_reach_acting_updates_and_qstar():
+    """``agent_ids=False`` and the clamp (the AccMER authors' stag-hunt agent): the agent
+    network and ``Q*``'s take inputs without the id, acting and the update see clamped
+    Q-values, ``Q*``'s agent is not clamped, and the update is finite."""
+    spec = value_spec()
+    config = dataclasses.replace(SMALL, agent_ids=False, agent_q_min=-0.01, agent_q_max=0.01)
+    c = compiled("macpo", spec, config)
+    state = c.init(jax.random.key(0))
+    in_dim = spec.obs_dim + spec.num_actions
+    assert state.params.agent["params"]["encoder"]["kernel"].shape[0] == in_dim
+    assert state.params.qstar.agent["params"]["encoder"]["kernel"].shape[0] == in_dim
+    qstar_agent = central.make_qstar(config, spec.num_actions).agent
+    assert (qstar_agent.ids, qstar_agent.q_min, qstar_agent.q_max) == (False, None, None)
+    ep = _episodes(spec)
+    q = jax.jit(c.algo.phases.agent_q)(state, ep)
+    assert float(jnp.max(jnp.abs(q))) <= 0.01 + 1e-7
+    assert float(jnp.min(q)) == pytest.approx(-0.01) or float(jnp.max(q)) == pytest.approx(0.01)
+    state, metrics, _ = c.update(state, ep, jnp.ones(len(LENGTHS)), jax.random.key(1))
+    assert all(np.isfinite(np.asarray(v)).all() for v in jax.tree.leaves(metrics))
+    action, _ = c.act(state, c.algo.initial_carry(), ep.obs[0, 0], ep.avail[0, 0],
+                      jax.random.key(2), False)
+    assert action.shape == (spec.num_agents,)

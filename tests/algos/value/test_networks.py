@@ -26,6 +26,16 @@ def test_agent_inputs_are_observation_id_and_previous_action():
     assert ff.shape == (N, OBS + N)
 
 
+def test_agent_inputs_without_ids_are_observation_and_previous_action():
+    obs = jax.random.normal(jax.random.key(0), (B, ROWS, N, OBS))
+    prev = jax.nn.one_hot(jnp.ones((B, ROWS, N), jnp.int32), A)
+    x = jax.jit(lambda o, p: networks.agent_inputs(o, p, ids=False))(obs, prev)
+    np.testing.assert_array_equal(x, jnp.concatenate([obs, prev], -1))
+    agent = networks.make_agent("rnn", H, A, ids=False)
+    assert networks.input_width(agent, OBS, N, A) == OBS + A
+    assert networks.input_width(networks.make_agent("mlp", H, A), OBS, N, A) == OBS + N
+
+
 @pytest.fixture(params=["saved_gates", "rematerialized"])
 def path(request, monkeypatch):
     """Run a test on each of :func:`networks.unroll`'s two paths."""
@@ -70,6 +80,43 @@ def test_unroll_is_causal_and_starts_fresh_in_every_episode(path):
     assert not np.allclose(q[0, 3:], q2[0, 3:])
     one = unroll(x[:1])  # episode 0 alone: the other episode does not leak in
     np.testing.assert_allclose(one[0], q[0], rtol=1e-6, atol=1e-7)
+
+
+def test_agents_without_ids_cannot_tell_agents_with_equal_inputs_apart(path):
+    agent = networks.make_agent("rnn", H, A, ids=False)
+    params = networks.init_agent(agent, jax.random.key(1), OBS + A)
+    obs = jnp.broadcast_to(jax.random.normal(jax.random.key(2), (B, ROWS, 1, OBS)),
+                           (B, ROWS, N, OBS))
+    prev = jnp.zeros((B, ROWS, N, A))
+    q = jax.jit(lambda p: networks.unroll(agent, p, obs, prev))(params)
+    np.testing.assert_allclose(q[:, :, 1:], jnp.broadcast_to(q[:, :, :1], q[:, :, 1:].shape),
+                               rtol=1e-6)
+    with_ids = networks.make_agent("rnn", H, A)
+    params = networks.init_agent(with_ids, jax.random.key(1), OBS + N + A)
+    q = networks.unroll(with_ids, params, obs, prev)
+    assert not np.allclose(q[:, :, 0], q[:, :, 1])
+
+
+def test_clamped_q_values_lie_in_the_bounds_and_have_no_gradient_outside(path):
+    """The authors' clamped agent (``torch.clamp(q, -5, 2)``): values outside the bounds
+    are the bounds, and the parameters get no gradient through them."""
+    free = networks.make_agent("rnn", H, A)
+    clamped = networks.make_agent("rnn", H, A, q_min=-0.05, q_max=0.05)
+    params = networks.init_agent(free, jax.random.key(1), OBS + N + A)
+    params = jax.tree.map(lambda p: 8.0 * p, params)  # Q-values well past the bounds
+    obs = jax.random.normal(jax.random.key(2), (B, ROWS, N, OBS))
+    prev = jax.nn.one_hot(jax.random.randint(jax.random.key(6), (B, ROWS, N), 0, A), A)
+    q_free = networks.unroll(free, params, obs, prev)
+    q = jax.jit(lambda p: networks.unroll(clamped, p, obs, prev))(params)
+    np.testing.assert_allclose(q, jnp.clip(q_free, -0.05, 0.05), rtol=1e-5, atol=1e-6)
+    inside = (q_free > -0.05) & (q_free < 0.05)
+    assert 0 < int(inside.sum()) < inside.size
+    # the gradient of sum(q) is that of the free network's sum over the Q-values inside
+    grads = jax.grad(lambda p: jnp.sum(networks.unroll(clamped, p, obs, prev)))(params)
+    want = jax.grad(lambda p: jnp.sum(jnp.where(inside, networks.unroll(free, p, obs, prev),
+                                                0.0)))(params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5), grads,
+                 want)
 
 
 def test_both_paths_give_the_same_q_values_and_gradients(monkeypatch):
