@@ -49,7 +49,10 @@ The authors' code (the AccMER repository's ``max_q_learner``) weights the loss o
 QMIX's squared errors times eq. 2's weights as they are (``macpo_weighting="loss"`` with
 ``"none"`` here), ``pi_i`` the softmax over all actions, available or not, and episodes
 drawn by its reuse table or uniformly, not by priority; the quality suite's
-``macpo-fig3b-authors`` entry runs that form with uniform replay.
+``macpo-fig3b-authors`` entry runs that form with uniform replay. Their agent network also
+differs from pymarl2's on the stag hunt: no one-hot id in its input and Q-values clamped to
+``[-5, 2]`` (so ``pi_i`` is a softmax of clamped values); ``macpo-fig3b-authors-agent``
+adds both (``ValueConfig.agent_ids``, ``agent_q_min``, ``agent_q_max``).
 """
 
 from __future__ import annotations
