@@ -79,8 +79,11 @@ SUITE["macpo-fig3b-authors"] = [*SUITE["macpo-fig3b"], "--sampler", "uniform",
                                 "--macpo-weighting", "loss", "--macpo-normalization", "none"]
 # ... and with the authors' agent network as well: their stag-hunt configs give the agents
 # no one-hot id (obs_agent_id: False) and their rnn agent clamps its Q-values to [-5, 2]
-SUITE["macpo-fig3b-authors-agent"] = [*SUITE["macpo-fig3b-authors"], "--agent-ids", "false",
-                                      "--agent-q-min", "-5", "--agent-q-max", "2"]
+AUTHORS_AGENT = ["--agent-ids", "false", "--agent-q-min", "-5", "--agent-q-max", "2"]
+SUITE["macpo-fig3b-authors-agent"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT]
+# the weighted QMIXes the authors compare against run on the same agent network there
+for _algo in ("owqmix", "cwqmix"):
+    SUITE[f"{_algo}-fig3b-authors-agent"] = [*SUITE[f"{_algo}-fig3b"], *AUTHORS_AGENT]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

@@ -77,6 +77,12 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
             assert (config.algo, config.sampler) == ("macpo", "uniform")
             assert (config.learner.macpo_weighting, config.learner.macpo_normalization) == (
                 "loss", "none")
+        if name.endswith("-authors-agent"):  # the authors' agent: no id, clamped Q-values
+            assert (config.learner.agent_ids, config.learner.agent_q_min,
+                    config.learner.agent_q_max) == (False, -5.0, 2.0)
+            if config.algo == "macpo":
+                assert (config.sampler, config.learner.macpo_normalization) == ("uniform",
+                                                                                "none")
         if name.endswith("-fig3b-eps1m"):
             assert config.learner.epsilon_anneal_steps == 1_000_000
             assert config.learner.epsilon_start == 0.995
