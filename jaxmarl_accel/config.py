@@ -23,6 +23,7 @@ from jaxmarl_accel.algos.registry import (
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
+from jaxmarl_accel.checks import check_choice, choice_message
 
 PREY_MODES = ("trained", "scripted")
 REPLAY_OBS = ("observation", "physical_state")
@@ -112,8 +113,7 @@ class TrainConfig:
     prey: str = "trained"
 
     def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"algo must be one of {', '.join(ALGOS)}; got {self.algo!r}")
+        check_choice("algo", self.algo, ALGOS)
         for name, value in family_defaults(self.algo).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
@@ -134,8 +134,7 @@ class TrainConfig:
                                    ("prey", self.prey, PREY_MODES),
                                    ("replay_next_obs", self.replay_next_obs, NEXT_OBS),
                                    ("replay_obs", self.replay_obs, REPLAY_OBS)):
-            if value not in valid:
-                raise ValueError(f"{name} must be one of {', '.join(valid)}; got {value!r}")
+            check_choice(name, value, valid)
         check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
         if replay_of(self) == "rollout":
             self._check_rollout()
@@ -282,11 +281,10 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
     (Alg. 1; 390 and 78 updates). ``TrainConfig(**preset(name, algo), algo=algo)`` is the
     run (:func:`preset_config`).
     """
-    if name not in PAPER004:
-        raise ValueError(f"preset must be one of {PRESETS}, got {name!r}")
+    check_choice("preset", name, PRESETS)
     if family_of(algo) != "value":
         raise ValueError(f"preset {name!r} sets paper 004's value learners on the stag hunt; "
-                         f"algo must be one of {', '.join(FAMILIES['value'][1])}, got {algo!r}")
+                         + choice_message("algo", algo, FAMILIES["value"][1]))
     _positive("replay_cap", replay_cap)
     setting = PAPER004[name]
     fields: dict[str, Any] = {

@@ -39,6 +39,7 @@ from jaxmarl_accel.algos.value import macpo, mixers, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import PRIORITIZED
+from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.envs.base import EnvSpec
 
 VARIANTS: dict[str, Callable[[EnvSpec, ActorCriticConfig], Variant]] = {
@@ -92,8 +93,7 @@ FAMILY_TITLES: dict[str, str] = {"actor_critic": "actor-critic", "value": "value
 
 
 def _check_name(name: str) -> None:
-    if name not in ALGOS:
-        raise ValueError(f"name must be one of {sorted(ALGOS)}, got {name!r}")
+    check_choice("name", name, sorted(ALGOS))
 
 
 def family_of(name: str) -> str:
@@ -111,8 +111,7 @@ def config_type(name: str) -> type[ActorCriticConfig] | type[ValueConfig] | type
 
 def variant_of(name: str, spec: EnvSpec, config: ActorCriticConfig) -> Variant:
     """The :class:`Variant` (plug-ins) of actor-critic algorithm ``name``."""
-    if name not in VARIANTS:
-        raise ValueError(f"name must be one of {sorted(VARIANTS)}, got {name!r}")
+    check_choice("name", name, sorted(VARIANTS))
     return VARIANTS[name](spec, config)
 
 

@@ -21,6 +21,7 @@ from jaxmarl_accel.buffers.recompute import Observe, check_observe, recompute_ob
 from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
+from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.types import PyTree
 
 INDEX_SHARING = ("shared", "per_agent")
@@ -64,9 +65,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 
 def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
-    return value
+    return check_choice(name, value, options)
 
 
 def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> float:

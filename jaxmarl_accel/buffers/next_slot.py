@@ -44,6 +44,7 @@ from flax import struct
 
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout, chronological
+from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.types import PyTree
 
 NEXT_OBS = ("stored", "next_slot")
@@ -80,8 +81,7 @@ def side_capacity(capacity: int, num_envs: int, episode_length: int | None) -> i
 def check_next_obs(next_obs: str, num_envs: Any, episode_length: Any, capacity: int,
                    layout: str) -> None:
     """``make_buffer``'s ``next_obs`` options, checked in Python (one-line ValueErrors)."""
-    if next_obs not in NEXT_OBS:
-        raise ValueError(f"next_obs must be one of {NEXT_OBS}, got {next_obs!r}")
+    check_choice("next_obs", next_obs, NEXT_OBS)
     if next_obs == "stored":
         for name, value in (("num_envs", num_envs), ("episode_length", episode_length)):
             if value is not None:

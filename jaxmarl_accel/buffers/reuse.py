@@ -62,6 +62,7 @@ from flax import struct
 from jaxmarl_accel.buffers import storage
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
+from jaxmarl_accel.checks import check_choice
 
 LOSS_WEIGHTS = ("table", "ones")
 """What ``sample`` returns as loss weights: ``W[i] / max_batch W`` or ones."""
@@ -96,8 +97,7 @@ def window_length(size: jax.Array, batch_size: int, window: int | None,
     (``"filled"``; int32 ``[]`` filled entries)."""
     if window is not None:
         return jnp.asarray(window, jnp.int32)
-    if basis not in WINDOW_BASES:
-        raise ValueError(f"window_basis must be one of {WINDOW_BASES}, got {basis!r}")
+    check_choice("window_basis", basis, WINDOW_BASES)
     d = capacity if basis == "capacity" else size
     return jnp.maximum(jnp.asarray(d) // batch_size, 1).astype(jnp.int32)
 
@@ -167,10 +167,8 @@ def make_reuse(
       the kit; its ``sample`` gives indices int32 ``[b]`` (S- first, then S+) and weights
       float32 ``[b]``; its ``update`` takes slots int32 ``[M]`` and priorities ``[M]``.
     """
-    if loss_weights not in LOSS_WEIGHTS:
-        raise ValueError(f"loss_weights must be one of {LOSS_WEIGHTS}, got {loss_weights!r}")
-    if window_basis not in WINDOW_BASES:
-        raise ValueError(f"window_basis must be one of {WINDOW_BASES}, got {window_basis!r}")
+    check_choice("loss_weights", loss_weights, LOSS_WEIGHTS)
+    check_choice("window_basis", window_basis, WINDOW_BASES)
     num_reused = int(round(reuse_ratio * batch_size))
     num_fresh = batch_size - num_reused
 

@@ -148,14 +148,14 @@ def test_one_registry_names_the_samplers_and_make_buffer_dispatches_through_it()
 
 
 def test_registry_errors_name_the_valid_choices():
-    with pytest.raises(ValueError, match=r"sampler must be one of \('uniform', 'neighbor'"):
+    with pytest.raises(ValueError, match=r"sampler must be one of uniform, neighbor, "):
         make_buffer("fifo", capacity=8, batch_size=2)
     with pytest.raises(ValueError, match=r"window: not an option of sampler 'per'; valid: "
                                          r"\['alpha', 'beta', 'beta_final', 'beta_steps', "
                                          r"'reduction'\]"):
         make_buffer("per", capacity=8, batch_size=2, window="forward")
-    with pytest.raises(ValueError, match=r"layout must be one of \('transition_major', "
-                                         r"'agent_major'.*\), got 'rows'"):
+    with pytest.raises(ValueError, match=r"layout must be one of transition_major, "
+                                         r"agent_major.*; got 'rows'"):
         make_buffer("reuse", capacity=8, batch_size=2, layout="rows")
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="batch_size must be a positive int"):

@@ -290,9 +290,9 @@ def test_dynamic_window_in_a_scan_vmapped_over_seeds(basis):
         (dict(reuse_window=-2), "reuse_window must be a positive int or None"),
         (dict(reuse_window=2.0), "reuse_window must be a positive int or None"),
         (dict(reuse_window=True), "reuse_window must be a positive int or None"),
-        (dict(loss_weights="max"), r"loss_weights must be one of \('table', 'ones'\)"),
+        (dict(loss_weights="max"), "loss_weights must be one of table, ones; got 'max'"),
         (dict(loss_weights=None), "loss_weights must be one of"),
-        (dict(window_basis="size"), r"window_basis must be one of \('capacity', 'filled'\)"),
+        (dict(window_basis="size"), "window_basis must be one of capacity, filled; got 'size'"),
     ],
 )
 def test_reuse_rejects_bad_arguments_in_one_line(kwargs, message):

@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any, ClassVar
 
 from jaxmarl_accel.algos.actor_critic.agent_map import LEARNERS
+from jaxmarl_accel.checks import check_choice
 
 CONTINUOUS_POLICIES = ("auto", "sigmoid", "gaussian", "gumbel_softmax")
 ACTOR_STEPS = ("linear", "full")
@@ -143,14 +144,9 @@ class ActorCriticConfig:
         for name in ("actor_reg", "explore_noise", "target_noise", "target_noise_clip", "alpha"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.learners not in LEARNERS:
-            raise ValueError(f"learners must be one of {tuple(LEARNERS)}, got {self.learners!r}")
-        if self.continuous_policy not in CONTINUOUS_POLICIES:
-            raise ValueError(f"continuous_policy must be one of {CONTINUOUS_POLICIES}, got "
-                             f"{self.continuous_policy!r}")
-        if self.actor_step not in ACTOR_STEP_CHOICES:
-            raise ValueError(f"actor_step must be one of {ACTOR_STEP_CHOICES}, got "
-                             f"{self.actor_step!r}")
+        check_choice("learners", self.learners, LEARNERS)
+        check_choice("continuous_policy", self.continuous_policy, CONTINUOUS_POLICIES)
+        check_choice("actor_step", self.actor_step, ACTOR_STEP_CHOICES)
         self._check_sharing()
         if not isinstance(self.policy_delay, int) or self.policy_delay < 1:
             raise ValueError(f"policy_delay must be an int >= 1, got {self.policy_delay!r}")
@@ -165,8 +161,7 @@ class ActorCriticConfig:
         """Parameter sharing and neighbourhood critics: valid names and combinations."""
         for name, options in (("sharing", SHARING), ("critic", CRITICS),
                               ("shared_batch", SHARED_BATCHES)):
-            if getattr(self, name) not in options:
-                raise ValueError(f"{name} must be one of {options}, got {getattr(self, name)!r}")
+            check_choice(name, getattr(self, name), options)
         if isinstance(self.critic_k, bool) or not isinstance(self.critic_k, int) \
                 or self.critic_k < 1:
             raise ValueError(f"critic_k must be an int >= 1, got {self.critic_k!r}")

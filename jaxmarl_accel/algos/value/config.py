@@ -15,6 +15,8 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
+from jaxmarl_accel.checks import check_choice
+
 AGENTS = ("rnn", "mlp")
 NORMALIZATIONS = ("minmax", "mean", "none")
 MACPO_WEIGHTINGS = ("auto", "priority", "loss", "both")
@@ -117,14 +119,9 @@ class ValueConfig:
     train_rows: int = 0
 
     def __post_init__(self) -> None:
-        if self.agent not in AGENTS:
-            raise ValueError(f"agent must be one of {AGENTS}, got {self.agent!r}")
-        if self.macpo_weighting not in MACPO_WEIGHTINGS:
-            raise ValueError(f"macpo_weighting must be one of {MACPO_WEIGHTINGS}, got "
-                             f"{self.macpo_weighting!r}")
-        if self.macpo_normalization not in NORMALIZATIONS:
-            raise ValueError(f"macpo_normalization must be one of {NORMALIZATIONS}, got "
-                             f"{self.macpo_normalization!r}")
+        check_choice("agent", self.agent, AGENTS)
+        check_choice("macpo_weighting", self.macpo_weighting, MACPO_WEIGHTINGS)
+        check_choice("macpo_normalization", self.macpo_normalization, NORMALIZATIONS)
         for name in ("hidden", "mixer_embed", "hypernet_hidden", "target_update_episodes",
                      "epsilon_anneal_steps", "qstar_hidden", "qstar_layers"):
             value = getattr(self, name)

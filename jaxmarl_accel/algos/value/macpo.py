@@ -63,6 +63,7 @@ import jax.numpy as jnp
 from jaxmarl_accel.algos.value import targets
 from jaxmarl_accel.algos.value.central import StepValues, StepWeights, Weighting, masked_mean
 from jaxmarl_accel.algos.value.config import MACPO_WEIGHTINGS, NORMALIZATIONS, ValueConfig
+from jaxmarl_accel.checks import check_choice
 
 LOG_PI_FLOOR = -1e3
 """Log-probabilities are clamped here (``exp(-1000)`` is 0 in float32 anyway) so that a
@@ -109,8 +110,7 @@ def normalize(weights: jax.Array, mask: jax.Array, how: str, floor: float) -> ja
 
     ``how``: ``"minmax"`` onto ``[floor, 1]``, ``"mean"`` divided by their mean (ones when
     they are all 0), or ``"none"``."""
-    if how not in NORMALIZATIONS:
-        raise ValueError(f"how must be one of {NORMALIZATIONS}, got {how!r}")
+    check_choice("how", how, NORMALIZATIONS)
     if how == "none":
         return jnp.where(mask, weights, 0.0)
     if how == "mean":
@@ -130,8 +130,7 @@ def weighting(config: ValueConfig, mode: str) -> Weighting:
     loss weight, normalized over the batch by ``config.macpo_normalization`` (1 on every
     filled step with ``"priority"``). Metrics: the means over the filled steps of f, of the
     weights and of ``|Q_tot - y|`` (``bellman_error``)."""
-    if mode not in MACPO_WEIGHTINGS[1:]:
-        raise ValueError(f"mode must be one of {MACPO_WEIGHTINGS[1:]}, got {mode!r}")
+    check_choice("mode", mode, MACPO_WEIGHTINGS[1:])
 
     def weights(v: StepValues) -> StepWeights:
         batch = v.batch

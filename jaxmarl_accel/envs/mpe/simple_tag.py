@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
@@ -137,9 +138,7 @@ def _check(num_predators, num_prey, num_obstacles, k_nearest, k_land, length, ar
         raise ValueError(f"episode_length must be an int >= 1, got {length!r}")
     if isinstance(arena, bool) or not isinstance(arena, (int, float)) or not arena > 0:
         raise ValueError(f"arena must be a number > 0 (the box's half-width), got {arena!r}")
-    if predator_reward not in PREDATOR_REWARDS:
-        raise ValueError(f"predator_reward must be one of {PREDATOR_REWARDS}, got "
-                         f"{predator_reward!r}")
+    check_choice("predator_reward", predator_reward, PREDATOR_REWARDS)
 
 
 def make(
