@@ -227,6 +227,12 @@ class Checkpoints:
                     self.delete(old)
             sync_processes(f"checkpoint {step} done")
 
+    def discard_partial(self, step: int) -> None:
+        """Remove the incomplete files of checkpoint ``step`` (after a failed :meth:`save`;
+        process 0 only)."""
+        if jax.process_index() == 0:
+            shutil.rmtree(self.path(step) + PARTIAL_SUFFIX, ignore_errors=True)
+
     def delete(self, step: int) -> None:
         """Remove checkpoint ``step`` (process 0 only; others do nothing)."""
         if jax.process_index() == 0:

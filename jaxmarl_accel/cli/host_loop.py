@@ -28,6 +28,7 @@ from jaxmarl_accel.cli.run_store import (
     REPLAY,
     RunOptions,
     Started,
+    check_disk_fits,
     check_folder_free,
     prepare_folder,
     restore_or_init,
@@ -94,6 +95,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
     check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
+    check_disk_fits(sharded.abstract_state, options)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
     warn = _logger(not writer)
@@ -130,6 +132,21 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     return 0
 
 
+def kept_note(manager: Checkpoints) -> str:
+    """Which checkpoint a stopped run leaves to resume from, and where."""
+    last = manager.latest_step()
+    kept = f"checkpoint after chunk {last} kept" if last is not None else "no checkpoint"
+    return f"{kept} in {manager.folder}"
+
+
+def unsaved_message(manager: Checkpoints, chunk: int, error: OSError) -> str:
+    """One line for a checkpoint that could not be written: the chunk, the cause, what is
+    kept; the incomplete files are removed (they would only hold the disk)."""
+    manager.discard_partial(chunk)
+    return (f"the checkpoint after chunk {chunk} could not be written ({error.strerror or error}"
+            f"); stopping ({kept_note(manager)}; --resume continues from it)")
+
+
 def _logger(quiet: bool) -> Callable[..., None]:
     return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
 
@@ -163,11 +180,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 check_finite(metrics, chunk)
             except NonFiniteError as error:
                 bar.close()
-                last = manager.latest_step()
-                kept = (f"checkpoint after chunk {last} kept" if last is not None
-                        else "no checkpoint")
-                print(f"error: {error}; stopping ({kept} in {options.out_dir}/checkpoints)",
-                      file=sys.stderr)
+                print(f"error: {error}; stopping ({kept_note(manager)})", file=sys.stderr)
                 return None
             chunk_rows = outputs.metric_rows(chunk, metrics, scored)
             rows.extend(chunk_rows)
@@ -175,7 +188,12 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 outputs.write_rows(options.out_dir, rows)
                 streams.write(chunk_rows)
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
-                save_checkpoint(manager, chunk, state, options.checkpoint_replay)
+                try:
+                    save_checkpoint(manager, chunk, state, options.checkpoint_replay)
+                except OSError as error:  # e.g. the disk filled up since the run started
+                    bar.close()
+                    print(f"error: {unsaved_message(manager, chunk, error)}", file=sys.stderr)
+                    return None
                 saved()
             seconds[chunk] = time.perf_counter() - begun
             if writer:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -117,6 +118,48 @@ def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool =
     if not replay:
         items = {name: leaf for name, leaf in items.items() if not name.startswith(REPLAY)}
     manager.save(chunk, items, omitted=() if replay else (REPLAY,))
+
+
+def checkpoint_bytes(abstract_state: Any, replay: bool = True) -> int:
+    """Bytes one checkpoint of ``abstract_state`` (a tree of arrays or ``ShapeDtypeStruct``s)
+    holds: every array, the replay's (:data:`REPLAY`) only if ``replay``."""
+    items = checkpoint_items(abstract_state)
+    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+               for name, leaf in items.items() if replay or not name.startswith(REPLAY))
+
+
+def nearest_folder(path: str) -> str:
+    """``path`` or the nearest of its parents that exists (where a new folder would be made)."""
+    path = os.path.abspath(path)
+    while not os.path.isdir(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def check_disk_fits(abstract_state: Any, options: RunOptions, keep: int = 2) -> None:
+    """Refuse (``ValueError``, one line) before training when the run's checkpoints cannot
+    fit on the disk that holds ``options.out_dir``: at the peak the newest ``keep``
+    checkpoints and the one being written, less those a resumed run already holds. A run
+    that would fail hours later writing a checkpoint is refused at its start instead."""
+    each = checkpoint_bytes(abstract_state, options.checkpoint_replay)
+    held = len(Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)).steps())
+    needed = max(0, keep + 1 - held) * each
+    where = nearest_folder(options.out_dir)
+    free = shutil.disk_usage(where).free
+    if needed <= free:
+        return
+    hint = "free some space or choose another --out"
+    if options.checkpoint_replay:
+        lean = checkpoint_bytes(abstract_state, replay=False)
+        hint += f", or pass --checkpoint-replay false ({_size(lean)} each)"
+    raise ValueError(f"the run's checkpoints need {_size(needed)} on {where} ({keep} kept + 1 "
+                     f"being written, {_size(each)} each) but only {_size(free)} are free; "
+                     f"{hint}")
+
+
+def _size(num_bytes: int) -> str:
+    return (f"{num_bytes / 2**30:.2f} GiB" if num_bytes >= 2**30
+            else f"{num_bytes / 2**20:.1f} MiB")
 
 
 def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
