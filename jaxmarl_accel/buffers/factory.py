@@ -64,10 +64,6 @@ def _positive_int(name: str, value: Any) -> int:
     return value
 
 
-def _choice(name: str, value: Any, options: tuple[str, ...]) -> str:
-    return check_choice(name, value, options)
-
-
 def _number(name: str, value: Any, low: float, high: float, *, open_low: bool = False) -> float:
     bad = isinstance(value, bool) or not isinstance(value, int | float)
     if bad or not (low < value <= high if open_low else low <= value <= high):
@@ -217,8 +213,8 @@ def _common(capacity: int, batch_size: int, layout: str, index_sharing: str) -> 
     _positive_int("batch_size", batch_size)
     if batch_size > capacity:
         raise ValueError(f"batch_size ({batch_size}) must not exceed capacity ({capacity})")
-    _choice("layout", layout, tuple(LAYOUTS))
-    _choice("index_sharing", index_sharing, INDEX_SHARING)
+    check_choice("layout", layout, tuple(LAYOUTS))
+    check_choice("index_sharing", index_sharing, INDEX_SHARING)
     return dict(capacity=capacity, batch_size=batch_size, layout=LAYOUTS[layout])
 
 
@@ -243,7 +239,7 @@ def make_neighbor_buffer(
     """
     common = _common(capacity, batch_size, layout, index_sharing)
     _positive_int("neighbors", neighbors)
-    _choice("window", window, WINDOWS)
+    check_choice("window", window, WINDOWS)
     if batch_size % neighbors:
         raise ValueError(f"batch_size ({batch_size}) must be a multiple of neighbors ({neighbors})")
     if window == "centred" and neighbors % 2:
@@ -258,7 +254,7 @@ def make_neighbor_buffer(
 def _per_settings(alpha: float, beta: float, beta_final: float, beta_steps: int,
                   reduction: str) -> PerSettings:
     """PER's keywords, checked once for PER and prioritized locality."""
-    _choice("reduction", reduction, REDUCTIONS)
+    check_choice("reduction", reduction, REDUCTIONS)
     return PerSettings(
         alpha=_number("alpha", alpha, 0.0, 1.0),
         beta=_number("beta", beta, 0.0, 1.0),
@@ -331,7 +327,7 @@ def make_reuse_buffer(
     first (a smaller state may give unfilled, zero items).
     """
     common = _common(capacity, batch_size, layout, index_sharing)
-    _choice("reduction", reduction, REDUCTIONS)
+    check_choice("reduction", reduction, REDUCTIONS)
     reuse_ratio = _number("reuse_ratio", reuse_ratio, 0.0, 1.0)
     if reuse_window is not None and not _is_positive_int(reuse_window):
         raise ValueError(f"reuse_window must be a positive int or None, got {reuse_window!r}")
@@ -380,7 +376,7 @@ def make_buffer(
 
     Unknown keyword arguments raise ``ValueError`` naming the argument and the valid ones.
     """
-    factory = FACTORIES[_choice("sampler", sampler, SAMPLERS)]
+    factory = FACTORIES[check_choice("sampler", sampler, SAMPLERS)]
     valid = set(factory.__kwdefaults__ or {}) - {"layout", "index_sharing"}
     for name in sampler_kwargs:
         if name not in valid:

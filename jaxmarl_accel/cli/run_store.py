@@ -136,14 +136,16 @@ def nearest_folder(path: str) -> str:
     return path
 
 
-def check_disk_fits(abstract_state: Any, options: RunOptions, keep: int = 2) -> None:
+def check_disk_fits(abstract_state: Any, options: RunOptions) -> None:
     """Refuse (``ValueError``, one line) before training when the run's checkpoints cannot
     fit on the disk that holds ``options.out_dir``: at the peak the newest ``keep``
-    checkpoints and the one being written, less those a resumed run already holds. A run
-    that would fail hours later writing a checkpoint is refused at its start instead."""
+    (:class:`Checkpoints`) and the one being written, less those a resumed run already
+    holds. A run that would fail hours later writing a checkpoint is refused at its start
+    instead."""
     each = checkpoint_bytes(abstract_state, options.checkpoint_replay)
-    held = len(Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)).steps())
-    needed = max(0, keep + 1 - held) * each
+    checkpoints = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
+    keep = checkpoints.keep
+    needed = max(0, keep + 1 - len(checkpoints.steps())) * each
     where = nearest_folder(options.out_dir)
     free = shutil.disk_usage(where).free
     if needed <= free:
