@@ -84,6 +84,11 @@ SUITE["macpo-fig3b-authors-agent"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AG
 # the weighted QMIXes the authors compare against run on the same agent network there
 for _algo in ("owqmix", "cwqmix"):
     SUITE[f"{_algo}-fig3b-authors-agent"] = [*SUITE[f"{_algo}-fig3b"], *AUTHORS_AGENT]
+# AccMER (raw weights ranking its reuse) on that network
+SUITE["accmer-fig3b-authors-agent"] = [*SUITE["accmer-fig3b-raw"], *AUTHORS_AGENT]
+# the two differences of the authors' network apart: which one changes MAC-PO at -1.5
+SUITE["macpo-fig3b-authors-noid"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT[:2]]
+SUITE["macpo-fig3b-authors-clamp"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT[2:]]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

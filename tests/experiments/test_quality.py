@@ -83,6 +83,10 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
             if config.algo == "macpo":
                 assert (config.sampler, config.learner.macpo_normalization) == ("uniform",
                                                                                 "none")
+        if name.endswith(("-authors-noid", "-authors-clamp")):  # one difference each
+            assert (config.learner.agent_ids, config.learner.agent_q_min,
+                    config.learner.agent_q_max) == ((False, None, None) if name.endswith("noid")
+                                                    else (True, -5.0, 2.0))
         if name.endswith("-fig3b-eps1m"):
             assert config.learner.epsilon_anneal_steps == 1_000_000
             assert config.learner.epsilon_start == 0.995
