@@ -79,7 +79,9 @@ SUITE["macpo-fig3b-authors"] = [*SUITE["macpo-fig3b"], "--sampler", "uniform",
                                 "--macpo-weighting", "loss", "--macpo-normalization", "none"]
 # ... and with the authors' agent network as well: their stag-hunt configs give the agents
 # no one-hot id (obs_agent_id: False) and their rnn agent clamps its Q-values to [-5, 2]
-AUTHORS_AGENT = ["--agent-ids", "false", "--agent-q-min", "-5", "--agent-q-max", "2"]
+AUTHORS_NO_ID = ["--agent-ids", "false"]
+AUTHORS_CLAMP = ["--agent-q-min", "-5", "--agent-q-max", "2"]
+AUTHORS_AGENT = [*AUTHORS_NO_ID, *AUTHORS_CLAMP]
 SUITE["macpo-fig3b-authors-agent"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT]
 # the weighted QMIXes the authors compare against run on the same agent network there
 for _algo in ("owqmix", "cwqmix"):
@@ -87,8 +89,8 @@ for _algo in ("owqmix", "cwqmix"):
 # AccMER (raw weights ranking its reuse) on that network
 SUITE["accmer-fig3b-authors-agent"] = [*SUITE["accmer-fig3b-raw"], *AUTHORS_AGENT]
 # the two differences of the authors' network apart: which one changes MAC-PO at -1.5
-SUITE["macpo-fig3b-authors-noid"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT[:2]]
-SUITE["macpo-fig3b-authors-clamp"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_AGENT[2:]]
+SUITE["macpo-fig3b-authors-noid"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_NO_ID]
+SUITE["macpo-fig3b-authors-clamp"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_CLAMP]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]
