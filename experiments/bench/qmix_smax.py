@@ -28,16 +28,13 @@ does not occur, ``--vmap-seeds`` compiles each side once for all seeds (one prog
 over seeds, as both libraries train) and calls it once; env steps per second are then per
 program, every seed having made them in the same call.
 
-Settings matched (ours from theirs): 16 envs, replay 5000 episodes, batches of 32 episodes,
-agent GRU width 512, mixer embedding 64 and hypernetworks of 256, learning rate 5e-5,
-gradient clipping at norm 10, gamma 0.99, double-Q one-step targets, epsilon 1.0 -> 0.05
-over the first 10% of the env steps, learning from 10,000 env steps, target copy every 10
-rounds (ours: 10 x 16 episodes), the reward scaled by ``REW_SCALE`` = 10 in the targets
-(ours: ``--reward-scale``; the first H200 record of ``docs/results-jaxmarl.md`` predates
-this and ran ours on the env's reward), the env's keywords (``see_enemy_actions``,
-``walls_cause_death``, ``attack_mode``). Ours unrolls every replayed episode over all 101
-rows unless ``--ours-set train_rows=K`` cuts the update to each episode's first K steps
-(``ValueConfig.train_rows``).
+Settings matched (ours from theirs, :class:`Settings`): 16 envs, replay 5000 episodes, batches
+of 32, GRU 512, mixer 64 / hypernetworks 256, lr 5e-5, gradient norm 10, gamma 0.99, double-Q
+one-step targets, epsilon 1.0 -> 0.05 over the first 10% of the env steps, learning from
+10,000 env steps, target copy every 10 rounds (ours: 10 x 16 episodes), the reward scaled by
+``REW_SCALE`` = 10 in the targets (ours: ``--reward-scale``), the env's keywords. Ours
+unrolls every replayed episode over all 101 rows unless ``--ours-set train_rows=K`` cuts the
+update to each episode's first K steps (``ValueConfig.train_rows``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
 128 times a round, across episode ends (every step a real one), in whole rounds
@@ -48,7 +45,8 @@ steps (the mean ``episode_length`` of the exploration episodes times their numbe
 recorded as ``ours_real_env_steps_per_seed``, and the speed ratio ``steps_ratio_median`` is
 our *real* env steps per second over theirs (``counted_steps_ratio_median`` the counted
 one): on SMAX, where battles end after 15 to 60 steps, ours sees fewer real env steps than
-theirs in a run of the same counted length.
+theirs in a run of the same counted length. ``--ref-env-steps`` gives theirs its own length
+(e.g. 1e6 beside ours at 6e6 counted: about equal real env steps on 3m).
 
 Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
 episodes) and ``NUM_EPOCHS`` = 8 updates; ours one whole episode per env and one update
@@ -285,6 +283,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--map", default="3m", help="SMAX map (default: 3m)")
     parser.add_argument("--env-steps", type=float, default=2e6,
                         help="env steps per seed on both sides (default: 2e6)")
+    parser.add_argument("--ref-env-steps", type=float, default=None, help="JaxMARL's env steps "
+                        "per seed instead (all real; ours count 101 per SMAX episode)")
     parser.add_argument("--seeds", type=int, default=4, help="seeds per side (default: 4)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
     parser.add_argument("--ours-vmapped", action="store_true",
@@ -310,8 +310,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_args(args: argparse.Namespace) -> None:
     """One-line ``ValueError`` for flags the bench cannot run."""
-    if args.seeds < 1 or args.env_steps < 1:
-        raise ValueError("--seeds and --env-steps must be >= 1")
+    if min(args.seeds, args.env_steps, 1 if args.ref_env_steps is None else args.ref_env_steps) < 1:
+        raise ValueError("--seeds, --env-steps and --ref-env-steps must be >= 1")
     if args.breakdown and args.vmap_seeds:
         raise ValueError("--breakdown times one seed per program; drop --vmap-seeds")
     if (args.vmap_seeds and args.jaxmarl_src and args.seeds > 1
@@ -344,6 +344,7 @@ def main(args: argparse.Namespace) -> None:
     config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
                             args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds
+    ref_steps = int(args.ref_env_steps) if args.ref_env_steps else steps
     ref_round = settings.num_steps * settings.num_envs  # theirs: NUM_UPDATES whole rounds
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
     record: dict[str, Any] = {
@@ -368,12 +369,12 @@ def main(args: argparse.Namespace) -> None:
         elapsed, _ = timed_call(compiled, keys)
         record.update(ours_vmapped_compile_s=lower_s + xla_s,
                       ours_vmapped_steps_per_s=args.seeds * steps / elapsed)
-    ref_config = reference_config(base, settings, args.map, steps)
+    ref_config = reference_config(base, settings, args.map, ref_steps)
     if reference is not None:
         module = reference[0]
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
         record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
-                               steps // ref_round * ref_round, reference_win_rates,
+                               ref_steps // ref_round * ref_round, reference_win_rates,
                                reference_updates, args.vmap_seeds))
         # theirs steps every env on (auto-reset): all its steps are real ones
         record["steps_ratio_median"] = (record["ours_real_steps_per_s_median"]

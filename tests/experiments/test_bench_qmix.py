@@ -140,6 +140,12 @@ def test_smax_bench_refuses_a_vmapped_reference_on_cpu_and_a_negative_block(argv
         main(["qmix_smax", *argv])
 
 
+@pytest.mark.parametrize("argv", [("--ref-env-steps", "0"), ("--env-steps", "0.5")])
+def test_smax_bench_refuses_an_empty_run_on_either_side(argv):
+    with pytest.raises(ValueError, match="--ref-env-steps must be >= 1"):
+        main(["qmix_smax", *argv])
+
+
 def test_collect_block_sets_the_collection_loop(monkeypatch):
     from experiments.bench.timing import apply_collect_block
     from jaxmarl_accel.trainer import steps
