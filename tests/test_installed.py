@@ -20,10 +20,14 @@ import time
 
 import pytest
 
+# chunks of the tiny run: the run is interrupted once its first checkpoint exists, and the
+# chunks after it (each with its evaluation and checkpoint) leave the signal time to arrive
+# before the run ends (with 3 chunks a run on a loaded machine once finished first)
+CHUNKS = 10
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
         "--num-envs", "5", "--update-every", "50", "--learning-starts", "100",
-        "--eval-every", "200", "--total-env-steps", "600", "--eval-episodes", "4",
+        "--eval-every", "200", "--total-env-steps", str(200 * CHUNKS), "--eval-episodes", "4",
         "--baseline-episodes", "8", "--quiet"]
 
 
@@ -57,17 +61,17 @@ def test_installed_command_trains_resumes_evaluates_and_orbax_restores(tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     with open(tmp_path / "run" / "metrics.csv") as file:
         chunks = sorted({int(float(row["chunk"])) for row in csv.DictReader(file)})
-    assert chunks == [0, 1, 2]
+    assert chunks == list(range(CHUNKS))
     evaluated = command(tmp_path, script, "evaluate", "run", "--episodes", "4")
     assert evaluated.returncode == 0, evaluated.stderr[-2000:]
     with open(tmp_path / "run" / "evaluation.json") as file:
         assert json.load(file)["seeds"] == 2
     restore = textwrap.dedent("""
         import os, jax, orbax.checkpoint as ocp
-        state = ocp.StandardCheckpointer().restore(os.path.abspath("run/checkpoints/2/state"))
+        state = ocp.StandardCheckpointer().restore(os.path.abspath("run/checkpoints/LAST/state"))
         shapes = {leaf.shape[0] for leaf in jax.tree.leaves(state["algo"])}
         print(sorted(state), shapes)
-    """)
+    """).replace("LAST", str(CHUNKS - 1))
     done = command(tmp_path, sys.executable, "-c", restore)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1].endswith("{2}")
