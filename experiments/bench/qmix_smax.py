@@ -284,7 +284,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env-steps", type=float, default=2e6,
                         help="env steps per seed on both sides (default: 2e6)")
     parser.add_argument("--ref-env-steps", type=float, default=None, help="JaxMARL's env steps "
-                        "per seed instead (all real; ours count 101 per SMAX episode)")
+                        "per seed (default: --env-steps; all real: ours count 101 a battle)")
     parser.add_argument("--seeds", type=int, default=4, help="seeds per side (default: 4)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
     parser.add_argument("--ours-vmapped", action="store_true",
