@@ -20,6 +20,8 @@ SUBCOMMANDS = {
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
                  "backward, shape by shape, and which one the library picks",
+    "update_profile": "one value-learner update (bench qmix's settings) profiled op by op: "
+                      "loops, mixer and the rest, busy cores",
     "memory": "peak resident memory of whole runs against the state and the run's estimate",
     "chunk_memory": "the compiled chunk's state, temporaries and estimated peak against the "
                     "replay's capacity (no training)",

@@ -88,3 +88,26 @@ def test_gru_paths_bench_times_both_paths_and_restores_the_limit(tmp_path, capsy
     assert "mpe_spread_b32: saved gates" in capsys.readouterr().out
     with pytest.raises(ValueError, match="--reps"):
         main(["gru_paths", "--shapes", "mpe_spread_b32", "--reps", "0"])
+
+
+def test_update_profile_splits_an_update_into_loops_mixer_and_the_rest(tmp_path, capsys):
+    path = tmp_path / "profile.json"
+    main(["update_profile", "--reps", "2", "--profile-updates", "2", "--top", "3",
+          "--json", str(path)])
+    record = json.loads(path.read_text())
+    assert (record["batch_episodes"], record["rows"], record["agents"]) == (32, 26, 3)
+    assert 0 < record["update_ms_min"] <= record["update_ms_median"]
+    split = record["profile"]
+    kinds = split["busy_ms_by_kind"]
+    # three GRU scans (online and target forward, backward) and QMIX's hypernetworks
+    assert kinds["loops"] > 0 and kinds["mixer"] > 0 and kinds["rest"] > 0
+    assert sum(kinds.values()) == pytest.approx(split["busy_ms"], rel=1e-3)
+    assert 0 < split["cores_busy"] <= record["affinity"] + 0.5
+    assert len(split["top_level"]) <= 3 and len(split["loop_bodies"]) >= 3
+    assert all(row["calls"] >= 1 for body in split["loop_bodies"].values() for row in body)
+    assert "qmix update:" in capsys.readouterr().out
+
+
+def test_update_profile_refuses_an_empty_count():
+    with pytest.raises(ValueError, match="--profile-updates must be >= 1"):
+        main(["update_profile", "--profile-updates", "0"])
