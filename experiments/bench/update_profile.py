@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.bench.qmix import Settings, our_config
+from experiments.bench.timing import write_record
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.types import Episode
@@ -82,13 +83,9 @@ def random_episodes(spec: Any, batch: int, key: jax.Array) -> Episode:
 
 def instructions(hlo_text: str) -> dict[str, tuple[str, str]]:
     """Instruction name -> (result shape, JAX op name) of a compiled module's text."""
-    found = {}
-    for match in re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = (\S+) .*?op_name=\"([^\"]+)\"",
-                             hlo_text, re.M):
-        found[match.group(1)] = (match.group(2), match.group(3))
-    for match in re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = (\S+) ", hlo_text, re.M):
-        found.setdefault(match.group(1), (match.group(2), ""))
-    return found
+    pattern = r"^\s*(?:ROOT )?%([\w.\-]+) = (\S+) (?:.*?op_name=\"([^\"]+)\")?"
+    return {m.group(1): (m.group(2), m.group(3) or "")
+            for m in re.finditer(pattern, hlo_text, re.M)}
 
 
 def nest(events: list[dict]) -> list[tuple[dict, dict | None]]:
@@ -176,15 +173,15 @@ def main(args: argparse.Namespace) -> None:
                               "rows": trainer.env.spec.episode_length + 1,
                               "agents": trainer.env.spec.num_agents,
                               "hidden": settings.hidden, "compile_s": round(compile_s, 2)}
-    jax.block_until_ready(update(*call_args))
+    jax.block_until_ready(compiled(*call_args))
     times = []
     for _ in range(args.reps):
         begin = time.perf_counter()
-        jax.block_until_ready(update(*call_args))
+        jax.block_until_ready(compiled(*call_args))
         times.append(time.perf_counter() - begin)
     record["update_ms_min"] = round(1e3 * min(times), 3)
     record["update_ms_median"] = round(1e3 * float(np.median(times)), 3)
-    split = profile(update, call_args, args.profile_updates, instructions(compiled.as_text()))
+    split = profile(compiled, call_args, args.profile_updates, instructions(compiled.as_text()))
     split["top_level"] = split["top_level"][:args.top]
     split["loop_bodies"] = {k: v[:args.top] for k, v in split["loop_bodies"].items()}
     record["profile"] = split
@@ -196,6 +193,4 @@ def main(args: argparse.Namespace) -> None:
           flush=True)
     for row in split["top_level"][:10]:
         print(f"  {row['ms']:7.3f} ms  {row['instruction']:<28} {row['op_name'][-60:]}")
-    if args.json:
-        with open(args.json, "w") as handle:
-            json.dump(record, handle, indent=1)
+    write_record(args.json, record)
