@@ -34,6 +34,8 @@ import subprocess
 import sys
 from typing import Any
 
+from jaxmarl_accel.config import PAPER004
+
 SPREAD = ["--env", "simple_spread", "--agents", "3"]
 SUITE: dict[str, list[str]] = {
     "maddpg": [*SPREAD, "--algo", "maddpg"],
@@ -94,6 +96,13 @@ SUITE["macpo-fig3b-authors-clamp"] = [*SUITE["macpo-fig3b-authors"], *AUTHORS_CL
 # AccMER (raw weights ranking its reuse) without the id alone, the input that turned MAC-PO
 # from 0 of 4 to 2 of 4 hunting on base seed 1
 SUITE["accmer-fig3b-authors-noid"] = [*SUITE["accmer-fig3b-raw"], *AUTHORS_NO_ID]
+# ... and on the authors' network with S-'s weights left to decay while reused (the
+# sampler's reused_weights="decay"), so that gamma_W works against reusing the same items;
+# the preset's decay and window are restated since --sampler-kwargs replaces them
+_P15 = PAPER004["paper004-p1.5"]
+SUITE["accmer-fig3b-authors-decay"] = [
+    *SUITE["accmer-fig3b-authors-agent"], "--sampler-kwargs",
+    f"decay={_P15.decay},reuse_window={_P15.replay // _P15.batch_size},reused_weights=decay"]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

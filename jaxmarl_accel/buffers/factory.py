@@ -303,7 +303,7 @@ def make_reuse_buffer(
     *, capacity: int, batch_size: int, layout: str = "transition_major",
     index_sharing: str = "shared", reuse_ratio: float = 0.5, reuse_window: int | None = None,
     decay: float = 0.99, reduction: str = "max", loss_weights: str = "table",
-    window_basis: str = "capacity") -> Buffer:
+    window_basis: str = "capacity", reused_weights: str = "write") -> Buffer:
     """AccMER (paper 004, Alg. 1): each batch of b is the top ``K = round(reuse_ratio * b)``
     weighted items S-, kept for a window of updates, plus ``b - K`` uniform draws S+ from
     the other filled items; see :mod:`jaxmarl_accel.buffers.reuse`.
@@ -322,6 +322,8 @@ def make_reuse_buffer(
       reduction: how per-agent TD errors ``[B, N]`` become one weight per item.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"`` (for a
         learner that computes its own per-item loss weights, e.g. MAC-PO).
+      reused_weights: ``"write"`` (default; every sampled item's new weight is written,
+        S-'s included) or ``"decay"`` (S-'s entries only decay while reused).
 
     ``can_sample`` is ``size >= batch_size``; ``sample`` cannot raise under jit, so check it
     first (a smaller state may give unfilled, zero items).
@@ -332,9 +334,10 @@ def make_reuse_buffer(
     if reuse_window is not None and not _is_positive_int(reuse_window):
         raise ValueError(f"reuse_window must be a positive int or None, got {reuse_window!r}")
     decay = _number("decay", decay, 0.0, 1.0, open_low=True)
-    # make_reuse checks loss_weights, window_basis (one-line ValueErrors naming them)
+    # make_reuse checks loss_weights, window_basis, reused_weights (one-line ValueErrors)
     kit = make_reuse(reuse_ratio=reuse_ratio, window=reuse_window, decay=decay,
-                     loss_weights=loss_weights, window_basis=window_basis, **common)
+                     loss_weights=loss_weights, window_basis=window_basis,
+                     reused_weights=reused_weights, **common)
     return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
                      reduction=reduction, **common)
 

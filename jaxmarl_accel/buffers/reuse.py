@@ -28,6 +28,18 @@ miscapture punishment -1.5, 1.0 at punishment 0) and then the sampled items' new
 authors' public code (a pymarl2 fork) differs here: it writes one batch-average weight to a
 rolling block of slots rather than to the sampled items; this module follows the paper.
 
+Reused items' weights (``reused_weights``): ``"write"`` (default) writes every sampled
+item's new weight, S-'s included (Alg. 1 lines 12-14: "for each time-step k in S ... update
+the weights"). The reused items are then refreshed after every update, so at a window's end
+they rank beside the last batch's S+ and above every item the decay has worn down, and S-
+largely re-selects itself: the paper's stated purpose for gamma, "to avoid the bias towards
+reusing the same transitions" (Sec. IV-B), does not act on them. ``"decay"`` writes only the
+items outside S-; S-'s entries decay by gamma on every update of the window (by
+``gamma ** n`` over a window of n), so the next ranking favours other items. Measured on
+paper 004's -1.5 setting (``docs/results-quality.md``): with ``"write"``, after 1,024
+episodes 31-44 of the 64 reused episodes of three of four seeds were still among the first
+64 of the run, collected at epsilon near 1.
+
 The weights are the priorities the learner returns: for ``--algo accmer`` (and ``macpo``)
 each episode's mean MAC-PO optimal weight (paper 004, Lemma 1, eq. 2;
 :mod:`jaxmarl_accel.algos.value.macpo`); for other learners their TD errors, the
@@ -69,6 +81,8 @@ LOSS_WEIGHTS = ("table", "ones")
 WINDOW_BASES = ("capacity", "filled")
 """What d is in the window ``floor(d / b)``: the replay's capacity (Alg. 1) or its filled
 entries at each re-rank."""
+REUSED_WEIGHTS = ("write", "decay")
+"""What an update does to S-'s weights: write the batch's new ones or let them decay."""
 
 
 @struct.dataclass
@@ -151,6 +165,7 @@ def make_reuse(
     decay: float,
     loss_weights: str = "table",
     window_basis: str = "capacity",
+    reused_weights: str = "write",
 ) -> SamplerKit:
     """AccMER sampler kit: top-K reuse for a window of updates plus uniform complement draws.
 
@@ -162,6 +177,8 @@ def make_reuse(
         ``window_basis``'s: ``"capacity"`` (C, Alg. 1) or ``"filled"`` (at each re-rank).
       decay: gamma in (0, 1], the factor the whole table decays by after each update.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"``.
+      reused_weights: ``"write"`` (every sampled item's new weight is written) or
+        ``"decay"`` (S-'s entries are not rewritten while reused, only decayed).
 
     Returns:
       the kit; its ``sample`` gives indices int32 ``[b]`` (S- first, then S+) and weights
@@ -169,6 +186,7 @@ def make_reuse(
     """
     check_choice("loss_weights", loss_weights, LOSS_WEIGHTS)
     check_choice("window_basis", window_basis, WINDOW_BASES)
+    check_choice("reused_weights", reused_weights, REUSED_WEIGHTS)
     num_reused = int(round(reuse_ratio * batch_size))
     num_fresh = batch_size - num_reused
 
@@ -200,6 +218,9 @@ def make_reuse(
 
     def update(state: BufferState, slots: jax.Array, priorities: jax.Array) -> ReuseState:
         reuse = state.sampler
+        if reused_weights == "decay" and num_reused > 0:  # S- [K] against slots [M]
+            slots = jnp.where(jnp.any(slots[:, None] == reuse.reused[None, :], axis=1), -1,
+                              slots)
         table = decay_and_write(reuse.weights, slots, priorities, decay, capacity)
         step = reuse.window_step + 1
         rerank = step >= reuse.window

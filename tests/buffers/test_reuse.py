@@ -62,12 +62,16 @@ def td_errors(rng: np.random.Generator, layout: str) -> np.ndarray:
     return rng.uniform(0.0, 2.0, shape).astype(np.float32)
 
 
-CASES = [  # layout, reuse_window (None: floor(d / b)), window_basis (d), reuse_ratio, decay
-    ("transition_major", None, "capacity", 0.5, 0.8),
-    ("transition_major", None, "filled", 0.5, 0.8),
-    ("episode", None, "filled", 0.25, 1.0),
-    ("episode", 3, "capacity", 1.0, 0.8),
-    ("agent_major", 2, "filled", 0.5, 0.9),
+CASES = [  # layout, reuse_window (None: floor(d / b)), window_basis (d), reuse_ratio, decay,
+    # reused_weights (S-'s new weights written or not)
+    ("transition_major", None, "capacity", 0.5, 0.8, "write"),
+    ("transition_major", None, "filled", 0.5, 0.8, "write"),
+    ("episode", None, "filled", 0.25, 1.0, "write"),
+    ("episode", 3, "capacity", 1.0, 0.8, "write"),
+    ("agent_major", 2, "filled", 0.5, 0.9, "write"),
+    ("transition_major", 2, "filled", 0.5, 0.8, "decay"),
+    ("episode", None, "filled", 0.25, 0.9, "decay"),
+    ("episode", 3, "capacity", 1.0, 0.8, "decay"),
 ]
 
 
@@ -78,14 +82,16 @@ def window_of(window: int | None, basis: str, size: int) -> int:
     return max((CAPACITY if basis == "capacity" else size) // BATCH, 1)
 
 
-@pytest.mark.parametrize(("layout", "window", "basis", "ratio", "decay"), CASES)
+@pytest.mark.parametrize(("layout", "window", "basis", "ratio", "decay", "rewrite"), CASES)
 @settings(max_examples=3, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**16), adds=st.lists(st.integers(0, 3), min_size=12, max_size=12))
-def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay, seed, adds):
+def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay, rewrite,
+                                             seed, adds):
     """A numpy model of Alg. 1 next to the jitted buffer, items added between updates so the
-    filled size (and the window of the "filled" rule) grows and the ring wraps."""
+    filled size (and the window of the "filled" rule) grows and the ring wraps; with
+    ``reused_weights="decay"`` the model writes only S+'s new weights."""
     buf = jitted("reuse", (("reuse_ratio", ratio), ("reuse_window", window), ("decay", decay),
-                           ("window_basis", basis)),
+                           ("window_basis", basis), ("reused_weights", rewrite)),
                  capacity=CAPACITY, batch_size=BATCH, layout=layout)
     num_reused = round(ratio * BATCH)
     table = np.full(CAPACITY, -np.inf)  # model of the weight table
@@ -116,8 +122,9 @@ def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay
         state = buf.update_priorities(state, batch.indices, jnp.asarray(errors))
         priorities = (errors.max(-1) if errors.ndim == 2 else errors) + 1e-6
         table = table * decay  # the whole table decays ...
-        table[indices] = priorities  # ... then the batch's own entries (last one wins)
-        max_weight = max(max_weight * decay, float(priorities.max()))
+        new_part = slice(num_reused if rewrite == "decay" else 0, None)  # entries written
+        table[indices[new_part]] = priorities[new_part]  # ... then the batch's (last wins)
+        max_weight = max(max_weight * decay, float(priorities[new_part].max(initial=0.0)))
         np.testing.assert_allclose(np.asarray(state.sampler.weights), table, rtol=1e-5)
         step += 1
         if step == length:  # end of the window: S- becomes the top-k of the filled table
@@ -293,6 +300,8 @@ def test_dynamic_window_in_a_scan_vmapped_over_seeds(basis):
         (dict(loss_weights="max"), "loss_weights must be one of table, ones; got 'max'"),
         (dict(loss_weights=None), "loss_weights must be one of"),
         (dict(window_basis="size"), "window_basis must be one of capacity, filled; got 'size'"),
+        (dict(reused_weights="keep"),
+         "reused_weights must be one of write, decay; got 'keep'"),
     ],
 )
 def test_reuse_rejects_bad_arguments_in_one_line(kwargs, message):
@@ -304,7 +313,8 @@ def test_reuse_rejects_bad_arguments_in_one_line(kwargs, message):
 def test_reuse_accepts_the_edges_of_its_ranges():
     for kwargs in (dict(reuse_ratio=0.0), dict(reuse_ratio=1), dict(decay=1.0),
                    dict(reuse_window=1), dict(reuse_window=None), dict(loss_weights="ones"),
-                   dict(window_basis="filled"), dict(window_basis="capacity")):
+                   dict(window_basis="filled"), dict(window_basis="capacity"),
+                   dict(reused_weights="write"), dict(reused_weights="decay")):
         make_buffer("reuse", capacity=64, batch_size=8, **kwargs)
 
 
@@ -321,3 +331,24 @@ def test_estimate_bytes_counts_the_whole_reuse_state(layout):
         buffer = make_buffer("reuse", reuse_ratio=ratio, **config)
         allocated = jax.jit(buffer.init)(example)
         assert counted == sum(leaf.nbytes for leaf in jax.tree.leaves(allocated))
+
+
+def test_decayed_reused_weights_give_way_at_the_next_ranking():
+    """With ``reused_weights="decay"`` the items reused for a window lose ``gamma ** n`` of
+    their weight and the next S- is drawn from the others; with ``"write"`` equal fresh
+    weights keep S- at its first K slots."""
+    nexts = {}
+    for rewrite in ("write", "decay"):
+        buf = jitted("reuse", (("reuse_ratio", 0.5), ("reuse_window", 3), ("decay", 0.5),
+                               ("reused_weights", rewrite)),
+                     capacity=CAPACITY, batch_size=BATCH)
+        state = fill(buf, AGENTS, 8, 3)  # 24 slots, all at weight 1
+        for update in range(3):
+            batch = buf.sample(state, jax.random.key(update))
+            state = buf.update_priorities(state, batch.indices, jnp.ones((BATCH, AGENTS)))
+        nexts[rewrite] = set(np.asarray(state.sampler.reused).tolist())
+        weights = np.asarray(state.sampler.weights)
+        if rewrite == "decay":  # S- (slots 0-3) decayed three times from 1, never rewritten
+            np.testing.assert_allclose(weights[:4], 0.5 ** 3, rtol=1e-6)
+    assert nexts["write"] == {0, 1, 2, 3}  # refreshed S- ties the last S+, lower slots win
+    assert not nexts["decay"] & {0, 1, 2, 3}

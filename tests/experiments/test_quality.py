@@ -87,6 +87,10 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
             assert (config.learner.agent_ids, config.learner.agent_q_min,
                     config.learner.agent_q_max) == ((False, None, None) if name.endswith("noid")
                                                     else (True, -5.0, 2.0))
+        if name.endswith("-authors-decay"):  # AccMER's S- decays: the preset's rest kept
+            assert config.sampler == "reuse" and not config.learner.agent_ids
+            assert dict(config.sampler_kwargs) == {"decay": 0.8, "reuse_window": 78,
+                                                   "reused_weights": "decay"}
         if name.endswith("-fig3b-eps1m"):
             assert config.learner.epsilon_anneal_steps == 1_000_000
             assert config.learner.epsilon_start == 0.995
