@@ -147,6 +147,12 @@ def decay_and_write(weights: jax.Array, slots: jax.Array, priorities: jax.Array,
     return decayed.at[targets].set(priorities[order], mode="drop")
 
 
+def outside(slots: jax.Array, reused: jax.Array) -> jax.Array:
+    """``slots [M]`` (int32) with those in S- (``reused [K]``) set to -1, so that
+    :func:`decay_and_write` leaves their entries to decay. ``[M]``."""
+    return jnp.where(jnp.any(slots[:, None] == reused[None, :], axis=1), -1, slots)
+
+
 def top_slots(table: jax.Array, size: jax.Array, num: int) -> jax.Array:
     """The ``num`` filled slots of ``table [C]`` with the largest weights, sorted, int32
     ``[num]``; filled slots are exactly ``[0, size)``: the ring fills in order before it
@@ -156,16 +162,9 @@ def top_slots(table: jax.Array, size: jax.Array, num: int) -> jax.Array:
 
 
 def make_reuse(
-    *,
-    capacity: int,
-    batch_size: int,
-    layout: StorageLayout,
-    reuse_ratio: float,
-    window: int | None,
-    decay: float,
-    loss_weights: str = "table",
-    window_basis: str = "capacity",
-    reused_weights: str = "write",
+    *, capacity: int, batch_size: int, layout: StorageLayout, reuse_ratio: float,
+    window: int | None, decay: float, loss_weights: str = "table",
+    window_basis: str = "capacity", reused_weights: str = "write",
 ) -> SamplerKit:
     """AccMER sampler kit: top-K reuse for a window of updates plus uniform complement draws.
 
@@ -177,8 +176,7 @@ def make_reuse(
         ``window_basis``'s: ``"capacity"`` (C, Alg. 1) or ``"filled"`` (at each re-rank).
       decay: gamma in (0, 1], the factor the whole table decays by after each update.
       loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"``.
-      reused_weights: ``"write"`` (every sampled item's new weight is written) or
-        ``"decay"`` (S-'s entries are not rewritten while reused, only decayed).
+      reused_weights: ``"write"`` (every sampled item's weight) or ``"decay"`` (S+'s only).
 
     Returns:
       the kit; its ``sample`` gives indices int32 ``[b]`` (S- first, then S+) and weights
@@ -218,9 +216,8 @@ def make_reuse(
 
     def update(state: BufferState, slots: jax.Array, priorities: jax.Array) -> ReuseState:
         reuse = state.sampler
-        if reused_weights == "decay" and num_reused > 0:  # S- [K] against slots [M]
-            slots = jnp.where(jnp.any(slots[:, None] == reuse.reused[None, :], axis=1), -1,
-                              slots)
+        if reused_weights == "decay":
+            slots = outside(slots, reuse.reused)
         table = decay_and_write(reuse.weights, slots, priorities, decay, capacity)
         step = reuse.window_step + 1
         rerank = step >= reuse.window
@@ -230,9 +227,8 @@ def make_reuse(
                                   lambda: reused)
         return ReuseState(
             weights=table,
-            max_weight=jnp.maximum(
-                reuse.max_weight * decay, jnp.max(jnp.where(slots >= 0, priorities, 0.0))
-            ),
+            max_weight=jnp.maximum(reuse.max_weight * decay,
+                                   jnp.max(jnp.where(slots >= 0, priorities, 0.0))),
             reused=reused,
             window_step=jnp.where(rerank, 0, step),
             window=jnp.where(rerank, window_length(state.size, batch_size, window,
