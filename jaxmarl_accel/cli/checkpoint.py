@@ -368,3 +368,24 @@ def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
     target = {name: jax.ShapeDtypeStruct(tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
               for name, entry in index["arrays"].items()}
     return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}
+
+
+def read_streamed(folder: str, names: tuple[str, ...],
+                  step: int | None = None) -> dict[str, np.ndarray]:
+    """The streamed (``replay/``) arrays ``names`` of checkpoint ``step`` (None: the newest)
+    in the checkpoints ``folder``, read from their raw files alone (a replay's sampler state
+    without loading its gigabytes of experience), keyed by name, each with its leading seed
+    axis. An unknown name: one-line ``ValueError`` listing the streamed names."""
+    checkpoints = Checkpoints(folder)
+    step = checkpoints.latest_step() if step is None else step
+    if step is None:
+        raise ValueError(f"{folder} holds no checkpoints")
+    entries = checkpoints.manifest(step)["arrays"]
+    missing = [name for name in names if name not in entries]
+    if missing:
+        raise ValueError(f"checkpoint {checkpoints.path(step)} streams no {missing[0]!r}; it "
+                         f"streams {', '.join(sorted(entries))}")
+    replay = os.path.join(checkpoints.path(step), STREAMED_NAME)
+    return {name: np.fromfile(os.path.join(replay, entries[name]["file"]),
+                              dtype=entries[name]["dtype"]).reshape(entries[name]["shape"])
+            for name in names}

@@ -18,7 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.cli.array_files import contiguous_runs, read_region
-from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints, read_arrays
+from jaxmarl_accel.cli.checkpoint import (
+    CheckpointMismatch,
+    Checkpoints,
+    read_arrays,
+    read_streamed,
+)
 
 
 @st.composite
@@ -84,6 +89,21 @@ def test_round_trip_keeps_the_newest_two_and_every_dtype(tmp_path, streamed):
     parts = sorted(os.listdir(checkpoints.path(2)))
     assert parts == (["checkpoint.json", "replay", "state"] if streamed
                      else ["checkpoint.json", "state"])
+
+
+def test_streamed_arrays_are_read_alone_from_their_files(tmp_path):
+    folder = str(tmp_path / "ck")
+    items = example_items()
+    Checkpoints(folder, streamed=STREAMED).save(3, items)
+    read = read_streamed(folder, (".buffer.obs", ".buffer.count"))
+    assert sorted(read) == [".buffer.count", ".buffer.obs"]
+    for name, value in read.items():
+        assert value.dtype == items[name].dtype and value.shape == items[name].shape
+        np.testing.assert_array_equal(value, np.asarray(items[name]))
+    with pytest.raises(ValueError, match="streams no '.algo.w'; it streams .buffer.count"):
+        read_streamed(folder, (".algo.w",))
+    with pytest.raises(ValueError, match="holds no checkpoints"):
+        read_streamed(str(tmp_path / "none"), (".buffer.obs",))
 
 
 def test_another_program_restores_the_learners_with_orbax_alone(tmp_path):

@@ -1,0 +1,53 @@
+"""experiments.reuse_set: S-'s ages and origin from a checkpoint's sampler arrays alone."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from experiments import reuse_set
+from jaxmarl_accel.cli.checkpoint import Checkpoints
+
+
+def sampler_items(reused, write_pos, size, capacity=10):
+    """A two-seed reuse sampler's arrays as a run checkpoints them (leading seed axis)."""
+    weights = np.full((2, capacity), -np.inf, np.float32)
+    for seed in range(2):
+        weights[seed, :size[seed]] = np.linspace(0.1, 1.0, size[seed])
+    return {".buffer.sampler.reused": jnp.asarray(reused, jnp.int32),
+            ".buffer.sampler.weights": jnp.asarray(weights),
+            ".buffer.sampler.window": jnp.asarray([5, 5], jnp.int32),
+            ".buffer.sampler.window_step": jnp.asarray([2, 4], jnp.int32),
+            ".buffer.size": jnp.asarray(size, jnp.int32),
+            ".buffer.write_pos": jnp.asarray(write_pos, jnp.int32),
+            ".algo.step": jnp.asarray([7, 7], jnp.int32)}
+
+
+def test_ages_count_from_the_newest_episode_and_wrap_with_the_ring():
+    # seed 0: 8 of 10 slots written, S- = slots 0, 1, 7 (two oldest, the newest);
+    # seed 1: the ring wrapped (write position 3): slot 2 is the newest, slot 3 the oldest
+    items = sampler_items([[0, 1, 7], [2, 3, 4]], write_pos=[8, 3], size=[8, 10])
+    rows = reuse_set.reuse_set({k: np.asarray(v) for k, v in items.items()})
+    assert [r["age_min"] for r in rows] == [0, 0] and [r["age_max"] for r in rows] == [7, 9]
+    assert [r["among_oldest"] for r in rows] == [2, 2]  # slots 0, 1 / slots 3, 4
+    assert rows[1]["window_step"] == 4 and rows[0]["stored"] == 8
+    assert rows[0]["reused_weight_median"] == pytest.approx(np.linspace(0.1, 1.0, 8)[1])
+
+
+def test_cli_reads_the_newest_checkpoint_and_refuses_a_run_without_one(tmp_path, capsys):
+    run = tmp_path / "run"
+    checkpoints = Checkpoints(str(run / "checkpoints"), streamed=(".buffer",))
+    checkpoints.save(3, sampler_items([[0, 1, 7], [2, 3, 4]], [8, 3], [8, 10]))
+    (run / "metrics.csv").write_text("seed,chunk,env_steps\n0,3,400\n1,3,400\n")
+    out = tmp_path / "record.json"
+    assert reuse_set.main([str(run), "--json", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["step"] == 3 and record["env_steps"] == 400 and len(record["seeds"]) == 2
+    assert "2 of 3 among the 3 oldest" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        reuse_set.main([os.path.join(str(tmp_path), "empty")])
+    assert "holds no checkpoints" in capsys.readouterr().err
