@@ -103,6 +103,11 @@ _P15 = PAPER004["paper004-p1.5"]
 SUITE["accmer-fig3b-authors-decay"] = [
     *SUITE["accmer-fig3b-authors-agent"], "--sampler-kwargs",
     f"decay={_P15.decay},reuse_window={_P15.replay // _P15.batch_size},reused_weights=decay"]
+# ... and with the window of the filled entries, so that the first S- (the run's first 64
+# episodes, near-random play) is not half of every batch for the first 78 updates
+SUITE["accmer-fig3b-authors-decay-filled"] = [
+    *SUITE["accmer-fig3b-authors-agent"], "--sampler-kwargs",
+    f"decay={_P15.decay},window_basis=filled,reused_weights=decay"]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]
