@@ -14,7 +14,8 @@ for Fig. 3b with weighted QMIX beside them and ``paper004-p0`` for Fig. 3a);
 in its own subprocess; an entry whose ``summary.json`` exists is skipped,
 so an interrupted suite continues where it stopped. The table (``table.md`` and
 ``table.json``; ``curves.md`` holds each entry's curve, evaluation by evaluation, from its
-``metrics.csv``, so an entry still running shows how far it got) lists the median
+``metrics.csv``, so an entry still running shows how far it got, and each entry's own
+``curve.md`` the same seed by seed) lists the median
 normalized score with its interquartile range per entry,
 for the stag hunt the return against the most possible and the captures per episode,
 for predator-prey the touches per episode (predator return / 10, since every
@@ -232,6 +233,38 @@ def curve_lines(name: str, entry_dir: str) -> list[str]:
     return lines
 
 
+SEED_COLUMNS = (("train_captures", "training captures per episode", ".3f"),
+                ("train_return", "training return", ".1f"), ("eval_return", "greedy return", ".2f"),
+                ("eval_captures", "greedy captures", ".2f"))
+"""The per-seed columns of an entry's ``curve.md``: metric, heading, format."""
+
+
+def seed_curve_lines(entry_dir: str) -> list[str]:
+    """A markdown table of one entry's ``metrics.csv`` seed by seed: per evaluation (env
+    steps per seed), epsilon where the learner anneals one, and each of
+    :data:`SEED_COLUMNS` the metrics hold, one value per seed in seed order; no lines
+    when the entry has no metrics."""
+    from jaxmarl_accel.cli import outputs
+
+    rows = outputs.read_rows(entry_dir)
+    if not rows:
+        return []
+    columns = [c for c in SEED_COLUMNS if c[0] in rows[0]]
+    epsilon = "epsilon" in rows[0]
+    by_steps: dict[int, dict[int, dict[str, float]]] = {}
+    for row in rows:
+        by_steps.setdefault(int(row["env_steps"]), {})[int(row["seed"])] = row
+    heads = ["env steps per seed", *(["epsilon"] if epsilon else []), *(c[1] for c in columns)]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for steps, seeds in sorted(by_steps.items()):
+        ordered = [seeds[seed] for seed in sorted(seeds)]
+        cells = [f"{steps:,}", *([f"{float(ordered[0]['epsilon']):.3f}"] if epsilon else []),
+                 *(", ".join(format(float(r[key]), fmt) for r in ordered)
+                   for key, _, fmt in columns)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def build_table(out_dir: str) -> list[dict[str, Any]]:
     rows = []
     for name in SUITE:
@@ -273,6 +306,10 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
     curves = ["# Learning curves (greedy evaluations, median over seeds)"]
     for name in SUITE:
         curves += curve_lines(name, os.path.join(out_dir, name))
+        seed_lines = seed_curve_lines(os.path.join(out_dir, name))
+        if seed_lines:
+            with open(os.path.join(out_dir, name, "curve.md"), "w") as handle:
+                handle.write("\n".join(seed_lines) + "\n")
     with open(os.path.join(out_dir, "curves.md"), "w") as handle:
         handle.write("\n".join(curves) + "\n")
     with open(os.path.join(out_dir, "table.json"), "w") as handle:

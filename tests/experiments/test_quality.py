@@ -115,6 +115,10 @@ def test_curves_follow_each_entrys_metrics_even_while_it_runs(tmp_path):
     assert "| 100 | 1.50 (0.75 to 2.25) | 4 | 0.00 |" in curves
     assert "| 200 | 11.50 (10.75 to 12.25) | 4 | 1.00 |" in curves
     assert "### matd3" not in curves
+    per_seed = (tmp_path / "qmix-stag8" / "curve.md").read_text().splitlines()
+    assert per_seed[0] == "| env steps per seed | greedy return | greedy captures |"
+    assert per_seed[2:] == ["| 100 | 0.00, 1.00, 2.00, 3.00 | 0.00, 0.00, 0.00, 0.00 |",
+                            "| 200 | 10.00, 11.00, 12.00, 13.00 | 1.00, 1.00, 1.00, 1.00 |"]
 
 
 def test_an_entry_whose_run_fails_makes_the_suite_exit_non_zero(tmp_path, capsys):
