@@ -7,9 +7,10 @@ For each seed of the checkpoint (the newest, or ``--step``), the reuse sampler's
 (:mod:`jaxmarl_accel.buffers.reuse`: S- ``[S, K]``, the weight table ``[S, C]``) against
 the replay's write position: how old S-'s episodes are (0 = the newest stored), how many of
 them are among the K oldest stored (the initial S- of paper 004's Alg. 1 is the first K
-slots), how far into its window the sampler is, and S-'s weights beside the table's. Only
-the sampler's few arrays are read (:func:`~jaxmarl_accel.cli.checkpoint.read_streamed`), not
-the replay's experience.
+slots), how far into its window the sampler is, S-'s weights beside the table's, and, for
+episode replay, S-'s mean episode return (the team reward summed over the episode) beside
+that of every stored episode. Only the sampler's few arrays and the rewards are read
+(:func:`~jaxmarl_accel.cli.checkpoint.read_streamed`), not the observations.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ from experiments.bench.timing import write_record
 
 NAMES = (".buffer.sampler.reused", ".buffer.sampler.weights", ".buffer.sampler.window",
          ".buffer.sampler.window_step", ".buffer.size", ".buffer.write_pos")
+REWARD = ".buffer.experience.reward"
+"""Episode replay's team rewards ``[S, C, T + 1]``, read when the checkpoint streams them."""
 
 
 def reuse_set(arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     """One summary per seed of a reuse sampler's arrays (:data:`NAMES`, each with a leading
     seed axis S): S-'s ages in episodes ``[K]`` (0 = the newest stored), how many of S- are
     among the K oldest stored, the window's length and position, S-'s median weight and the
-    filled table's median and maximum."""
+    filled table's median and maximum; with :data:`REWARD` ``[S, C, T + 1]`` also S-'s
+    and the stored episodes' mean return."""
     reused, weights = arrays[NAMES[0]], arrays[NAMES[1]]
     capacity, num_reused = weights.shape[-1], reused.shape[-1]
     rows = []
@@ -51,6 +55,10 @@ def reuse_set(arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
             "table_weight_median": float(np.median(filled)) if filled.size else None,
             "table_weight_max": float(filled.max()) if filled.size else None,
         })
+        if REWARD in arrays and arrays[REWARD].ndim == 3:  # episodes: [S, C, T + 1]
+            returns = arrays[REWARD][seed].sum(-1)
+            rows[-1]["reused_return_mean"] = float(returns[reused[seed]].mean())
+            rows[-1]["stored_return_mean"] = float(returns[:size].mean())
     return rows
 
 
@@ -80,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = os.path.join(args.run_dir, "checkpoints")
     step = Checkpoints(folder).latest_step() if args.step is None else args.step
     try:
-        arrays = read_streamed(folder, NAMES, step)
+        streamed = Checkpoints(folder).manifest(step)["arrays"] if step is not None else {}
+        arrays = read_streamed(folder, NAMES + ((REWARD,) if REWARD in streamed else ()), step)
     except (ValueError, OSError) as error:
         parser.error(f"{args.run_dir}: {error}".split("; it streams")[0]
                      + " (is it a run of the reuse sampler with its replay checkpointed?)")
@@ -90,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['window_step']} of {row['window']}; S- ages {row['age_min']}-"
               f"{row['age_max']} (median {row['age_median']:.0f}), {row['among_oldest']} of "
               f"{row['reused']} among the {row['reused']} oldest; weight median "
-              f"{row['reused_weight_median']:.3g} (table {row['table_weight_median']:.3g})")
+              f"{row['reused_weight_median']:.3g} (table {row['table_weight_median']:.3g})"
+              + (f"; mean return {row['reused_return_mean']:.1f} (stored "
+                 f"{row['stored_return_mean']:.1f})" if "reused_return_mean" in row else ""))
     command = " ".join(["python -m experiments.reuse_set", *(argv if argv is not None
                                                             else sys.argv[1:])])
     write_record(args.json, {"command": command, "run_dir": args.run_dir, "step": step,

@@ -24,6 +24,9 @@ def sampler_items(reused, write_pos, size, capacity=10):
             ".buffer.sampler.window_step": jnp.asarray([2, 4], jnp.int32),
             ".buffer.size": jnp.asarray(size, jnp.int32),
             ".buffer.write_pos": jnp.asarray(write_pos, jnp.int32),
+            ".buffer.experience.reward":  # episode rows [S, C, T + 1]: slot c returns 3c
+                jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.float32)[None, :, None],
+                                 (2, capacity, 3)),
             ".algo.step": jnp.asarray([7, 7], jnp.int32)}
 
 
@@ -36,6 +39,9 @@ def test_ages_count_from_the_newest_episode_and_wrap_with_the_ring():
     assert [r["among_oldest"] for r in rows] == [2, 2]  # slots 0, 1 / slots 3, 4
     assert rows[1]["window_step"] == 4 and rows[0]["stored"] == 8
     assert rows[0]["reused_weight_median"] == pytest.approx(np.linspace(0.1, 1.0, 8)[1])
+    assert rows[0]["reused_return_mean"] == pytest.approx(8.0)  # slots 0, 1, 7: 3 (0+1+7)/3
+    assert rows[0]["stored_return_mean"] == pytest.approx(10.5)  # slots 0-7
+    assert rows[1]["stored_return_mean"] == pytest.approx(13.5)  # all 10 slots
 
 
 def test_cli_reads_the_newest_checkpoint_and_refuses_a_run_without_one(tmp_path, capsys):
@@ -48,6 +54,7 @@ def test_cli_reads_the_newest_checkpoint_and_refuses_a_run_without_one(tmp_path,
     record = json.loads(out.read_text())
     assert record["step"] == 3 and record["env_steps"] == 400 and len(record["seeds"]) == 2
     assert "2 of 3 among the 3 oldest" in capsys.readouterr().out
+    assert record["seeds"][0]["reused_return_mean"] == pytest.approx(8.0)
     with pytest.raises(SystemExit):
         reuse_set.main([os.path.join(str(tmp_path), "empty")])
     assert "holds no checkpoints" in capsys.readouterr().err
