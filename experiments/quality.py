@@ -209,14 +209,13 @@ def entry_row(name: str, summary: dict[str, Any],
     return row
 
 
-def curve_lines(name: str, entry_dir: str) -> list[str]:
-    """A markdown table of one entry's learning curve from its ``metrics.csv``: per
-    evaluation (env steps on the run's clock), the median greedy return over seeds with its
-    interquartile range, and the median captures per episode where the env counts them;
+def curve_lines(name: str, rows: list[dict[str, float]]) -> list[str]:
+    """A markdown table of one entry's learning curve from the rows of its ``metrics.csv``:
+    per evaluation (env steps on the run's clock), the median greedy return over seeds with
+    its interquartile range, and the median captures per episode where the env counts them;
     no lines when the entry has no metrics."""
     from jaxmarl_accel.cli import outputs
 
-    rows = outputs.read_rows(entry_dir)
     if not rows:
         return []
     captures = (outputs.curve_points(rows, "eval_captures") if "eval_captures" in rows[0]
@@ -239,14 +238,11 @@ SEED_COLUMNS = (("train_captures", "training captures per episode", ".3f"),
 """The per-seed columns of an entry's ``curve.md``: metric, heading, format."""
 
 
-def seed_curve_lines(entry_dir: str) -> list[str]:
-    """A markdown table of one entry's ``metrics.csv`` seed by seed: per evaluation (env
-    steps per seed), epsilon where the learner anneals one, and each of
+def seed_curve_lines(rows: list[dict[str, float]]) -> list[str]:
+    """A markdown table of the rows of one entry's ``metrics.csv`` seed by seed: per
+    evaluation (env steps per seed), epsilon where the learner anneals one, and each of
     :data:`SEED_COLUMNS` the metrics hold, one value per seed in seed order; no lines
     when the entry has no metrics."""
-    from jaxmarl_accel.cli import outputs
-
-    rows = outputs.read_rows(entry_dir)
     if not rows:
         return []
     columns = [c for c in SEED_COLUMNS if c[0] in rows[0]]
@@ -304,9 +300,12 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
     with open(os.path.join(out_dir, "table.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     curves = ["# Learning curves (greedy evaluations, median over seeds)"]
+    from jaxmarl_accel.cli import outputs
+
     for name in SUITE:
-        curves += curve_lines(name, os.path.join(out_dir, name))
-        seed_lines = seed_curve_lines(os.path.join(out_dir, name))
+        metrics = outputs.read_rows(os.path.join(out_dir, name))
+        curves += curve_lines(name, metrics)
+        seed_lines = seed_curve_lines(metrics)
         if seed_lines:
             with open(os.path.join(out_dir, name, "curve.md"), "w") as handle:
                 handle.write("\n".join(seed_lines) + "\n")

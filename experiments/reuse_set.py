@@ -16,7 +16,6 @@ that of every stored episode. Only the sampler's few arrays and the rewards are 
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 from typing import Any
@@ -64,12 +63,10 @@ def reuse_set(arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
 
 def env_steps_at(run_dir: str, step: int) -> int | None:
     """The env steps per seed after chunk ``step``, from the run's ``metrics.csv``."""
-    path = os.path.join(run_dir, "metrics.csv")
-    if not os.path.exists(path):
-        return None
-    with open(path) as handle:
-        steps = [int(row["env_steps"]) for row in csv.DictReader(handle)
-                 if int(row["chunk"]) == step]
+    from jaxmarl_accel.cli import outputs
+
+    steps = [int(row["env_steps"]) for row in outputs.read_rows(run_dir)
+             if int(row["chunk"]) == step]
     return steps[0] if steps else None
 
 
@@ -88,11 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     folder = os.path.join(args.run_dir, "checkpoints")
     step = Checkpoints(folder).latest_step() if args.step is None else args.step
     try:
-        streamed = Checkpoints(folder).manifest(step)["arrays"] if step is not None else {}
-        arrays = read_streamed(folder, NAMES + ((REWARD,) if REWARD in streamed else ()), step)
+        arrays = read_streamed(folder, NAMES, step, optional=(REWARD,))
     except (ValueError, OSError) as error:
-        parser.error(f"{args.run_dir}: {error}".split("; it streams")[0]
-                     + " (is it a run of the reuse sampler with its replay checkpointed?)")
+        parser.error(f"{args.run_dir}: {error} (is it a run of the reuse sampler with its "
+                     "replay checkpointed?)")
     rows = reuse_set(arrays)
     for row in rows:
         print(f"seed {row['seed']}: {row['stored']} episodes stored, window step "

@@ -370,12 +370,13 @@ def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
     return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}
 
 
-def read_streamed(folder: str, names: tuple[str, ...],
-                  step: int | None = None) -> dict[str, np.ndarray]:
+def read_streamed(folder: str, names: tuple[str, ...], step: int | None = None,
+                  optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """The streamed (``replay/``) arrays ``names`` of checkpoint ``step`` (None: the newest)
     in the checkpoints ``folder``, read from their raw files alone (a replay's sampler state
     without loading its gigabytes of experience), keyed by name, each with its leading seed
-    axis. An unknown name: one-line ``ValueError`` listing the streamed names."""
+    axis; the ``optional`` names too where the checkpoint streams them. An unknown name of
+    ``names``: one-line ``ValueError`` listing the streamed names."""
     checkpoints = Checkpoints(folder)
     step = checkpoints.latest_step() if step is None else step
     if step is None:
@@ -385,6 +386,7 @@ def read_streamed(folder: str, names: tuple[str, ...],
     if missing:
         raise ValueError(f"checkpoint {checkpoints.path(step)} streams no {missing[0]!r}; it "
                          f"streams {', '.join(sorted(entries))}")
+    names = (*names, *(name for name in optional if name in entries))
     replay = os.path.join(checkpoints.path(step), STREAMED_NAME)
     return {name: np.fromfile(os.path.join(replay, entries[name]["file"]),
                               dtype=entries[name]["dtype"]).reshape(entries[name]["shape"])

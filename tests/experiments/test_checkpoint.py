@@ -100,6 +100,8 @@ def test_streamed_arrays_are_read_alone_from_their_files(tmp_path):
     for name, value in read.items():
         assert value.dtype == items[name].dtype and value.shape == items[name].shape
         np.testing.assert_array_equal(value, np.asarray(items[name]))
+    extra = read_streamed(folder, (".buffer.count",), optional=(".buffer.obs", ".buffer.none"))
+    assert sorted(extra) == [".buffer.count", ".buffer.obs"]  # absent optional names skipped
     with pytest.raises(ValueError, match="streams no '.algo.w'; it streams .buffer.count"):
         read_streamed(folder, (".algo.w",))
     with pytest.raises(ValueError, match="holds no checkpoints"):
