@@ -109,6 +109,12 @@ SUITE["accmer-fig3b-authors-decay"] = [
 SUITE["accmer-fig3b-authors-decay-filled"] = [
     *SUITE["accmer-fig3b-authors-agent"], "--sampler-kwargs",
     f"decay={_P15.decay},window_basis=filled,reused_weights=decay"]
+# ... and with the reuse of the authors' code (run.py's ReplayBuffer, used there by every
+# learner): the top half of a table of batch-mean weights written every learner log
+# interval, 10,000 env steps = every 7th update of 8 envs x 200 steps, into a rolling block
+SUITE["accmer-fig3b-authors-block"] = [
+    *SUITE["accmer-fig3b-authors-agent"], "--sampler", "reuse_block", "--sampler-kwargs",
+    f"decay={_P15.decay},write_every=7"]
 # the same two at punishment 0 (Fig. 3a): whether raw weights keep the easy task learned
 SUITE["macpo-fig3a-raw-both"] = [*SUITE["macpo-fig3a"], "--macpo-weighting", "both",
                                  "--macpo-normalization", "none"]

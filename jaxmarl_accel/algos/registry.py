@@ -73,8 +73,9 @@ episodes in proportion to their optimal weights (PER with exponent 1 and no impo
 correction: the expected gradient of eq. 1, Fujimoto et al. 2020); AccMER (paper 004,
 Alg. 1: reuse ratio 0.5, decay 1.0 as at punishment 0; the learner applies the MAC-PO
 weights, so the sampler's own loss weights are ones)."""
-SAMPLER_REQUIRED: tuple[str, ...] = ("accmer",)
-"""Learners defined by their sampler: only their default sampler is accepted."""
+SAMPLER_REQUIRED: dict[str, tuple[str, ...]] = {"accmer": ("reuse", "reuse_block")}
+"""Learners defined by their sampler -> the samplers they accept (AccMER: Alg. 1's reuse,
+or the reuse of the authors' code, :mod:`jaxmarl_accel.buffers.reuse_block`)."""
 ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
 """The on-policy learners (paper 003's trainer: A2C; and PPO)."""
 ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
@@ -221,9 +222,11 @@ def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) ->
     wanted = sampler_defaults(name)
     if wanted is None or name not in SAMPLER_REQUIRED:
         return
-    if sampler != wanted[0]:
+    if sampler not in SAMPLER_REQUIRED[name]:
+        others = " or ".join(repr(other) for other in SAMPLER_REQUIRED[name][1:])
         raise ValueError(f"sampler {sampler!r}: algo {name!r} draws AccMER's reused and fresh "
-                         f"sets with the {wanted[0]!r} sampler; use --sampler {wanted[0]}")
+                         f"sets with the {wanted[0]!r} sampler (or {others}); use --sampler "
+                         f"{wanted[0]}")
     if sampler_kwargs.get("loss_weights", "ones") != "ones":
         raise ValueError(f"sampler_kwargs loss_weights={sampler_kwargs['loss_weights']!r}: "
                          f"algo {name!r} weights its loss by MAC-PO's weights itself; use 'ones'")

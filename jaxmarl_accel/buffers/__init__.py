@@ -1,11 +1,12 @@
-"""Replay buffers and jitted samplers (uniform, neighbor, PER, prioritized locality, reuse).
+"""Replay buffers and jitted samplers (uniform, neighbor, PER, prioritized locality, reuse,
+and the AccMER authors' block reuse).
 
 ``buffer = make_buffer("per", capacity=..., batch_size=...)`` returns a :class:`Buffer` of
 pure functions ``init / add / sample / can_sample / update_priorities``; see
 :mod:`jaxmarl_accel.buffers.factory` for the shapes. Modules: ``storage`` (ring storage and
 the named layouts ``LAYOUTS``), one per sampler (``uniform``, ``neighbor``, ``prioritized``,
-``locality``, ``reuse``), ``sum_tree``, ``next_slot`` (``next_obs`` read from the next slot
-instead of stored, ``NEXT_OBS``), ``recompute`` (compact rows such as an env's physical state
+``locality``, ``reuse``, ``reuse_block``), ``sum_tree``, ``next_slot`` (``next_obs`` read
+from the next slot instead of stored, ``NEXT_OBS``), ``recompute`` (compact rows such as an env's physical state
 stored, observations recomputed when sampling), and ``factory`` (the sampler registry
 ``SAMPLERS``).
 :func:`estimate_bytes` is the pure byte count of a buffer's state, for a memory check
@@ -23,6 +24,7 @@ from jaxmarl_accel.buffers.factory import (
     make_neighbor_buffer,
     make_per_buffer,
     make_prioritized_locality_buffer,
+    make_reuse_block_buffer,
     make_reuse_buffer,
     make_uniform_buffer,
 )
@@ -44,6 +46,7 @@ __all__ = [
     "make_neighbor_buffer",
     "make_per_buffer",
     "make_prioritized_locality_buffer",
+    "make_reuse_block_buffer",
     "make_reuse_buffer",
     "make_uniform_buffer",
 ]

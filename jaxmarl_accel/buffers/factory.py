@@ -19,6 +19,7 @@ from jaxmarl_accel.buffers.next_slot import check_next_obs, derive_next_obs
 from jaxmarl_accel.buffers.prioritized import PerSettings, make_per
 from jaxmarl_accel.buffers.recompute import Observe, check_observe, recompute_obs
 from jaxmarl_accel.buffers.reuse import make_reuse
+from jaxmarl_accel.buffers.reuse_block import make_block_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
 from jaxmarl_accel.checks import check_choice
@@ -342,18 +343,50 @@ def make_reuse_buffer(
                      reduction=reduction, **common)
 
 
+def make_reuse_block_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", reuse_ratio: float = 0.5, decay: float = 0.8,
+    write_every: int = 1, initial: float = 0.01, reduction: str = "max") -> Buffer:
+    """The reuse sampler of the AccMER authors' code: each batch is the top
+    ``K = round(reuse_ratio * b)`` slots of a weight table over all slots plus ``b - K``
+    distinct uniform draws from the filled ones; every ``write_every``-th update writes the
+    batch's mean priority into the next ``b`` slots of the table's own ring counter and
+    decays the table by ``decay``; see :mod:`jaxmarl_accel.buffers.reuse_block`.
+
+    Args:
+      reuse_ratio: alpha in [0, 1] (the code's 0.5).
+      decay: the table's decay after each write, in (0, 1] (the code's 0.8).
+      write_every: updates between writes, a positive int (the code writes every
+        ``learner_log_interval`` env steps: 7 updates on paper 004's stag hunt setting).
+      initial: every slot's weight before the first write, positive (the code's 0.01).
+      reduction: how per-agent priorities ``[B, N]`` become one per item.
+
+    Loss weights are ones. ``can_sample`` is ``size >= batch_size``.
+    """
+    common = _common(capacity, batch_size, layout, index_sharing)
+    check_choice("reduction", reduction, REDUCTIONS)
+    kit = make_block_reuse(
+        reuse_ratio=_number("reuse_ratio", reuse_ratio, 0.0, 1.0),
+        decay=_number("decay", decay, 0.0, 1.0, open_low=True),
+        write_every=_positive_int("write_every", write_every),
+        initial=_number("initial", initial, 0.0, float("inf"), open_low=True), **common)
+    return _assemble(kit, index_sharing=index_sharing, min_size=batch_size,
+                     reduction=reduction, **common)
+
+
 FACTORIES: dict[str, Callable[..., Buffer]] = {
     "uniform": make_uniform_buffer,
     "neighbor": make_neighbor_buffer,
     "per": make_per_buffer,
     "prioritized_locality": make_prioritized_locality_buffer,
     "reuse": make_reuse_buffer,
+    "reuse_block": make_reuse_block_buffer,
 }
 """The one sampler registry: name -> its buffer factory (whose keyword arguments beyond
 ``capacity``, ``batch_size``, ``layout`` and ``index_sharing`` are the sampler's options).
 A new sampler is its own module, its factory above and one line here."""
 SAMPLERS: tuple[str, ...] = tuple(FACTORIES)
-PRIORITIZED: tuple[str, ...] = ("per", "prioritized_locality", "reuse")
+PRIORITIZED: tuple[str, ...] = ("per", "prioritized_locality", "reuse", "reuse_block")
 """The samplers whose draws follow the priorities ``update_priorities`` writes."""
 
 

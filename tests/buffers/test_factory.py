@@ -86,7 +86,11 @@ def test_samples_are_current_intact_transitions(
     assert batch.experience.obs.shape == (*lead, num_agents, 2)
     assert_consistent(batch.experience, num_agents)
     counters = np.asarray(batch.experience.reward)[..., 0]
-    assert np.all((counters >= lo) & (counters < hi))  # never unwritten, never overwritten
+    written = np.asarray(batch.indices) < int(state.size)  # filled slots are [0, size)
+    if sampler != "reuse_block":  # the AccMER authors' reuse ranks unfilled slots too
+        assert written.all()
+    assert np.all(counters[~written] == 0)  # ... which hold zero items
+    assert np.all((counters[written] >= lo) & (counters[written] < hi))  # never overwritten
     np.testing.assert_array_equal(stored_counter(state, layout)[np.asarray(batch.indices)],
                                   counters)
     weights = np.asarray(batch.weights)

@@ -94,6 +94,10 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
         if name.endswith("-authors-decay-filled"):
             assert dict(config.sampler_kwargs) == {"decay": 0.8, "window_basis": "filled",
                                                    "reused_weights": "decay"}
+        if name.endswith("-authors-block"):  # the authors' code's reuse, on their network
+            assert (config.algo, config.sampler, config.learner.agent_ids) == (
+                "accmer", "reuse_block", False)
+            assert dict(config.sampler_kwargs) == {"decay": 0.8, "write_every": 7}
         if name.endswith("-fig3b-eps1m"):
             assert config.learner.epsilon_anneal_steps == 1_000_000
             assert config.learner.epsilon_start == 0.995
