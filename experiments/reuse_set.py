@@ -11,6 +11,12 @@ slots), how far into its window the sampler is, S-'s weights beside the table's,
 episode replay, S-'s mean episode return (the team reward summed over the episode) beside
 that of every stored episode. Only the sampler's few arrays and the rewards are read
 (:func:`~jaxmarl_accel.cli.checkpoint.read_streamed`), not the observations.
+
+A run of the AccMER authors' reuse (``--sampler reuse_block``,
+:mod:`jaxmarl_accel.buffers.reuse_block`) keeps no S-: it is ranked at every sample as the
+top K of the table over every slot, ties towards the higher slot, so it is ranked here the
+same way (K from the run's ``config.json``); how many of those slots are filled is given
+beside, and the ages, weights and returns are those of the filled ones.
 """
 
 from __future__ import annotations
@@ -24,41 +30,91 @@ import numpy as np
 
 from experiments.bench.timing import write_record
 
-NAMES = (".buffer.sampler.reused", ".buffer.sampler.weights", ".buffer.sampler.window",
-         ".buffer.sampler.window_step", ".buffer.size", ".buffer.write_pos")
+NAMES = (".buffer.sampler.weights", ".buffer.size", ".buffer.write_pos")
+WINDOWED = (".buffer.sampler.reused", ".buffer.sampler.window", ".buffer.sampler.window_step")
+"""Alg. 1's reuse sampler's S- and window (``--sampler reuse``)."""
+BLOCK = (".buffer.sampler.block_start", ".buffer.sampler.updates")
+"""The authors' reuse sampler's counters (``--sampler reuse_block``)."""
 REWARD = ".buffer.experience.reward"
 """Episode replay's team rewards ``[S, C, T + 1]``, read when the checkpoint streams them."""
 
 
-def reuse_set(arrays: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """One summary per seed of a reuse sampler's arrays (:data:`NAMES`, each with a leading
-    seed axis S): S-'s ages in episodes ``[K]`` (0 = the newest stored), how many of S- are
-    among the K oldest stored, the window's length and position, S-'s median weight and the
-    filled table's median and maximum; with :data:`REWARD` ``[S, C, T + 1]`` also S-'s
-    and the stored episodes' mean return."""
-    reused, weights = arrays[NAMES[0]], arrays[NAMES[1]]
-    capacity, num_reused = weights.shape[-1], reused.shape[-1]
+def ranked_block(weights: np.ndarray, num_reused: int) -> np.ndarray:
+    """The authors' S-: per seed the ``num_reused`` slots of ``weights [S, C]`` with the
+    largest weights, ties towards the higher slot (the code's reverse sort of ``(weight,
+    slot)`` pairs); int ``[S, K]``."""
+    slots = np.arange(weights.shape[-1])
+    return np.stack([np.lexsort((-slots, -table))[:num_reused] for table in weights])
+
+
+def reuse_set(arrays: dict[str, np.ndarray], num_reused: int | None = None
+              ) -> list[dict[str, Any]]:
+    """One summary per seed of a reuse sampler's arrays (:data:`NAMES` with
+    :data:`WINDOWED`, or with :data:`BLOCK` and ``num_reused``; each with a leading seed
+    axis S): S-'s ages in episodes ``[K]`` (0 = the newest stored), how many of S- are
+    among the K oldest stored, the window's length and position (or the block counters),
+    S-'s median weight and the filled table's median and maximum; with :data:`REWARD`
+    ``[S, C, T + 1]`` also S-'s and the stored episodes' mean return. S-'s unfilled slots
+    (the authors' reuse ranks them) are counted in ``reused_filled`` and left out of the
+    rest."""
+    weights = arrays[NAMES[0]]
+    capacity = weights.shape[-1]
+    block = WINDOWED[0] not in arrays
+    reused = ranked_block(weights, num_reused) if block else arrays[WINDOWED[0]]
     rows = []
     for seed in range(reused.shape[0]):
         size, pos = int(arrays[".buffer.size"][seed]), int(arrays[".buffer.write_pos"][seed])
-        age = (pos - 1 - reused[seed]) % capacity
-        filled = weights[seed][np.isfinite(weights[seed])]
-        rows.append({
-            "seed": seed, "stored": size, "reused": num_reused,
-            "window": int(arrays[".buffer.sampler.window"][seed]),
-            "window_step": int(arrays[".buffer.sampler.window_step"][seed]),
-            "age_median": float(np.median(age)), "age_min": int(age.min()),
-            "age_max": int(age.max()),
-            "among_oldest": int(np.sum(age >= size - num_reused)),
+        own = reused[seed][reused[seed] < size]
+        age = (pos - 1 - own) % capacity
+        table = weights[seed][:size]
+        row = {"seed": seed, "stored": size, "reused": reused.shape[-1],
+               "reused_filled": int(own.size)}
+        row.update({name.rsplit(".", 1)[1]: int(arrays[name][seed])
+                    for name in (BLOCK if block else WINDOWED[1:])})
+        row.update({
+            "age_median": float(np.median(age)) if own.size else None,
+            "age_min": int(age.min()) if own.size else None,
+            "age_max": int(age.max()) if own.size else None,
+            "among_oldest": int(np.sum(age >= size - reused.shape[-1])),
             "reused_weight_median": float(np.median(weights[seed][reused[seed]])),
-            "table_weight_median": float(np.median(filled)) if filled.size else None,
-            "table_weight_max": float(filled.max()) if filled.size else None,
+            "table_weight_median": float(np.median(table)) if size else None,
+            "table_weight_max": float(table.max()) if size else None,
         })
         if REWARD in arrays and arrays[REWARD].ndim == 3:  # episodes: [S, C, T + 1]
             returns = arrays[REWARD][seed].sum(-1)
-            rows[-1]["reused_return_mean"] = float(returns[reused[seed]].mean())
-            rows[-1]["stored_return_mean"] = float(returns[:size].mean())
+            row["reused_return_mean"] = float(returns[own].mean()) if own.size else None
+            row["stored_return_mean"] = float(returns[:size].mean())
+        rows.append(row)
     return rows
+
+
+def describe(row: dict[str, Any]) -> str:
+    """One seed's summary (:func:`reuse_set`) as a line."""
+    where = (f"window step {row['window_step']} of {row['window']}" if "window" in row else
+             f"block at slot {row['block_start']} after {row['updates']} updates")
+    line = (f"seed {row['seed']}: {row['stored']} episodes stored, {where}; "
+            f"{row['reused_filled']} of {row['reused']} reused slots filled")
+    if row["age_min"] is None:
+        return line
+    line += (f"; S- ages {row['age_min']}-{row['age_max']} (median {row['age_median']:.0f}), "
+             f"{row['among_oldest']} of {row['reused']} among the {row['reused']} oldest; "
+             f"weight median {row['reused_weight_median']:.3g} "
+             f"(table {row['table_weight_median']:.3g})")
+    if row.get("reused_return_mean") is not None:
+        line += (f"; mean return {row['reused_return_mean']:.1f} (stored "
+                 f"{row['stored_return_mean']:.1f})")
+    return line
+
+
+def num_reused_of(run_dir: str) -> int:
+    """K of a run's authors' reuse: ``round(reuse_ratio * batch_size)`` from its
+    ``config.json`` (reuse_ratio 0.5 unless set)."""
+    import json
+
+    with open(os.path.join(run_dir, "config.json")) as file:
+        config = json.load(file)["train"]
+    ratio = float(config.get("sampler_kwargs", {}).get("reuse_ratio", 0.5))
+    return int(round(ratio * int(config["batch_size"])))
 
 
 def env_steps_at(run_dir: str, step: int) -> int | None:
@@ -75,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m experiments.reuse_set", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", help="a run folder (experiments.run --out) of --algo "
-                                        "accmer or --sampler reuse, with checkpoints")
+                                        "accmer, --sampler reuse or reuse_block, with "
+                                        "checkpoints")
     parser.add_argument("--step", type=int, default=None,
                         help="the checkpoint (chunk) to read (default: the newest)")
     parser.add_argument("--json", default=None, help="write the record to this file")
@@ -85,19 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     folder = os.path.join(args.run_dir, "checkpoints")
     step = Checkpoints(folder).latest_step() if args.step is None else args.step
     try:
-        arrays = read_streamed(folder, NAMES, step, optional=(REWARD,))
-    except (ValueError, OSError) as error:
-        parser.error(f"{args.run_dir}: {error} (is it a run of the reuse sampler with its "
+        arrays = read_streamed(folder, NAMES, step, optional=(*WINDOWED, *BLOCK, REWARD))
+        if WINDOWED[0] not in arrays and BLOCK[0] not in arrays:
+            raise ValueError(f"checkpoint {step} holds neither sampler's S- "
+                             f"({WINDOWED[0]} or {BLOCK[0]})")
+        rows = reuse_set(arrays, None if WINDOWED[0] in arrays else num_reused_of(args.run_dir))
+    except (ValueError, OSError, KeyError) as error:
+        parser.error(f"{args.run_dir}: {error} (is it a run of a reuse sampler with its "
                      "replay checkpointed?)")
-    rows = reuse_set(arrays)
     for row in rows:
-        print(f"seed {row['seed']}: {row['stored']} episodes stored, window step "
-              f"{row['window_step']} of {row['window']}; S- ages {row['age_min']}-"
-              f"{row['age_max']} (median {row['age_median']:.0f}), {row['among_oldest']} of "
-              f"{row['reused']} among the {row['reused']} oldest; weight median "
-              f"{row['reused_weight_median']:.3g} (table {row['table_weight_median']:.3g})"
-              + (f"; mean return {row['reused_return_mean']:.1f} (stored "
-                 f"{row['stored_return_mean']:.1f})" if "reused_return_mean" in row else ""))
+        print(describe(row))
     command = " ".join(["python -m experiments.reuse_set", *(argv if argv is not None
                                                             else sys.argv[1:])])
     write_record(args.json, {"command": command, "run_dir": args.run_dir, "step": step,

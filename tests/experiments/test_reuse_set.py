@@ -58,3 +58,47 @@ def test_cli_reads_the_newest_checkpoint_and_refuses_a_run_without_one(tmp_path,
     with pytest.raises(SystemExit):
         reuse_set.main([os.path.join(str(tmp_path), "empty")])
     assert "holds no checkpoints" in capsys.readouterr().err
+
+
+def block_items(weights, size):
+    """A two-seed authors' reuse sampler's arrays (``reuse_block``: no S- of its own)."""
+    weights = np.asarray(weights, np.float32)
+    capacity = weights.shape[-1]
+    return {".buffer.sampler.weights": jnp.asarray(weights),
+            ".buffer.sampler.block_start": jnp.asarray([4, 8], jnp.int32),
+            ".buffer.sampler.updates": jnp.asarray([9, 9], jnp.int32),
+            ".buffer.size": jnp.asarray(size, jnp.int32),
+            ".buffer.write_pos": jnp.asarray(size, jnp.int32) % capacity,
+            ".buffer.experience.reward":
+                jnp.broadcast_to(jnp.arange(capacity, dtype=jnp.float32)[None, :, None],
+                                 (2, capacity, 3))}
+
+
+def test_the_authors_reuse_is_ranked_over_every_slot_with_ties_to_the_higher():
+    # seed 0: slots 4-7 share the top weight, 6 slots filled: S- (K=2) = 7, 6, both unfilled
+    # seed 1: slots 2 and 5 top it, all filled: S- = 5, 2
+    weights = [[0.1, 0.1, 0.1, 0.1, 0.5, 0.5, 0.5, 0.5, 0.1, 0.1],
+               [0.1, 0.1, 0.9, 0.1, 0.1, 0.9, 0.1, 0.1, 0.1, 0.1]]
+    arrays = {k: np.asarray(v) for k, v in block_items(weights, [6, 10]).items()}
+    np.testing.assert_array_equal(reuse_set.ranked_block(arrays[".buffer.sampler.weights"], 2),
+                                  [[7, 6], [5, 2]])
+    rows = reuse_set.reuse_set(arrays, num_reused=2)
+    assert [r["reused_filled"] for r in rows] == [0, 2]
+    assert rows[0]["age_min"] is None and rows[0]["reused_return_mean"] is None
+    assert rows[1]["block_start"] == 8 and rows[1]["updates"] == 9
+    assert rows[1]["reused_return_mean"] == pytest.approx(10.5)  # slots 2, 5: 3 (2+5)/2
+    assert [r["age_min"] for r in rows[1:]] == [4]  # slot 5 of a ring written up to 9
+
+
+def test_cli_takes_k_of_the_authors_reuse_from_the_runs_config(tmp_path, capsys):
+    run = tmp_path / "run"
+    weights = [[0.1] * 4 + [0.5] * 4 + [0.1] * 2, [0.1, 0.1, 0.9] + [0.1] * 7]
+    Checkpoints(str(run / "checkpoints"), streamed=(".buffer",)).save(
+        2, block_items(weights, [6, 10]))
+    (run / "metrics.csv").write_text("seed,chunk,env_steps\n0,2,300\n1,2,300\n")
+    (run / "config.json").write_text(json.dumps(
+        {"train": {"batch_size": 8, "sampler_kwargs": {"reuse_ratio": 0.25}}}))
+    assert reuse_set.main([str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "seed 0: 6 episodes stored, block at slot 4 after 9 updates; 0 of 2" in out
+    assert "seed 1: 10 episodes stored" in out and "2 of 2 reused slots filled" in out
