@@ -6,9 +6,9 @@ pure functions ``init / add / sample / can_sample / update_priorities``; see
 :mod:`jaxmarl_accel.buffers.factory` for the shapes. Modules: ``storage`` (ring storage and
 the named layouts ``LAYOUTS``), one per sampler (``uniform``, ``neighbor``, ``prioritized``,
 ``locality``, ``reuse``, ``reuse_block``), ``sum_tree``, ``next_slot`` (``next_obs`` read
-from the next slot instead of stored, ``NEXT_OBS``), ``recompute`` (compact rows such as an env's physical state
-stored, observations recomputed when sampling), and ``factory`` (the sampler registry
-``SAMPLERS``).
+from the next slot instead of stored, ``NEXT_OBS``), ``recompute`` (compact rows such as an
+env's physical state stored, observations recomputed when sampling), and ``factory`` (the
+sampler registry ``SAMPLERS``).
 :func:`estimate_bytes` is the pure byte count of a buffer's state, for a memory check
 before allocating.
 """

@@ -28,8 +28,8 @@ The batch mean is taken over the batch's filled items (each item's priority is t
 learner's, for MAC-PO an episode's mean eq.-2 weight over its filled steps); the code takes
 ``ws.mean()`` over every step of the padded batch, padding and empty episodes included,
 whose values depend on its networks' outputs at zero inputs: that one term is not
-reproduced (a batch without a filled item writes 0). Loss weights are ones (the learner weights its own loss, as MAC-PO's
-``macpo_weighting="loss"`` does there).
+reproduced (a batch without a filled item writes 0). Loss weights are ones (the learner
+weights its own loss, as MAC-PO's ``macpo_weighting="loss"`` does there).
 
 So the ranked half of a batch is, while the replay fills, mostly one block of ``K``
 consecutive slots for ``write_every`` updates (the newest block, whose decayed mean

@@ -59,8 +59,8 @@ CASES = [  # layout, reuse_ratio, decay, write_every
 def test_block_reuse_follows_the_reference_code(layout, ratio, decay, every, seed, adds):
     """Update by update: S- is the model's top K (unfilled slots included), S+ distinct
     filled slots, the first full batch slots 0..b-1, the table and its counter the model's
-    after each write of the filled items' mean priority (0 for none; the counter wraps, 14 updates of
-    8 slots over 32)."""
+    after each write of the filled items' mean priority (0 for none; the counter wraps, 14
+    updates of 8 slots over 32)."""
     buf = jitted("reuse_block", (("reuse_ratio", ratio), ("decay", decay),
                                  ("write_every", every)),
                  capacity=CAPACITY, batch_size=BATCH, layout=layout)
@@ -130,7 +130,7 @@ def test_block_reuse_runs_under_the_seed_vmap():
 
     def run(key):
         state = buffer.add(buffer.init(example), items("transition_major", np.arange(12)))
-        for step in range(5):
+        for _ in range(5):
             key, draw, noise = jax.random.split(key, 3)
             batch = buffer.sample(state, draw)
             errors = jax.random.uniform(noise, (BATCH, AGENTS))
