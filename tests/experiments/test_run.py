@@ -446,6 +446,27 @@ def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_p
         assert 1 <= int(window) <= int(filled) // 4  # floor(d / b) at a re-rank
 
 
+def test_accmer_trains_from_the_cli_with_the_authors_reuse(tmp_path):
+    """--sampler reuse_block: per seed, the table's counter has advanced one block of b
+    slots per write (every third update, the first included) and the written blocks hold
+    the batches' mean MAC-PO weights, the rest the decayed initial 0.01."""
+    out = str(tmp_path / "accmer_block")
+    argv = [*VALUE_TINY, "--algo", "accmer", "--qstar-hidden", "8", "--qstar-layers", "1",
+            "--sampler", "reuse_block", "--sampler-kwargs", "decay=0.8,write_every=3"]
+    assert run.main([*argv, "--out", out]) == 0
+    rows = outputs.read_rows(out)
+    assert all(np.isfinite(row["loss"]) for row in rows)
+    saved = restore_params(out, 1, everything=True)
+    updates = np.asarray(saved[".buffer.sampler.updates"])
+    assert updates.tolist() == [sum(r["updates"] for r in rows if r["seed"] == seed)
+                                for seed in range(2)]
+    writes = -(-updates // 3)
+    np.testing.assert_array_equal(saved[".buffer.sampler.block_start"], writes * 4 % 16)
+    for table, count in zip(np.asarray(saved[".buffer.sampler.weights"]), writes, strict=True):
+        untouched = np.isclose(table, 0.01 * 0.8 ** count)
+        assert untouched.sum() == 16 - 4 * min(count, 4) and np.all(table > 0)
+
+
 def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finished_run, tmp_path,
                                                                          capsys):
     """--checkpoint-replay false: the checkpoints hold no replay array; resuming after
