@@ -7,8 +7,9 @@ pure functions ``init / add / sample / can_sample / update_priorities``; see
 the named layouts ``LAYOUTS``), one per sampler (``uniform``, ``neighbor``, ``prioritized``,
 ``locality``, ``reuse``, ``reuse_block``), ``sum_tree``, ``next_slot`` (``next_obs`` read
 from the next slot instead of stored, ``NEXT_OBS``), ``recompute`` (compact rows such as an
-env's physical state stored, observations recomputed when sampling), and ``factory`` (the
-sampler registry ``SAMPLERS``).
+env's physical state stored, observations recomputed when sampling), ``validate`` (the
+checks of what ``init`` and ``add`` are given) and ``factory`` (the sampler registry
+``SAMPLERS``).
 :func:`estimate_bytes` is the pure byte count of a buffer's state, for a memory check
 before allocating.
 """

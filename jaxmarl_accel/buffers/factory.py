@@ -1,6 +1,7 @@
 """Buffer factories: validate in Python, return a :class:`Buffer` of pure jittable functions.
 
-Shapes: C capacity, N agents, E transitions per ``add`` (one per vmapped env), B batch.
+Shapes: C capacity, N agents, E transitions per ``add`` (one per vmapped env), B batch. The
+checks of what ``init`` and ``add`` are given are in :mod:`~jaxmarl_accel.buffers.validate`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.reuse_block import make_block_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
+from jaxmarl_accel.buffers.validate import check_batch, check_example
 from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.types import PyTree
 
@@ -92,62 +94,6 @@ def estimate_bytes(
     return storage.tree_leaf_bytes(jax.eval_shape(buffer.init, example_transition))
 
 
-def _field(path: tuple) -> str:
-    """A leaf's pytree path as a dotted field name, e.g. ``obs`` or ``info.state``."""
-    parts = []
-    for key in path:
-        for attr in ("name", "key", "idx"):  # GetAttrKey, DictKey / FlattenedIndexKey, SequenceKey
-            if hasattr(key, attr):
-                parts.append(str(getattr(key, attr)))
-                break
-        else:
-            parts.append(jax.tree_util.keystr((key,)))
-    return ".".join(parts) or "<root>"
-
-
-def _shape(shape: tuple) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def _check_example(example: PyTree) -> int:
-    leaves = jax.tree_util.tree_flatten_with_path(example)[0]
-    if not leaves:
-        raise ValueError("example_transition must have at least one array leaf")
-    for path, leaf in leaves:
-        if leaf.ndim < 1:
-            raise ValueError(f"example_transition: field {_field(path)!r} has shape "
-                             f"{_shape(leaf.shape)}, needs a leading agent axis [N, ...]")
-    num_agents = {_field(path): leaf.shape[0] for path, leaf in leaves}
-    if len(set(num_agents.values())) != 1:
-        raise ValueError(f"example_transition: fields disagree on the agent axis N: {num_agents}")
-    return leaves[0][1].shape[0]
-
-
-def _check_batch(experience: PyTree, batch: PyTree, capacity: int,
-                 layout: StorageLayout) -> int:
-    """Trace-time checks of an ``add`` batch (free under jit); returns E."""
-    stored = jax.tree.structure(experience)
-    if jax.tree.structure(batch) != stored:
-        raise ValueError(f"batch: pytree structure {jax.tree.structure(batch)} != {stored}")
-    sizes = {}
-    new_leaves = jax.tree_util.tree_flatten_with_path(batch)[0]
-    for store, (path, new) in zip(jax.tree.leaves(experience), new_leaves, strict=True):
-        item, name = layout.item_shape(store), _field(path)
-        if new.ndim != len(item) + 1 or tuple(new.shape[1:]) != item:
-            raise ValueError(f"add: batch field {name!r} has leaf shape {_shape(new.shape)}, "
-                             f"expected {_shape(('E', *item))} (a leading env axis E)")
-        if new.dtype != store.dtype:
-            raise ValueError(f"add: batch field {name!r} has leaf dtype {new.dtype}, "
-                             f"stored as {store.dtype}")
-        sizes[name] = new.shape[0]
-    if len(set(sizes.values())) != 1:
-        raise ValueError(f"add: batch fields disagree on the env axis E: {sizes}")
-    num_new = next(iter(sizes.values()))
-    if not 1 <= num_new <= capacity:
-        raise ValueError(f"batch: E={num_new} transitions per add must be in [1, {capacity}]")
-    return num_new
-
-
 def _assemble(
     kit: SamplerKit, *, capacity: int, batch_size: int, layout: StorageLayout,
     index_sharing: str, min_size: int, reduction: str,
@@ -157,7 +103,7 @@ def _assemble(
     del batch_size  # the kit draws its batches
 
     def init(example_transition: PyTree) -> BufferState:
-        _check_example(example_transition)
+        check_example(example_transition)
         return BufferState(
             experience=storage.init_storage(example_transition, capacity, layout),
             write_pos=jnp.zeros((), jnp.int32),
@@ -166,7 +112,7 @@ def _assemble(
         )
 
     def add(state: BufferState, batch: PyTree) -> BufferState:
-        num_new = _check_batch(state.experience, batch, capacity, layout)
+        num_new = check_batch(state.experience, batch, capacity, layout)
         slots = (state.write_pos + jnp.arange(num_new, dtype=jnp.int32)) % capacity
         return BufferState(
             experience=storage.write(state.experience, slots, batch, layout),
