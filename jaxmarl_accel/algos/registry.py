@@ -225,7 +225,7 @@ def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) ->
     if sampler not in SAMPLER_REQUIRED[name]:
         others = " or ".join(repr(other) for other in SAMPLER_REQUIRED[name][1:])
         raise ValueError(f"sampler {sampler!r}: algo {name!r} draws AccMER's reused and fresh "
-                         f"sets with the {wanted[0]!r} sampler (or {others}); use --sampler "
+                         f"sets with the {wanted[0]!r} sampler, or {others}; use --sampler "
                          f"{wanted[0]}")
     if sampler_kwargs.get("loss_weights", "ones") != "ones":
         raise ValueError(f"sampler_kwargs loss_weights={sampler_kwargs['loss_weights']!r}: "

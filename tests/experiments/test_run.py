@@ -97,7 +97,7 @@ def test_help_documents_every_flag(capsys):
      "algo 'qmix' needs discrete actions"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler", "uniform"],
      "--sampler 'uniform': algo 'accmer' draws AccMER's reused and fresh sets with the 'reuse' "
-     "sampler (or 'reuse_block'); use --sampler reuse"),
+     "sampler, or 'reuse_block'; use --sampler reuse"),
     (["--env", "stag_hunt", "--algo", "accmer", "--sampler-kwargs", "loss_weights=table"],
      "loss_weights='table': algo 'accmer' weights its loss by MAC-PO's weights itself"),
     (["--env", "stag_hunt", "--algo", "macpo", "--macpo-normalization", "softmax"],
