@@ -56,6 +56,14 @@ def counter_of(experience, layout: str) -> np.ndarray:
     return counters
 
 
+def arrivals(adds: list[int]) -> list[tuple[np.ndarray, int]]:
+    """The items added before each update of a model test: ``(counters [n], items written
+    so far)``, ``BATCH`` before the first update, then ``adds[k]``, numbered from 0."""
+    sizes = [BATCH, *adds]
+    return [(np.arange(end - num, end), int(end))
+            for num, end in zip(sizes, np.cumsum(sizes), strict=True)]
+
+
 def td_errors(rng: np.random.Generator, layout: str) -> np.ndarray:
     """Per-agent TD errors ``[B, N]``, or one per episode ``[B]``."""
     shape = (BATCH,) if layout == "episode" else (BATCH, AGENTS)
@@ -98,15 +106,12 @@ def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay
     stored = np.full(CAPACITY, -1.0)  # counter held by each slot
     max_weight, reused, step = 1.0, np.arange(num_reused), 0
     length = window_of(window, basis, 0)  # the initial S- is ranked at d = 0 (filled rule)
-    state, written = buf.init(first_item(layout)), 0
-    rng = np.random.default_rng(seed)
-    for update, num_new in enumerate([BATCH, *adds]):
-        if num_new:
-            counters = np.arange(written, written + num_new)
+    state, rng = buf.init(first_item(layout)), np.random.default_rng(seed)
+    for update, (counters, written) in enumerate(arrivals(adds)):
+        if counters.size:
             state = buf.add(state, items(layout, counters))
             table[counters % CAPACITY] = max_weight
             stored[counters % CAPACITY] = counters
-            written += num_new
         size = min(written, CAPACITY)
         assert int(state.size) == size
         batch = buf.sample(state, jax.random.key(seed + update))

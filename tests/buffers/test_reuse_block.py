@@ -17,9 +17,16 @@ from scipy import stats
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.buffers.reuse_block import top_slots_high_first, write_block
 from tests.buffers.helpers import NO_SHRINK, jitted
-from tests.buffers.test_reuse import AGENTS, counter_of, first_item, items, td_errors
-
-CAPACITY, BATCH = 32, 8
+from tests.buffers.test_reuse import (
+    AGENTS,
+    BATCH,
+    CAPACITY,
+    arrivals,
+    counter_of,
+    first_item,
+    items,
+    td_errors,
+)
 
 
 class Model:
@@ -66,14 +73,11 @@ def test_block_reuse_follows_the_reference_code(layout, ratio, decay, every, see
                  capacity=CAPACITY, batch_size=BATCH, layout=layout)
     num_reused = round(ratio * BATCH)
     model, stored = Model(CAPACITY, decay, 0.01), np.full(CAPACITY, -1.0)
-    state, written = buf.init(first_item(layout)), 0
-    rng = np.random.default_rng(seed)
-    for update, num_new in enumerate([BATCH, *adds]):
-        if num_new:
-            counters = np.arange(written, written + num_new)
+    state, rng = buf.init(first_item(layout)), np.random.default_rng(seed)
+    for update, (counters, written) in enumerate(arrivals(adds)):
+        if counters.size:
             state = buf.add(state, items(layout, counters))
             stored[counters % CAPACITY] = counters
-            written += num_new
         size = min(written, CAPACITY)
         batch = buf.sample(state, jax.random.key(seed + update))
         indices = np.asarray(batch.indices)
