@@ -47,8 +47,19 @@ def ranked_block(weights: np.ndarray, num_reused: int) -> np.ndarray:
     return np.stack([np.lexsort((-slots, -table))[:num_reused] for table in weights])
 
 
-def reuse_set(arrays: dict[str, np.ndarray], num_reused: int | None = None
-              ) -> list[dict[str, Any]]:
+def top_blocks(table: np.ndarray, writes: int, batch: int, decay: float) -> list[int]:
+    """The authors' reuse before its counter wraps: which written block (0 = the first,
+    slots ``[0, b)``) held the top of ``table [C]`` after each of its ``writes`` writes,
+    from the blocks' decayed values (block k holds its mean times ``decay ** (writes - k)``);
+    S- is that block's upper half while it stays on top."""
+    ages = writes - np.arange(writes)
+    means = table[batch * np.arange(writes)] / decay ** ages
+    return [int(np.argmax(means[:j + 1] * decay ** (j + 1 - np.arange(j + 1))))
+            for j in range(writes)]
+
+
+def reuse_set(arrays: dict[str, np.ndarray], num_reused: int | None = None,
+              block: tuple[int, float, int] | None = None) -> list[dict[str, Any]]:
     """One summary per seed of a reuse sampler's arrays (:data:`NAMES` with
     :data:`WINDOWED`, or with :data:`BLOCK` and ``num_reused``; each with a leading seed
     axis S): S-'s ages in episodes ``[K]`` (0 = the newest stored), how many of S- are
@@ -56,11 +67,12 @@ def reuse_set(arrays: dict[str, np.ndarray], num_reused: int | None = None
     S-'s median weight and the filled table's median and maximum; with :data:`REWARD`
     ``[S, C, T + 1]`` also S-'s and the stored episodes' mean return. S-'s unfilled slots
     (the authors' reuse ranks them) are counted in ``reused_filled`` and left out of the
-    rest."""
+    rest. With ``block = (b, decay, write_every)`` and a counter that has not wrapped, also
+    :func:`top_blocks`."""
     weights = arrays[NAMES[0]]
     capacity = weights.shape[-1]
-    block = WINDOWED[0] not in arrays
-    reused = ranked_block(weights, num_reused) if block else arrays[WINDOWED[0]]
+    blocked = WINDOWED[0] not in arrays
+    reused = ranked_block(weights, num_reused) if blocked else arrays[WINDOWED[0]]
     rows = []
     for seed in range(reused.shape[0]):
         size, pos = int(arrays[".buffer.size"][seed]), int(arrays[".buffer.write_pos"][seed])
@@ -70,7 +82,10 @@ def reuse_set(arrays: dict[str, np.ndarray], num_reused: int | None = None
         row = {"seed": seed, "stored": size, "reused": reused.shape[-1],
                "reused_filled": int(own.size)}
         row.update({name.rsplit(".", 1)[1]: int(arrays[name][seed])
-                    for name in (BLOCK if block else WINDOWED[1:])})
+                    for name in (BLOCK if blocked else WINDOWED[1:])})
+        writes = -(-row["updates"] // block[2]) if blocked and block is not None else 0
+        if writes and writes * block[0] <= capacity:  # not wrapped: block k from slot k b
+            row["top_blocks"] = top_blocks(weights[seed], writes, block[0], block[1])
         row.update({
             "age_median": float(np.median(age)) if own.size else None,
             "age_min": int(age.min()) if own.size else None,
@@ -94,6 +109,8 @@ def describe(row: dict[str, Any]) -> str:
              f"block at slot {row['block_start']} after {row['updates']} updates")
     line = (f"seed {row['seed']}: {row['stored']} episodes stored, {where}; "
             f"{row['reused_filled']} of {row['reused']} reused slots filled")
+    if "top_blocks" in row:
+        line += f"; top block after each write {row['top_blocks']}"
     if row["age_min"] is None:
         return line
     line += (f"; S- ages {row['age_min']}-{row['age_max']} (median {row['age_median']:.0f}), "
@@ -106,15 +123,17 @@ def describe(row: dict[str, Any]) -> str:
     return line
 
 
-def num_reused_of(run_dir: str) -> int:
-    """K of a run's authors' reuse: ``round(reuse_ratio * batch_size)`` from its
-    ``config.json`` (reuse_ratio 0.5 unless set)."""
+def block_settings(run_dir: str) -> tuple[int, int, float, int]:
+    """K, b, the decay and ``write_every`` of a run's authors' reuse from its
+    ``config.json``: ``round(reuse_ratio * batch_size)``, ``batch_size``, ``decay`` and
+    ``write_every`` (the sampler's defaults 0.5, 0.8 and 1 unless set)."""
     import json
 
     with open(os.path.join(run_dir, "config.json")) as file:
         config = json.load(file)["train"]
-    ratio = float(config.get("sampler_kwargs", {}).get("reuse_ratio", 0.5))
-    return int(round(ratio * int(config["batch_size"])))
+    kwargs, batch = config.get("sampler_kwargs", {}), int(config["batch_size"])
+    return (int(round(float(kwargs.get("reuse_ratio", 0.5)) * batch)), batch,
+            float(kwargs.get("decay", 0.8)), int(kwargs.get("write_every", 1)))
 
 
 def env_steps_at(run_dir: str, step: int) -> int | None:
@@ -146,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         if WINDOWED[0] not in arrays and BLOCK[0] not in arrays:
             raise ValueError(f"checkpoint {step} holds neither sampler's S- "
                              f"({WINDOWED[0]} or {BLOCK[0]})")
-        rows = reuse_set(arrays, None if WINDOWED[0] in arrays else num_reused_of(args.run_dir))
+        if WINDOWED[0] in arrays:
+            rows = reuse_set(arrays)
+        else:
+            num_reused, *block = block_settings(args.run_dir)
+            rows = reuse_set(arrays, num_reused, tuple(block))
     except (ValueError, OSError, KeyError) as error:
         parser.error(f"{args.run_dir}: {error} (is it a run of a reuse sampler with its "
                      "replay checkpointed?)")

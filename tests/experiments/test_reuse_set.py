@@ -102,3 +102,10 @@ def test_cli_takes_k_of_the_authors_reuse_from_the_runs_config(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "seed 0: 6 episodes stored, block at slot 4 after 9 updates; 0 of 2" in out
     assert "seed 1: 10 episodes stored" in out and "2 of 2 reused slots filled" in out
+
+
+def test_top_blocks_follow_the_written_means_through_the_decay():
+    # writes of means 1.0, 0.4, 0.3 with decay 0.5, blocks of 2 slots: block 0 stays on top
+    # after the second write (0.25 against 0.2) and block 2 takes it at the third (0.15)
+    table = np.asarray([0.125, 0.125, 0.1, 0.1, 0.15, 0.15, 0.00125, 0.00125])
+    assert reuse_set.top_blocks(table, writes=3, batch=2, decay=0.5) == [0, 0, 2]
