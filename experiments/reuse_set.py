@@ -41,10 +41,11 @@ REWARD = ".buffer.experience.reward"
 
 def ranked_block(weights: np.ndarray, num_reused: int) -> np.ndarray:
     """The authors' S-: per seed the ``num_reused`` slots of ``weights [S, C]`` with the
-    largest weights, ties towards the higher slot (the code's reverse sort of ``(weight,
-    slot)`` pairs); int ``[S, K]``."""
-    slots = np.arange(weights.shape[-1])
-    return np.stack([np.lexsort((-slots, -table))[:num_reused] for table in weights])
+    largest weights, ties towards the higher slot, ranked by the sampler's own
+    :func:`~jaxmarl_accel.buffers.reuse_block.top_slots_high_first`; int ``[S, K]``."""
+    from jaxmarl_accel.buffers.reuse_block import top_slots_high_first
+
+    return np.stack([np.asarray(top_slots_high_first(table, num_reused)) for table in weights])
 
 
 def top_blocks(table: np.ndarray, writes: int, batch: int, decay: float) -> list[int]:

@@ -43,7 +43,7 @@ def check_example(example: PyTree) -> int:
 
 
 def check_batch(experience: PyTree, batch: PyTree, capacity: int,
-                 layout: StorageLayout) -> int:
+                layout: StorageLayout) -> int:
     """Trace-time checks of an ``add`` batch (free under jit); returns E."""
     stored = jax.tree.structure(experience)
     if jax.tree.structure(batch) != stored:
