@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.buffers.locality import (
@@ -39,15 +39,21 @@ def brute_force_q(priorities, size, scale, thresholds=(0.33, 0.66), counts=(1, 2
 
 @settings(max_examples=8, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**16), num_adds=st.integers(11, 30))
+@example(seed=19140, num_adds=25)  # a heavy leaf of one to two strata was not drawn
 def test_prioritized_locality_windows_and_lemma1_weights(seed, num_adds):
     buf = jitted("prioritized_locality", (("alpha", 1.0),), **PER_CONFIG)
     rng = np.random.default_rng(seed)
-    errors = rng.uniform(1.0, 70.0, (CAPACITY, 3)).astype(np.float32)
-    errors[rng.integers(CAPACITY)] = 100.0  # heavier than a stratum: always drawn, the scale
+    # half the slots light (k = 1), half spread over k = 1, 2, 4 at the heavy leaf's scale;
+    # the total stays below 16 * 70 + 16 * 8 + 100, so the heavy leaf covers two strata
+    ceiling = rng.permutation(np.repeat([8.0, 70.0], CAPACITY // 2))[:, None]
+    errors = rng.uniform(1.0, ceiling, (CAPACITY, 3)).astype(np.float32)
+    errors[rng.integers(CAPACITY)] = 100.0  # the scale, if it is drawn
     state = with_priorities(buf, errors, num_adds)
     batch = buf.sample(state, jax.random.key(seed))
     oldest = int(state.write_pos)  # full buffer: the oldest slot is the write head
     chrono = leaves(state)[(oldest + np.arange(CAPACITY)) % CAPACITY]
+    # the scale is the largest *drawn* reference: a leaf covering two strata always is
+    assert chrono.max() >= 2 * chrono.sum() / CAPACITY
     positions = (np.asarray(batch.indices) - oldest) % CAPACITY
     # every sampled position lies in the window of some reference (q > 0)
     q = brute_force_q(chrono, CAPACITY, chrono.max())
