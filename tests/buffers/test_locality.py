@@ -47,7 +47,7 @@ def test_prioritized_locality_windows_and_lemma1_weights(seed, num_adds):
     # the total stays below 16 * 70 + 16 * 8 + 100, so the heavy leaf covers two strata
     ceiling = rng.permutation(np.repeat([8.0, 70.0], CAPACITY // 2))[:, None]
     errors = rng.uniform(1.0, ceiling, (CAPACITY, 3)).astype(np.float32)
-    errors[rng.integers(CAPACITY)] = 100.0  # the scale, if it is drawn
+    errors[rng.integers(CAPACITY)] = 100.0  # the scale: always drawn (asserted below)
     state = with_priorities(buf, errors, num_adds)
     batch = buf.sample(state, jax.random.key(seed))
     oldest = int(state.write_pos)  # full buffer: the oldest slot is the write head
