@@ -83,6 +83,9 @@ class TrainConfig:
         multiple of max(num_envs, update_every). When it is not a multiple of eval_every,
         the last evaluation period is shorter (family default).
       update_every: environment steps between two updates of all agents.
+      episode_updates: episode replay only: learner updates after each round of num_envs
+        episodes, each on a batch of its own (1, as pymarl2; JaxMARL's SMAX QMIX makes
+        NUM_EPOCHS = 8 per 2,048 env steps, about 4 per round of 16 battles of 2s3z).
       learning_starts: transitions collected before the first update (at least
         batch_size are; family default).
       eval_every: environment steps between two deterministic evaluations; a multiple of
@@ -107,6 +110,7 @@ class TrainConfig:
     num_envs: int | None = None
     total_env_steps: int | None = None
     update_every: int = 100
+    episode_updates: int = 1
     learning_starts: int | None = None
     eval_every: int = 50_000
     eval_episodes: int = 32
@@ -124,7 +128,7 @@ class TrainConfig:
             raise ValueError(f"learner: algo {self.algo!r} takes {wanted.__name__}, got "
                              f"{type(self.learner).__name__}")
         for name in ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
-                     "update_every", "eval_every", "eval_episodes"):
+                     "update_every", "episode_updates", "eval_every", "eval_episodes"):
             _positive(name, getattr(self, name))
         if self.learning_starts < 0:
             raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
@@ -149,6 +153,10 @@ class TrainConfig:
         if replay_of(self) == "episode":
             self._check_episode_replay()
             return
+        if self.episode_updates != 1:
+            raise ValueError(f"episode_updates ({self.episode_updates}) applies to episode "
+                             f"replay (recurrent value learners); algo {self.algo!r} updates "
+                             "once per update_every env steps")
         big, small = max(self.num_envs, self.update_every), min(self.num_envs, self.update_every)
         if big % small:
             raise ValueError(
@@ -209,15 +217,15 @@ class TrainConfig:
 
 ROLLOUT_UNUSED = ("sampler", "sampler_kwargs", "layout", "index_sharing", "replay_next_obs",
                   "replay_obs", "buffer_capacity", "batch_size", "update_every",
-                  "learning_starts")
+                  "episode_updates", "learning_starts")
 """TrainConfig fields of the replay, which on-policy learners do not have."""
 
 
 def replay_of(config: TrainConfig) -> str:
     """The replay kind a run uses, the one its learner needs (:func:`replay_needed`):
     ``"episode"`` for recurrent value learners (``buffer_capacity`` and ``batch_size`` then
-    count episodes; a round runs one episode per env, then one update; ``update_every`` is
-    not used), ``"rollout"`` for the on-policy learners (no replay: a round collects
+    count episodes; a round runs one episode per env, then ``episode_updates`` updates;
+    ``update_every`` is not used), ``"rollout"`` for the on-policy learners (no replay: a round collects
     ``rollout_length`` steps of every env and learns from them) and ``"transition"``
     (single joint transitions) for the others."""
     return replay_needed(config.learner)

@@ -52,6 +52,8 @@ def test_schedule_helpers():
     (dict(batch_size=0), "batch_size"),
     (dict(sampler="nope"), "sampler must be one of"),
     (dict(batch_size=2000), "exceeds buffer_capacity"),
+    (dict(episode_updates=0), "episode_updates must be >= 1"),
+    (dict(episode_updates=2), "episode_updates \\(2\\) applies to episode replay"),
 ])
 def test_config_rejects_bad_values(bad, match):
     with pytest.raises(ValueError, match=match):

@@ -145,6 +145,41 @@ def test_learners_with_qstar_train_over_seeds_with_their_samplers(algo):
         np.testing.assert_array_equal(np.asarray(sampler.window), [8 // 2] * 2)
 
 
+@pytest.mark.slow
+def test_episode_updates_make_k_updates_a_round_each_on_its_own_batch():
+    """``episode_updates=3``: three learner updates after each round that learns (the
+    learner's step counter and the chunks' update counts are 3x those of one a round), the
+    target copied on the same episode clock, and different parameters at the end."""
+    from jaxmarl_accel.algos.value import ValueConfig
+
+    def run(updates):
+        config = TrainConfig(
+            env="stag_hunt", algo="qmix", env_kwargs=(("episode_length", 5), ("grid_size", 4),
+                                                      ("num_agents", 2), ("num_stags", 1)),
+            learner=ValueConfig(hidden=8, mixer_embed=4, hypernet_hidden=8,
+                                target_update_episodes=4),
+            buffer_capacity=8, batch_size=2, num_envs=2, total_env_steps=40, eval_every=20,
+            eval_episodes=2, episode_updates=updates)
+        trainer = make_trainer(config)
+        return jax.jit(jax.vmap(trainer.train))(jax.random.split(jax.random.key(0), 2))
+
+    (one, one_metrics), (three, three_metrics) = run(1), run(3)
+    np.testing.assert_array_equal(np.asarray(three_metrics.updates),
+                                  3 * np.asarray(one_metrics.updates))
+    assert int(np.asarray(one.algo.step)[0]) > 0
+    np.testing.assert_array_equal(np.asarray(three.algo.step), 3 * np.asarray(one.algo.step))
+    np.testing.assert_array_equal(np.asarray(three.algo.last_target_update),
+                                  np.asarray(one.algo.last_target_update))
+    assert np.all(np.isfinite(np.asarray(three_metrics.learner["loss"])))
+    assert not np.allclose(np.asarray(jax.tree.leaves(three.algo.params)[0]),
+                           np.asarray(jax.tree.leaves(one.algo.params)[0]))
+
+
+def test_episode_updates_are_refused_on_the_other_rounds():
+    with pytest.raises(ValueError, match="episode_updates .* must keep its default"):
+        TrainConfig(algo="a2c", env="simple_spread", episode_updates=2)
+
+
 def test_running_episode_statistics_end_with_their_episode():
     from jaxmarl_accel.trainer.rounds.state import add_episode_stats
 

@@ -7,7 +7,10 @@ exploration policy (:func:`~jaxmarl_accel.trainer.steps.collect_episodes`: ``T``
 block of 8 steps in which the last episode ended), adds the ``E``
 episodes to the episode replay (layout ``"episode"``, leaves ``[C, T + 1, ...]``) and then
 performs one update on a batch of ``batch_size`` episodes, as pymarl2 does: an update per
-round of E episodes, once the replay holds a batch.
+round of E episodes, once the replay holds a batch. ``episode_updates`` = K > 1 makes K
+updates a round instead, one after the other, each on a batch of its own drawn after the
+previous one's priorities were written (JaxMARL's QMIX makes ``NUM_EPOCHS`` updates per
+round of its own); the round's learner metrics are their means.
 
 Seed-uniform schedule. Every seed of a run is one lane of ``jax.vmap``; a branch or loop
 whose predicate differs per seed becomes a ``select`` of its whole carry, the replay
@@ -103,7 +106,25 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                 jax.tree.map(keep, learned.buffer, buffer_state),
                 jax.tree.map(lambda m: jnp.where(filled, m, 0), learned.metrics), filled)
 
-    run_learn, learn_shapes = shapes_once(learn)  # traced once: the cond's true branch
+    updates = config.episode_updates
+
+    def learn_all(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
+                  update_key: jax.Array) -> tuple[PyTree, PyTree, dict[str, jax.Array], jax.Array]:
+        if updates == 1:  # one update on the round's own keys, as before the option existed
+            return learn(algo_state, buffer_state, sample_key, update_key)
+
+        def one(carry: tuple[PyTree, PyTree], keys: tuple[jax.Array, jax.Array]
+                ) -> tuple[tuple[PyTree, PyTree], tuple[dict[str, jax.Array], jax.Array]]:
+            algo_state, buffer_state, metrics, filled = learn(*carry, *keys)
+            return (algo_state, buffer_state), (metrics, filled)
+
+        keys = (jax.random.split(sample_key, updates), jax.random.split(update_key, updates))
+        (algo_state, buffer_state), (metrics, filled) = jax.lax.scan(
+            one, (algo_state, buffer_state), keys)
+        return (algo_state, buffer_state, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics),
+                filled[0])
+
+    run_learn, learn_shapes = shapes_once(learn_all)  # traced once: the cond's true branch
 
     def skip(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
              update_key: jax.Array) -> tuple[PyTree, PyTree, dict[str, jax.Array], jax.Array]:
@@ -133,7 +154,7 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                                                                             total_rounds)
     return Round(buffer=buffer, item=example_episode(env.spec), run=run, steps_per_round=steps,
                  rounds_per_chunk=rounds_per_chunk, total_rounds=total_rounds,
-                 updates_per_round=1, first_update_step=(first_round + 1) * steps)
+                 updates_per_round=updates, first_update_step=(first_round + 1) * steps)
 
 
 __all__ = ["episode_schedule", "make_episode_round"]
