@@ -225,8 +225,8 @@ def replay_of(config: TrainConfig) -> str:
     """The replay kind a run uses, the one its learner needs (:func:`replay_needed`):
     ``"episode"`` for recurrent value learners (``buffer_capacity`` and ``batch_size`` then
     count episodes; a round runs one episode per env, then ``episode_updates`` updates;
-    ``update_every`` is not used), ``"rollout"`` for the on-policy learners (no replay: a round collects
-    ``rollout_length`` steps of every env and learns from them) and ``"transition"``
+    ``update_every`` is not used), ``"rollout"`` for the on-policy learners (no replay: a
+    round collects ``rollout_length`` steps of every env and learns from them) and ``"transition"``
     (single joint transitions) for the others."""
     return replay_needed(config.learner)
 
