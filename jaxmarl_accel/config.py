@@ -85,7 +85,7 @@ class TrainConfig:
       update_every: environment steps between two updates of all agents.
       episode_updates: episode replay only: learner updates after each round of num_envs
         episodes, each on a batch of its own (1, as pymarl2; JaxMARL's SMAX QMIX makes
-        NUM_EPOCHS = 8 per 2,048 env steps, about 4 per round of 16 battles of 2s3z).
+        NUM_EPOCHS = 8 per 2,048 env steps, about 3 per round of 16 battles of 2s3z).
       learning_starts: transitions collected before the first update (at least
         batch_size are; family default).
       eval_every: environment steps between two deterministic evaluations; a multiple of

@@ -36,18 +36,12 @@ CONFIGS = {
                                              ("grid_size", 4), ("episode_length", 6)),
                               "buffer_capacity": 2000, "batch_size": 4, "num_envs": 2,
                               "total_env_steps": 48, "eval_every": 24, "eval_episodes": 2}),
-    "episode, 3 updates a round": TrainConfig(**{"env": "stag_hunt", "algo": "qmix",
-                                               "env_kwargs": (("num_agents", 2), ("num_stags", 1),
-                                                              ("grid_size", 4),
-                                                              ("episode_length", 6)),
-                                               "buffer_capacity": 4000, "batch_size": 4,
-                                               "num_envs": 2, "total_env_steps": 48,
-                                               "eval_every": 24, "eval_episodes": 2,
-                                               "episode_updates": 3}),
     "transition": TrainConfig(env="simple_spread", algo="maddpg", buffer_capacity=20_000,
                               batch_size=16, num_envs=2, total_env_steps=40, update_every=4,
                               learning_starts=0, eval_every=20, eval_episodes=2),
 }
+CONFIGS["episode, 3 updates a round"] = dataclasses.replace(
+    CONFIGS["episode"], buffer_capacity=4000, episode_updates=3)  # 4x its temporaries
 
 
 @pytest.mark.slow
