@@ -15,8 +15,9 @@ SUBCOMMANDS = {
     "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
     "train": "end-to-end training throughput (env steps/s including learning)",
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
-    "qmix_smax": "QMIX on JaxMARL's SMAX (heuristic enemy, 3m) against JaxMARL's qmix_rnn.py: "
-                 "greedy win rate over seeds, steps/s, compile",
+    "qmix_smax": "QMIX (--algo: or VDN, MAC-PO) on JaxMARL's SMAX (heuristic enemy, 3m) "
+                 "against JaxMARL's qmix_rnn.py (vdn_rnn.py): greedy win rate over seeds, "
+                 "steps/s, compile",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
                  "backward, shape by shape, and which one the library picks",

@@ -225,11 +225,12 @@ def _logging_stand_ins() -> Iterator[None]:
             sys.modules.pop(name, None)
 
 
-def check_reference_src(src: str) -> None:
+def check_reference_src(src: str, script: Path = REFERENCE_SCRIPT) -> None:
     """Refuse (ValueError, one line) a ``--jaxmarl-src`` that does not hold JaxMARL's
-    ``qmix_rnn`` script, before anything is compiled (the MPE and SMAX benches share it)."""
-    if not (Path(src) / REFERENCE_SCRIPT).is_file():
-        raise ValueError(f"--jaxmarl-src {src!r} holds no {REFERENCE_SCRIPT}: give the root of "
+    ``script`` (``qmix_rnn`` by default), before anything is compiled (the MPE and SMAX
+    benches share it)."""
+    if not (Path(src) / script).is_file():
+        raise ValueError(f"--jaxmarl-src {src!r} holds no {script}: give the root of "
                          "a JaxMARL checkout, or leave the flag out to run ours only")
 
 

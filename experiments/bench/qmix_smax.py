@@ -1,5 +1,6 @@
-"""Our QMIX on JaxMARL's SMAX (``jaxmarl:HeuristicEnemySMAX``, 3m by default) against
-JaxMARL's own ``baselines/QLearning/qmix_rnn.py`` at its SMAX settings, side by side.
+"""Our QMIX (or VDN, or MAC-PO: ``--algo``) on JaxMARL's SMAX (``jaxmarl:HeuristicEnemySMAX``,
+3m by default) against JaxMARL's own ``baselines/QLearning/qmix_rnn.py`` (VDN:
+``vdn_rnn.py``) at its SMAX settings, side by side.
 
 ``python -m experiments.bench qmix_smax --jaxmarl-src PATH --env-steps 2e6 --seeds 4
 --json docs/results/qmix_smax_3m.json`` trains each seed on both sides for the same number of
@@ -9,16 +10,20 @@ time (tracing and lowering, then XLA, after ``jax.clear_caches()``; ours with th
 XLA options, :func:`jaxmarl_accel.trainer.compiling.compiler_options`, theirs with XLA's
 defaults); then the median and interquartile range of the win rates over seeds.
 
-* ours: ``make_trainer(config).train`` with ``algo="qmix"`` on
+* ours: ``make_trainer(config).train`` with ``algo="qmix"`` (``--algo``) on
   ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then one
   update on a batch of episodes); the greedy win rate is the ``won`` counter of the final
   evaluation's ``--test-envs`` deterministic episodes.
-* theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py`` with its
-  ``config/config.yaml`` and ``config/alg/ql_rnn_smax.yaml`` (the map set by ``--map``), run
-  on the installed ``jaxmarl``; logging modules stubbed for the import as in
-  :mod:`experiments.bench.qmix`. Its greedy test (``TEST_NUM_ENVS`` envs for
-  ``TEST_NUM_STEPS`` steps) runs before training and after the last update only
-  (``TEST_INTERVAL`` 1.0), and its win rate is ``returned_won_episode`` of that last test.
+* theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``
+  (:data:`REFERENCE_SCRIPTS`: ``vdn_rnn.py`` for VDN; JaxMARL has no MAC-PO, so MAC-PO
+  runs beside its QMIX, the learner MAC-PO reweights) with its ``config/config.yaml`` and
+  ``config/alg/ql_rnn_smax.yaml`` (the map set by ``--map``), run on the installed
+  ``jaxmarl``; logging modules stubbed for the import as in :mod:`experiments.bench.qmix`.
+  Its greedy test (``TEST_NUM_ENVS`` envs for ``TEST_NUM_STEPS`` steps) runs before
+  training and after the last update only (``TEST_INTERVAL`` 1.0), and its win rate is
+  ``returned_won_episode`` of that last test: the mean, over every battle that ended within
+  the test's steps (an env's second battle included, so short battles weigh more), of
+  whether it was won (its ``nanmean`` where ``returned_episode``).
 
 Every seed is one compiled program of one seed, called once per seed, on both sides:
 JaxMARL's program vmapped over 2 or more seeds hangs on jaxlib's CPU backend (batched LAPACK
@@ -69,7 +74,6 @@ import jax
 import numpy as np
 
 from experiments.bench.qmix import (
-    REFERENCE_SCRIPT,
     _logging_stand_ins,
     check_reference_src,
     our_updates,
@@ -90,6 +94,11 @@ from jaxmarl_accel.trainer.train import make_trainer
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
                      Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
 ENV_ID = "HeuristicEnemySMAX"
+REFERENCE_SCRIPTS = {"qmix": Path("baselines/QLearning/qmix_rnn.py"),
+                     "vdn": Path("baselines/QLearning/vdn_rnn.py"),
+                     "macpo": Path("baselines/QLearning/qmix_rnn.py")}
+"""``--algo`` -> JaxMARL's script it runs beside: its own learner of that name, or (MAC-PO,
+which JaxMARL lacks) the QMIX that MAC-PO's weights modify (paper 004, eq. 1)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +151,11 @@ def env_kwargs(config: dict[str, Any], map_name: str) -> tuple[tuple[str, Any], 
     return tuple(sorted({**config.get("ENV_KWARGS", {}), "scenario": map_name}.items()))
 
 
-def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps: int
-               ) -> TrainConfig:
-    """Our QMIX run of about ``env_steps`` env steps (whole rounds of ``num_envs`` episodes
-    of ``episode_steps`` rows)."""
+def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps: int,
+               algo: str = "qmix") -> TrainConfig:
+    """Our ``algo`` run (a key of :data:`REFERENCE_SCRIPTS`) of about ``env_steps`` env
+    steps (whole rounds of ``num_envs`` episodes of ``episode_steps`` rows); MAC-PO with its
+    defaults (its weights as the replay's priorities)."""
     per_round = settings.num_envs * episode_steps
     total = max(1, round(env_steps / per_round)) * per_round
     value = ValueConfig(
@@ -155,7 +165,7 @@ def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps:
         target_update_episodes=settings.target_update_interval * settings.num_envs,
         epsilon_start=settings.eps_start, epsilon_finish=settings.eps_finish,
         epsilon_anneal_steps=max(1, int(settings.eps_decay * total)), double_q=True)
-    return TrainConfig(env=f"jaxmarl:{ENV_ID}", env_kwargs=kwargs, algo="qmix",
+    return TrainConfig(env=f"jaxmarl:{ENV_ID}", env_kwargs=kwargs, algo=algo,
                        learner=value, buffer_capacity=settings.buffer_size,
                        batch_size=settings.batch_size, num_envs=settings.num_envs,
                        total_env_steps=total, eval_every=total,
@@ -197,20 +207,22 @@ def reference_config(base: dict[str, Any], settings: Settings, map_name: str,
     return config
 
 
-def load_reference(src: str | None) -> tuple[Any, dict[str, Any]] | None:
-    """The reference script as a module and its merged SMAX config; None when ``src`` is
-    None (ours only); a ``src`` without the script is refused (``check_reference_src``)."""
+def load_reference(src: str | None, algo: str = "qmix") -> tuple[Any, dict[str, Any]] | None:
+    """The reference script of ``algo`` (:data:`REFERENCE_SCRIPTS`) as a module and its
+    merged SMAX config; None when ``src`` is None (ours only); a ``src`` without the script
+    is refused (``check_reference_src``)."""
     if src is None:
         return None
-    check_reference_src(src)
+    script = REFERENCE_SCRIPTS[algo]
+    check_reference_src(src, script)
     import yaml  # a dependency of flax
 
     config: dict[str, Any] = {}
     for path in REFERENCE_CONFIGS:
         with open(Path(src) / path) as handle:
             config.update(yaml.safe_load(handle))
-    spec = importlib.util.spec_from_file_location("jaxmarl_qmix_rnn_smax",
-                                                  Path(src) / REFERENCE_SCRIPT)
+    spec = importlib.util.spec_from_file_location(f"jaxmarl_{script.stem}_smax",
+                                                  Path(src) / script)
     module = importlib.util.module_from_spec(spec)
     with _logging_stand_ins():
         spec.loader.exec_module(module)
@@ -277,8 +289,13 @@ def reference_win_rates(out: Any) -> list[float]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
     parser.add_argument("--jaxmarl-src", default=None,
-                        help=f"root of a local copy of the JaxMARL repository (holding "
-                             f"{REFERENCE_SCRIPT}); without it only ours runs")
+                        help="root of a local copy of the JaxMARL repository (holding "
+                             f"{REFERENCE_SCRIPTS['qmix']}, or for --algo vdn "
+                             f"{REFERENCE_SCRIPTS['vdn'].name}); without it only ours runs")
+    parser.add_argument("--algo", default="qmix", choices=sorted(REFERENCE_SCRIPTS),
+                        help="our learner: qmix (beside JaxMARL's qmix_rnn.py, the default), "
+                             "vdn (beside its vdn_rnn.py) or macpo (MAC-PO with its defaults, "
+                             "beside its qmix_rnn.py: JaxMARL has no MAC-PO)")
     parser.add_argument("--json", default=None, help="write the record to this JSON file")
     parser.add_argument("--map", default="3m", help="SMAX map (default: 3m)")
     parser.add_argument("--env-steps", type=float, default=2e6,
@@ -323,7 +340,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 def main(args: argparse.Namespace) -> None:
     check_args(args)
-    reference = load_reference(args.jaxmarl_src)
+    reference = load_reference(args.jaxmarl_src, args.algo)
     if reference is None:
         print("reference skipped: no --jaxmarl-src; running ours only", flush=True)
     base = reference[1] if reference else {
@@ -341,21 +358,22 @@ def main(args: argparse.Namespace) -> None:
 
     episode_steps = make(f"jaxmarl:{ENV_ID}", **dict(kwargs))[0].spec.episode_length
     apply_collect_block(args.collect_block)
-    config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps),
-                            args.ours_set)
+    config = with_overrides(our_config(settings, kwargs, int(args.env_steps), episode_steps,
+                                       args.algo), args.ours_set)
     steps = config.total_env_steps  # both sides train for our whole rounds
     ref_steps = int(args.ref_env_steps) if args.ref_env_steps else steps
     ref_round = settings.num_steps * settings.num_envs  # theirs: NUM_UPDATES whole rounds
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
+        "algo": args.algo, "reference_script": str(REFERENCE_SCRIPTS[args.algo]),
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
         "ours_set": list(args.ours_set), "collect_block": args.collect_block,
         "seeds": args.seeds, "backend": jax.default_backend(),
         "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
         "cpu_count": os.cpu_count(),
         "load_average_start": list(os.getloadavg())}
-    print(f"QMIX on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
+    print(f"{args.algo} on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
           flush=True)
     episodes = steps // episode_steps
     real_steps = lambda out: [float(length) * episodes for length in np.asarray(

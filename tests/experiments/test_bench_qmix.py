@@ -133,6 +133,37 @@ def test_smax_bench_overrides_our_settings_by_name():
             qmix_smax.with_overrides(base, [bad])
 
 
+@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in bench.LOGGING_MODULES),
+                    reason="the stand-ins are only used when the logging modules are absent")
+@pytest.mark.parametrize("algo", ["qmix", "vdn", "macpo"])
+def test_smax_bench_runs_each_learner_beside_its_reference_script(tmp_path, algo):
+    """--algo picks ours and JaxMARL's script: VDN beside vdn_rnn.py, MAC-PO (absent from
+    JaxMARL) beside qmix_rnn.py; a source without that script is refused in one line."""
+    from experiments.bench import qmix_smax
+
+    script = tmp_path / qmix_smax.REFERENCE_SCRIPTS[algo]
+    script.parent.mkdir(parents=True)
+    script.write_text(FAKE_SCRIPT.replace("lambda key: key", f"lambda key: {algo!r}"))
+    for path, text in zip(qmix_smax.REFERENCE_CONFIGS, ('"SEED": 0\n', '"NUM_ENVS": 4\n'),
+                          strict=True):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    module, config = qmix_smax.load_reference(str(tmp_path), algo)
+    assert module.make_train(config, None)(0) == algo and config["NUM_ENVS"] == 4
+    other = {"qmix": "vdn", "vdn": "qmix", "macpo": "vdn"}[algo]
+    if qmix_smax.REFERENCE_SCRIPTS[other] != qmix_smax.REFERENCE_SCRIPTS[algo]:
+        with pytest.raises(ValueError, match=f"holds no .*{qmix_smax.REFERENCE_SCRIPTS[other]}"):
+            qmix_smax.load_reference(str(tmp_path), other)
+    ours = qmix_smax.our_config(qmix_smax.Settings(), (("scenario", "3m"),), 20_000, 101, algo)
+    assert ours.algo == algo and ours.learner.hidden == 512
+
+
+def test_smax_bench_refuses_an_unknown_algo(capsys):
+    with pytest.raises(SystemExit):
+        main(["qmix_smax", "--algo", "iql"])
+    assert "invalid choice: 'iql'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv", [("--vmap-seeds", "--seeds", "2", "--jaxmarl-src", "x"),
                                   ("--collect-block", "-1"), ("--breakdown", "--vmap-seeds")])
 def test_smax_bench_refuses_a_vmapped_reference_on_cpu_and_a_negative_block(argv):
