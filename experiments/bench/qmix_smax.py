@@ -25,39 +25,28 @@ defaults); then the median and interquartile range of the win rates over seeds.
   the test's steps (an env's second battle included, so short battles weigh more), of
   whether it was won (its ``nanmean`` where ``returned_episode``).
 
-Every seed is one compiled program of one seed, called once per seed, on both sides:
-JaxMARL's program vmapped over 2 or more seeds hangs on jaxlib's CPU backend (batched LAPACK
-QR under ``vmap``, see :mod:`experiments.bench.qmix`). With ``--ours-vmapped`` our program
-over all seeds at once is timed as well (the way our runs train). On a GPU, where that hang
-does not occur, ``--vmap-seeds`` compiles each side once for all seeds (one program vmapped
-over seeds, as both libraries train) and calls it once; env steps per second are then per
-program, every seed having made them in the same call.
+Every seed is one compiled program called once, on both sides (JaxMARL's program vmapped
+over seeds hangs on jaxlib's CPU backend, see :mod:`experiments.bench.qmix`);
+``--ours-vmapped`` also times ours over all seeds at once; ``--vmap-seeds`` (GPUs) compiles
+each side once for all seeds, env steps per second then per program.
 
-Settings matched (ours from theirs, :class:`Settings`): 16 envs, replay 5000 episodes, batches
-of 32, GRU 512, mixer 64 / hypernetworks 256, lr 5e-5, gradient norm 10, gamma 0.99, double-Q
-one-step targets, epsilon 1.0 -> 0.05 over the first 10% of the env steps, learning from
-10,000 env steps, target copy every 10 rounds (ours: 10 x 16 episodes), the reward scaled by
-``REW_SCALE`` = 10 in the targets (ours: ``--reward-scale``), the env's keywords. Ours
-unrolls every replayed episode over all 101 rows unless ``--ours-set train_rows=K`` cuts the
-update to each episode's first K steps (``ValueConfig.train_rows``).
+Settings matched (ours from theirs): :class:`Settings` (``ql_rnn_smax.yaml``), double-Q
+one-step targets, epsilon over the first 10% of the env steps, the env's keywords; ours
+unrolls all 101 rows unless ``--ours-set train_rows=K`` (``ValueConfig.train_rows``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
-128 times a round, across episode ends (every step a real one), in whole rounds
-(``NUM_UPDATES`` of 16 x 128 steps, the steps it is credited with); ours counts ``T`` = 101
-rows per episode (the episode round's fixed-length scan, rows after the episode's end
-masked), so an episode that ends after ``L`` steps counts 101 but takes ``L``. Our real
-steps (the mean ``episode_length`` of the exploration episodes times their number) are
-recorded as ``ours_real_env_steps_per_seed``, and the speed ratio ``steps_ratio_median`` is
-our *real* env steps per second over theirs (``counted_steps_ratio_median`` the counted
-one): on SMAX, where battles end after 15 to 60 steps, ours sees fewer real env steps than
-theirs in a run of the same counted length. ``--ref-env-steps`` gives theirs its own length
-(e.g. 1e6 beside ours at 6e6 counted: about equal real env steps on 3m).
+128 times a round across episode ends (all real steps); ours counts ``T`` = 101 rows per
+episode (rows after its end masked), so a battle of ``L`` steps counts 101 but takes ``L``.
+Our real steps (mean ``episode_length`` times episodes) are ``ours_real_env_steps_per_seed``
+and ``steps_ratio_median`` is our *real* env steps per second over theirs
+(``counted_steps_ratio_median`` the counted one); ``--ref-env-steps`` gives theirs its own
+length (e.g. 1e6 beside ours at 6e6 counted: about equal real env steps on 3m).
 
-Differences that remain: a round of theirs is 128 steps in each env (trajectories cut across
-episodes) and ``NUM_EPOCHS`` = 8 updates; ours one whole episode per env and one update
-(both sides' updates recorded; ``--breakdown``: :mod:`~.smax_rounds`); theirs uses RAdam,
-ours Adam; theirs feeds the agent id, ours also the previous action; evaluation: theirs
-every episode that ends within 128 steps of 512 envs, ours 512 whole episodes.
+Differences that remain: theirs updates ``NUM_EPOCHS`` = 8 times per round of 128 steps
+per env, ours ``--ours-set episode_updates=K`` times per round of whole episodes (1 by
+default; ``--breakdown``: :mod:`~.smax_rounds`); RAdam against Adam; theirs feeds the
+agent id, ours also the previous action; theirs tests 128 steps of 512 envs, ours 512
+whole episodes.
 """
 
 from __future__ import annotations
@@ -103,18 +92,10 @@ which JaxMARL lacks) the QMIX that MAC-PO's weights modify (paper 004, eq. 1).""
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """JaxMARL's ``ql_rnn_smax.yaml`` values (read from the reference's files when given).
-
-    Attributes:
-      num_envs, num_steps, buffer_size, batch_size, hidden, mixer_embed, hypernet_hidden,
-      lr, gamma, max_grad_norm, target_update_interval, eps_start, eps_finish, eps_decay,
-      learning_starts, test_num_envs: NUM_ENVS, NUM_STEPS, BUFFER_SIZE, BUFFER_BATCH_SIZE,
-        HIDDEN_SIZE, MIXER_EMBEDDING_DIM, MIXER_HYPERNET_HIDDEN_DIM, LR, GAMMA, MAX_GRAD_NORM,
-        TARGET_UPDATE_INTERVAL (rounds), EPS_START, EPS_FINISH, EPS_DECAY (fraction of the
-        run), LEARNING_STARTS (env steps), TEST_NUM_ENVS.
-      rew_scale: REW_SCALE, the factor of the reward in the targets (ours:
-        ``ValueConfig.reward_scale``).
-    """
+    """JaxMARL's ``ql_rnn_smax.yaml`` values (read from the reference's files when given):
+    each field is the upper-cased key (:data:`KEYS` where the names differ; ``eps_decay`` a
+    fraction of the run, ``target_update_interval`` in rounds, ``rew_scale`` the reward's
+    factor in the targets, ours ``ValueConfig.reward_scale``)."""
 
     num_envs: int = 16
     num_steps: int = 128
