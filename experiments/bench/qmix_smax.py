@@ -11,9 +11,10 @@ XLA options, :func:`jaxmarl_accel.trainer.compiling.compiler_options`, theirs wi
 defaults); then the median and interquartile range of the win rates over seeds.
 
 * ours: ``make_trainer(config).train`` with ``algo="qmix"`` (``--algo``) on
-  ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then one
-  update on a batch of episodes); the greedy win rate is the ``won`` counter of the final
-  evaluation's ``--test-envs`` deterministic episodes.
+  ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then
+  ``episode_updates`` updates, 1 unless ``--ours-set``, each on a batch of episodes); the
+  greedy win rate is the ``won`` counter of the final evaluation's ``--test-envs``
+  deterministic episodes.
 * theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``
   (:data:`REFERENCE_SCRIPTS`: ``vdn_rnn.py`` for VDN; JaxMARL has no MAC-PO, so MAC-PO
   runs beside its QMIX, the learner MAC-PO reweights) with its ``config/config.yaml`` and
@@ -63,6 +64,7 @@ import jax
 import numpy as np
 
 from experiments.bench.qmix import (
+    REFERENCE_SCRIPT,
     _logging_stand_ins,
     check_reference_src,
     our_updates,
@@ -83,9 +85,8 @@ from jaxmarl_accel.trainer.train import make_trainer
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
                      Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
 ENV_ID = "HeuristicEnemySMAX"
-REFERENCE_SCRIPTS = {"qmix": Path("baselines/QLearning/qmix_rnn.py"),
-                     "vdn": Path("baselines/QLearning/vdn_rnn.py"),
-                     "macpo": Path("baselines/QLearning/qmix_rnn.py")}
+REFERENCE_SCRIPTS = {"qmix": REFERENCE_SCRIPT, "vdn": REFERENCE_SCRIPT.with_name("vdn_rnn.py"),
+                     "macpo": REFERENCE_SCRIPT}
 """``--algo`` -> JaxMARL's script it runs beside: its own learner of that name, or (MAC-PO,
 which JaxMARL lacks) the QMIX that MAC-PO's weights modify (paper 004, eq. 1)."""
 
