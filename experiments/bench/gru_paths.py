@@ -7,7 +7,7 @@ once through the GRU's saved-gates backward pass (:mod:`jaxmarl_accel.algos.valu
 once through the rematerialized scan, alternately, after one warm-up call each. The shapes
 (episodes ``B``, rows ``T + 1``, agents ``N``, observation width, actions, hidden width) are
 those of the library's defaults: MPE spread and the 8-agent stag hunt at pymarl2's GRU of
-64, SMAX 3m at JaxMARL's GRU of 512. For each shape it records the median seconds of
+64, SMAX 3m and 2s3z at JaxMARL's GRU of 512. For each shape it records the median seconds of
 ``--reps`` calls per path, the bytes the saved-gates path keeps
 (:func:`~jaxmarl_accel.algos.value.networks.saved_gates_bytes`) and which path
 :func:`~jaxmarl_accel.algos.value.networks.uses_saved_gates` picks, so that a record shows
@@ -17,9 +17,11 @@ whether the limit picks the faster path.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 
 import jax
 import jax.numpy as jnp
@@ -34,8 +36,29 @@ SHAPES = {
     "smax_3m_b32_rows41": (32, 41, 3, 30, 9, 512),
     "smax_3m_b32_rows102": (32, 102, 3, 30, 9, 512),
     "smax_3m_b128_rows102": (128, 102, 3, 30, 9, 512),
+    "smax_2s3z_b32_rows102": (32, 102, 5, 127, 10, 512),
+    "smax_2s3z_b64_rows102": (64, 102, 5, 127, 10, 512),
 }
 """Name -> (episodes B, rows T + 1, agents N, observation width, actions A, hidden)."""
+
+
+GRU_PATHS = {"auto": None, "saved_gates": 2**62, "rematerialized": 0}
+"""A path (``update_profile --gru-path``) -> the
+:data:`~jaxmarl_accel.algos.value.networks.SAVED_GATES_BYTES` traced under (None: the
+library's own limit, its pick)."""
+
+
+@contextlib.contextmanager
+def gru_path(name: str) -> Iterator[None]:
+    """Trace within it to force the recurrent agent's unroll ``name`` (:data:`GRU_PATHS`;
+    the path is chosen at trace time); the library's limit is restored on exit."""
+    limit = networks.SAVED_GATES_BYTES
+    if GRU_PATHS[name] is not None:
+        networks.SAVED_GATES_BYTES = GRU_PATHS[name]
+    try:
+        yield
+    finally:
+        networks.SAVED_GATES_BYTES = limit
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,15 +83,11 @@ def time_shape(shape: tuple[int, ...], reps: int) -> dict:
     obs = jax.random.uniform(jax.random.key(1), (batch, rows, n, obs_dim))
     prev = jax.nn.one_hot(jax.random.randint(jax.random.key(2), (batch, rows, n), 0,
                                              num_actions), num_actions)
-    limit = networks.SAVED_GATES_BYTES
     fns = {}
-    try:  # the path is chosen at trace time: trace each under its own limit
-        for path, forced in (("saved_gates", 2**62), ("rematerialized", 0)):
-            networks.SAVED_GATES_BYTES = forced
+    for path in ("saved_gates", "rematerialized"):
+        with gru_path(path):  # traced (at the first call) under that path's limit
             fns[path] = _loss_and_grad(agent, obs, prev)
             jax.block_until_ready(fns[path](params))
-    finally:
-        networks.SAVED_GATES_BYTES = limit
     times: dict[str, list[float]] = {path: [] for path in fns}
     for _ in range(reps):
         for path, fn in fns.items():

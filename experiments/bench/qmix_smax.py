@@ -85,6 +85,8 @@ from jaxmarl_accel.trainer.train import make_trainer
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
                      Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
 ENV_ID = "HeuristicEnemySMAX"
+DEFAULT_ENV_KWARGS = {"see_enemy_actions": True, "walls_cause_death": True,
+                      "attack_mode": "closest"}  # ql_rnn_smax.yaml's, without --jaxmarl-src
 REFERENCE_SCRIPTS = {"qmix": REFERENCE_SCRIPT, "vdn": REFERENCE_SCRIPT.with_name("vdn_rnn.py"),
                      "macpo": REFERENCE_SCRIPT}
 """``--algo`` -> JaxMARL's script it runs beside: its own learner of that name, or (MAC-PO,
@@ -325,9 +327,7 @@ def main(args: argparse.Namespace) -> None:
     reference = load_reference(args.jaxmarl_src, args.algo)
     if reference is None:
         print("reference skipped: no --jaxmarl-src; running ours only", flush=True)
-    base = reference[1] if reference else {
-        "ENV_KWARGS": {"see_enemy_actions": True, "walls_cause_death": True,
-                       "attack_mode": "closest"}}
+    base = reference[1] if reference else {"ENV_KWARGS": DEFAULT_ENV_KWARGS}
     if args.max_steps is not None:
         base = {**base, "ENV_KWARGS": {**base["ENV_KWARGS"], "max_steps": args.max_steps}}
     settings = settings_from(base) if reference else Settings()

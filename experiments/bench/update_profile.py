@@ -15,12 +15,21 @@ compiler options, and calls it on one batch of random episodes:
   time summed over threads (busy / wall is how many cores the update keeps busy), each
   top-level instruction's and each loop body's milliseconds and calls with the instruction's
   shape and JAX op name, and three shares: the loops (the GRU recurrences: the online and
-  target forward scans, the backward scan), the mixer's ops (``QMixNet`` in the op name)
-  and the rest (the agent's dense layers over all rows, weight gradients, Adam).
+  target forward scans, the backward scan; a loop body's op that ran on another thread
+  than its loop, as a wide GRU's matmuls do, is top level and classed by its op name), the
+  mixer's ops (``QMixNet`` in the op name) and the rest (the agent's dense layers over all
+  rows, weight gradients, Adam).
 
-``--algo`` picks another value learner (``vdn``, ``iql``) on the same settings. The
-batch's values are random (normal observations and rewards, uniform actions, every action
-available, 25 filled steps): the update's arithmetic does not depend on them. Run it on a
+``--algo`` picks another value learner (``vdn``, ``iql``) on the same settings.
+``--smax MAP`` profiles instead the update of bench ``qmix_smax``'s run on SMAX's ``MAP``
+at JaxMARL's SMAX settings (GRU 512, batches of 32 episodes of 101 steps, the mixer reading
+the env's global state); ``--set KEY=VALUE`` then changes a field of that run as that
+bench's ``--ours-set`` does (e.g. ``train_rows=64``). ``--gru-path`` forces one of the
+recurrent agent's two unrolls (:func:`jaxmarl_accel.algos.value.networks.unroll`) for the
+whole update, the target network's forward pass included, where bench ``gru_paths`` times
+the agent's forward and backward alone; ``XLA_FLAGS`` is recorded. The batch's values are
+random (normal observations, states and rewards, uniform actions, every action available,
+every row but the last filled): the update's arithmetic does not depend on them. Run it on a
 quiet machine; ``taskset -c 0`` before the command gives the same figures on one core.
 """
 
@@ -42,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.bench.gru_paths import GRU_PATHS, gru_path
 from experiments.bench.qmix import Settings, our_config
 from experiments.bench.timing import write_record
 from jaxmarl_accel.trainer.compiling import compiler_options
@@ -63,17 +73,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", type=int, default=25,
                         help="top-level instructions and loop-body ops kept in the record, "
                              "slowest first (default: 25)")
+    parser.add_argument("--smax", default=None, metavar="MAP",
+                        help="profile bench qmix_smax's update on this SMAX map (e.g. 2s3z) "
+                             "at JaxMARL's SMAX settings instead of bench qmix's on spread")
+    parser.add_argument("--set", dest="assignments", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="with --smax: a ValueConfig or TrainConfig field of that run "
+                             "(repeatable), as bench qmix_smax's --ours-set")
+    parser.add_argument("--gru-path", default="auto", choices=tuple(GRU_PATHS),
+                        help="the recurrent agent's unroll: the library's pick (auto), or "
+                             "the saved-gates or rematerialized path forced (default: auto)")
     parser.add_argument("--json", default=None, help="write the record to this JSON file")
 
 
 def random_episodes(spec: Any, batch: int, key: jax.Array) -> Episode:
     """``batch`` random episodes of ``spec``'s shapes: leaves ``[B, T + 1, ...]``, T the
-    episode length, every step but the last filled, no global state (the mixer reads the
-    concatenated observations, as on MPE spread)."""
+    episode length, every step but the last filled, a normal global state of
+    ``spec.state_dim`` columns (none on MPE spread: the mixer reads the concatenated
+    observations)."""
     rows, n, a = spec.episode_length + 1, spec.num_agents, spec.num_actions
-    k_obs, k_act, k_rew = jax.random.split(key, 3)
+    k_obs, k_act, k_rew, k_state = jax.random.split(key, 4)
     return Episode(obs=jax.random.normal(k_obs, (batch, rows, n, spec.obs_dim)),
-                   state=jnp.zeros((batch, rows, 0)),
+                   state=jax.random.normal(k_state, (batch, rows, spec.state_dim)),
                    avail=jnp.ones((batch, rows, n, a), bool),
                    action=jax.random.randint(k_act, (batch, rows, n), 0, a),
                    reward=jax.random.normal(k_rew, (batch, rows)),
@@ -134,7 +155,7 @@ def profile(fn: Any, args: tuple, calls: int, names: dict[str, tuple[str, str]])
                                "shape": names[name][0], "op_name": names[name][1]}
     shares = {"loops": 0.0, "mixer": 0.0, "rest": 0.0}
     for name, us in top.items():
-        kind = ("loops" if name.startswith("while")
+        kind = ("loops" if name.startswith("while") or "/while/body/" in names[name][1]
                 else "mixer" if "QMixNet" in names[name][1] else "rest")
         shares[kind] += us
     busy = sum(top.values())
@@ -147,32 +168,55 @@ def profile(fn: Any, args: tuple, calls: int, names: dict[str, tuple[str, str]])
                             for loop, body in bodies.items()}}
 
 
+def profiled_config(args: argparse.Namespace) -> Any:
+    """The run whose update is profiled: bench ``qmix``'s on spread, or with ``--smax`` bench
+    ``qmix_smax``'s on that map at JaxMARL's SMAX settings with ``--set`` applied; the
+    learner ``--algo``."""
+    if args.smax is None:
+        return dataclasses.replace(our_config(Settings(), ROUNDS), algo=args.algo)
+    from experiments.bench import qmix_smax
+    from jaxmarl_accel.envs import make
+
+    kwargs = qmix_smax.env_kwargs({"ENV_KWARGS": qmix_smax.DEFAULT_ENV_KWARGS}, args.smax)
+    rows = make(f"jaxmarl:{qmix_smax.ENV_ID}", **dict(kwargs))[0].spec.episode_length
+    settings = qmix_smax.Settings()
+    config = qmix_smax.our_config(settings, kwargs, ROUNDS * settings.num_envs * rows, rows,
+                                  args.algo)
+    return qmix_smax.with_overrides(config, args.assignments)
+
+
 def main(args: argparse.Namespace) -> None:
     """Time and profile one update; print the split and record it."""
     for flag in ("reps", "profile_updates", "top"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag.replace('_', '-')} must be >= 1, got "
                              f"{getattr(args, flag)}")
-    settings = Settings()
-    config = dataclasses.replace(our_config(settings, ROUNDS), algo=args.algo)
+    if args.assignments and args.smax is None:
+        raise ValueError("--set changes bench qmix_smax's run: it needs --smax MAP")
+    config = profiled_config(args)
     trainer = make_trainer(config)
     algo = trainer.algo
     key = jax.random.key(0)
     state = algo.init(key)
-    batch = random_episodes(trainer.env.spec, settings.batch_size, jax.random.key(1))
-    weights = jnp.ones((settings.batch_size,), jnp.float32)
+    batch = random_episodes(trainer.env.spec, config.batch_size, jax.random.key(1))
+    weights = jnp.ones((config.batch_size,), jnp.float32)
     update = jax.jit(algo.update, compiler_options=compiler_options())
     call_args = (state, batch, weights, key)
     start = time.perf_counter()
-    compiled = update.lower(*call_args).compile()
+    with gru_path(args.gru_path):
+        compiled = update.lower(*call_args).compile()
     compile_s = time.perf_counter() - start
     record: dict[str, Any] = {"backend": jax.default_backend(), "jax": jax.__version__,
                               "cpu_count": os.cpu_count(), "affinity": len(os.sched_getaffinity(0)),
                               "load_average_start": os.getloadavg(), "algo": args.algo,
-                              "batch_episodes": settings.batch_size,
+                              "smax": args.smax, "set": args.assignments,
+                              "gru_path": args.gru_path,
+                              "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                              "batch_episodes": config.batch_size,
                               "rows": trainer.env.spec.episode_length + 1,
                               "agents": trainer.env.spec.num_agents,
-                              "hidden": settings.hidden, "compile_s": round(compile_s, 2)}
+                              "train_rows": config.learner.train_rows,
+                              "hidden": config.learner.hidden, "compile_s": round(compile_s, 2)}
     jax.block_until_ready(compiled(*call_args))
     times = []
     for _ in range(args.reps):

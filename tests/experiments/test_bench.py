@@ -108,6 +108,45 @@ def test_update_profile_splits_an_update_into_loops_mixer_and_the_rest(tmp_path,
     assert "qmix update:" in capsys.readouterr().out
 
 
+def test_update_profile_smax_profiles_qmix_smax_run_with_its_overrides(tmp_path, capsys):
+    path = tmp_path / "profile.json"
+    main(["update_profile", "--smax", "3m", "--set", "hidden=16", "--set", "batch_size=4",
+          "--set", "train_rows=8", "--reps", "1", "--profile-updates", "1", "--json",
+          str(path)])
+    record = json.loads(path.read_text())
+    # SMAX 3m: 3 agents, episodes of 101 steps (102 rows); the overrides reached the learner
+    assert (record["batch_episodes"], record["rows"], record["agents"]) == (4, 102, 3)
+    assert (record["hidden"], record["train_rows"], record["smax"]) == (16, 8, "3m")
+    assert record["set"] == ["hidden=16", "batch_size=4", "train_rows=8"]
+    assert 0 < record["update_ms_min"] <= record["update_ms_median"]
+    assert "qmix update:" in capsys.readouterr().out
+
+
+def test_update_profile_gru_path_forces_the_unroll_and_restores_the_limit(tmp_path):
+    from jaxmarl_accel.algos.value import networks
+    limit = networks.SAVED_GATES_BYTES
+    ops = {}
+    for path in ("rematerialized", "saved_gates"):
+        out = tmp_path / f"{path}.json"
+        main(["update_profile", "--gru-path", path, "--reps", "1", "--profile-updates", "1",
+              "--top", "200", "--json", str(out)])
+        record = json.loads(out.read_text())
+        assert record["gru_path"] == path
+        rows = record["profile"]["top_level"] + [
+            row for body in record["profile"]["loop_bodies"].values() for row in body]
+        ops[path] = " ".join(row["op_name"] for row in rows)
+    # spread's batch takes the saved gates by default; forced, the scan is rematerialized
+    assert "checkpoint" in ops["rematerialized"] and "checkpoint" not in ops["saved_gates"]
+    assert limit == networks.SAVED_GATES_BYTES
+
+
+def test_update_profile_refuses_set_without_smax_and_an_unknown_field():
+    with pytest.raises(ValueError, match="--set changes bench qmix_smax's run"):
+        main(["update_profile", "--set", "hidden=16"])
+    with pytest.raises(ValueError, match="expected KEY=VALUE"):
+        main(["update_profile", "--smax", "3m", "--set", "no_such_field=1"])
+
+
 def test_update_profile_refuses_an_empty_count():
     with pytest.raises(ValueError, match="--profile-updates must be >= 1"):
         main(["update_profile", "--profile-updates", "0"])
