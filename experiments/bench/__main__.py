@@ -18,6 +18,8 @@ SUBCOMMANDS = {
     "qmix_smax": "QMIX (--algo: or VDN, MAC-PO) on JaxMARL's SMAX (heuristic enemy, 3m) "
                  "against JaxMARL's qmix_rnn.py (vdn_rnn.py): greedy win rate over seeds, "
                  "steps/s, compile",
+    "reference_progress": "what the progress report of bench qmix_smax costs JaxMARL's "
+                          "program: off and on, interleaved calls",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
                  "backward, shape by shape, and which one the library picks",

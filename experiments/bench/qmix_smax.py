@@ -12,19 +12,19 @@ defaults); then the median and interquartile range of the win rates over seeds.
 
 * ours: ``make_trainer(config).train`` with ``algo="qmix"`` (``--algo``) on
   ``jaxmarl:HeuristicEnemySMAX`` (episode rounds: ``num_envs`` whole episodes, then
-  ``episode_updates`` updates, 1 unless ``--ours-set``, each on a batch of episodes); the
-  greedy win rate is the ``won`` counter of the final evaluation's ``--test-envs``
-  deterministic episodes.
+  ``episode_updates`` updates, 1 unless ``--ours-set``, each on a batch of episodes); its
+  greedy win rate: the ``won`` counter of the final evaluation's deterministic episodes.
 * theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``
   (:data:`REFERENCE_SCRIPTS`: ``vdn_rnn.py`` for VDN; JaxMARL has no MAC-PO, so MAC-PO
   runs beside its QMIX, the learner MAC-PO reweights) with its ``config/config.yaml`` and
   ``config/alg/ql_rnn_smax.yaml`` (the map set by ``--map``), run on the installed
-  ``jaxmarl``; logging modules stubbed for the import as in :mod:`experiments.bench.qmix`.
-  Its greedy test (``TEST_NUM_ENVS`` envs for ``TEST_NUM_STEPS`` steps) runs before
-  training and after the last update only (``TEST_INTERVAL`` 1.0), and its win rate is
-  ``returned_won_episode`` of that last test: the mean, over every battle that ended within
-  the test's steps (an env's second battle included, so short battles weigh more), of
-  whether it was won (its ``nanmean`` where ``returned_episode``).
+  ``jaxmarl``; logging modules stubbed for the import as in :mod:`experiments.bench.qmix`,
+  its ``wandb`` a :class:`~.reference_progress.ReferenceProgress` (a line every 5% of a
+  seed; its learning curve as ``ref_curve``). Its greedy test (``TEST_NUM_ENVS`` envs for
+  ``TEST_NUM_STEPS`` steps) runs before training and after the last update only
+  (``TEST_INTERVAL`` 1.0); its win rate is ``returned_won_episode`` of that last test: the
+  mean, over every battle that ended within the test's steps (an env's second battle
+  included, so short battles weigh more), of whether it was won.
 
 Every seed is one compiled program called once, on both sides (JaxMARL's program vmapped
 over seeds hangs on jaxlib's CPU backend, see :mod:`experiments.bench.qmix`);
@@ -36,12 +36,12 @@ one-step targets, epsilon over the first 10% of the env steps, the env's keyword
 unrolls all 101 rows unless ``--ours-set train_rows=K`` (``ValueConfig.train_rows``).
 
 Env steps. Both sides run the same number of *counted* env steps: theirs steps every env
-128 times a round across episode ends (all real steps); ours counts ``T`` = 101 rows per
-episode (rows after its end masked), so a battle of ``L`` steps counts 101 but takes ``L``.
-Our real steps (mean ``episode_length`` times episodes) are ``ours_real_env_steps_per_seed``
-and ``steps_ratio_median`` is our *real* env steps per second over theirs
-(``counted_steps_ratio_median`` the counted one); ``--ref-env-steps`` gives theirs its own
-length (e.g. 1e6 beside ours at 6e6 counted: about equal real env steps on 3m).
+128 times a round across episode ends (all real); ours counts ``T`` = 101 rows an episode
+(rows after its end masked): a battle of ``L`` steps counts 101 but takes ``L``. Our real
+steps (mean ``episode_length`` times episodes) are ``ours_real_env_steps_per_seed``;
+``steps_ratio_median`` is our *real* env steps per second over theirs (the counted one
+``counted_steps_ratio_median``); ``--ref-env-steps`` sets theirs apart (e.g. 1e6 beside
+ours at 6e6 counted: about equal real env steps on 3m).
 
 Differences that remain: theirs updates ``NUM_EPOCHS`` = 8 times per round of 128 steps
 per env, ours ``--ours-set episode_updates=K`` times per round of whole episodes (1 by
@@ -70,6 +70,7 @@ from experiments.bench.qmix import (
     our_updates,
     reference_updates,
 )
+from experiments.bench.reference_progress import ReferenceProgress
 from experiments.bench.timing import (
     add_collect_block_argument,
     apply_collect_block,
@@ -170,11 +171,9 @@ def with_overrides(config: TrainConfig, assignments: list[str]) -> TrainConfig:
         current = getattr(config.learner if target else config, key)
         value = (text.lower() in ("1", "true", "yes") if isinstance(current, bool)
                  else type(current)(float(text) if isinstance(current, int) else text))
-        if target:
-            config = dataclasses.replace(config, learner=dataclasses.replace(config.learner,
-                                                                             **{key: value}))
-        else:
-            config = dataclasses.replace(config, **{key: value})
+        config = (dataclasses.replace(config, learner=dataclasses.replace(
+            config.learner, **{key: value})) if target else dataclasses.replace(
+                config, **{key: value}))
     return config
 
 
@@ -243,11 +242,11 @@ def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,
               f"{steps_per_seed / elapsed:,.0f} env steps/s per seed "
               f"({call_keys.shape[0] * steps_per_seed / elapsed:,.0f} in all)", flush=True)
     q25, q50, q75 = np.percentile(wins, [25, 50, 75])
-    if real:
-        print(f"  {name}: env steps really taken per seed {', '.join(f'{r:,.0f}' for r in real)}"
-              f" ({float(np.median(real_rates)):,.0f} per s per seed, median)", flush=True)
     extra = {f"{name}_real_env_steps_per_seed": real,
              f"{name}_real_steps_per_s_median": float(np.median(real_rates))} if real else {}
+    if real:
+        print(f"  {name}: env steps really taken per seed {', '.join(f'{r:,.0f}' for r in real)}"
+              f" ({extra[f'{name}_real_steps_per_s_median']:,.0f} per s per seed)", flush=True)
     return extra | {f"{name}_compiler_options": dict(options or {}),
             f"{name}_compile_s": lower_s + xla_s, f"{name}_lower_s": lower_s,
             f"{name}_xla_compile_s": xla_s, f"{name}_env_steps_per_seed": steps_per_seed,
@@ -351,21 +350,20 @@ def main(args: argparse.Namespace) -> None:
         "algo": args.algo, "reference_script": str(REFERENCE_SCRIPTS[args.algo]),
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
         "ours_set": list(args.ours_set), "collect_block": args.collect_block,
-        "seeds": args.seeds, "backend": jax.default_backend(),
+        "seeds": args.seeds, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
         "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
-        "cpu_count": os.cpu_count(),
         "load_average_start": list(os.getloadavg())}
     print(f"{args.algo} on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
           flush=True)
     episodes = steps // episode_steps
     real_steps = lambda out: [float(length) * episodes for length in np.asarray(
         out[1].train_stats["episode_length"])[:, -1]]  # one chunk: eval_every = total
+    options = compiler_options()
     record.update(run_side("ours", make_trainer(config).train, keys, steps, our_win_rates,
-                           our_updates, args.vmap_seeds, real_steps, compiler_options()))
+                           our_updates, args.vmap_seeds, real_steps, options))
     write_record(args.json, record)
     if args.ours_vmapped and not args.vmap_seeds:
-        compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys,
-                                                   compiler_options())
+        compiled, lower_s, xla_s = compile_program(make_trainer(config).train, keys, options)
         elapsed, _ = timed_call(compiled, keys)
         record.update(ours_vmapped_compile_s=lower_s + xla_s,
                       ours_vmapped_steps_per_s=args.seeds * steps / elapsed)
@@ -373,9 +371,11 @@ def main(args: argparse.Namespace) -> None:
     if reference is not None:
         module = reference[0]
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
-        record.update(run_side("ref", module.make_train(copy.deepcopy(ref_config), env), keys,
-                               ref_steps // ref_round * ref_round, reference_win_rates,
-                               reference_updates, args.vmap_seeds))
+        progress = ReferenceProgress(ref_steps // ref_round * ref_round)
+        record.update(run_side("ref", module.make_train(progress.attach(module, ref_config),
+                                                        env), keys, progress.total_steps,
+                               reference_win_rates, reference_updates, args.vmap_seeds))
+        record["ref_curve"] = progress.curves()
         # theirs steps every env on (auto-reset): all its steps are real ones
         record["steps_ratio_median"] = (record["ours_real_steps_per_s_median"]
                                         / record["ref_steps_per_s_median"])
