@@ -371,7 +371,7 @@ def main(args: argparse.Namespace) -> None:
     if reference is not None:
         module = reference[0]
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
-        progress = ReferenceProgress(ref_steps // ref_round * ref_round)
+        progress = ReferenceProgress(ref_steps // ref_round * ref_round, keys=keys)
         record.update(run_side("ref", module.make_train(progress.attach(module, ref_config),
                                                         env), keys, progress.total_steps,
                                reference_win_rates, reference_updates, args.vmap_seeds))

@@ -40,11 +40,17 @@ _SEED_KEY = re.compile(r"rng(-?\d+)/env_step$")
 class ReferenceProgress:
     """The reference script's ``wandb`` while it trains ``total_steps`` env steps per seed."""
 
-    def __init__(self, total_steps: int, parts: int = 20, name: str = "ref") -> None:
+    def __init__(self, total_steps: int, parts: int = 20, name: str = "ref",
+                 keys: Any = None) -> None:
+        """``keys``: the ``[S, 2]`` seed keys the script trains, to name a seed by its index
+        there (the script reports a seed by its key's first word)."""
         self.total_steps, self.name = total_steps, name
+        self.labels = {int(key[0]): index for index, key in enumerate(np.asarray(keys))
+                       } if keys is not None else {}
         self.every = max(1, total_steps // parts)
         self.rows: dict[int, list[dict[str, float]]] = {}
-        self.started: dict[int, float] = {}
+        self.started: dict[int, tuple[float, float]] = {}  # seed -> (time, env step)
+        self.last: dict[int, tuple[float, float]] = {}  # at its last line
 
     def attach(self, module: Any, config: dict[str, Any]) -> dict[str, Any]:
         """A copy of the script's ``config`` with its per-round report on (each seed's
@@ -58,25 +64,27 @@ class ReferenceProgress:
         seed = next((int(m.group(1)) for key in metrics if (m := _SEED_KEY.match(key))), 0)
         row = {key: float(np.mean(metrics[key])) for key in CURVE_KEYS if key in metrics}
         rows = self.rows.setdefault(seed, [])
-        now = time.perf_counter()
-        if not rows or row.get("env_step", 0.0) <= rows[-1].get("env_step", 0.0):
+        now, step = time.perf_counter(), row.get("env_step", 0.0)
+        if not rows or step <= rows[-1].get("env_step", 0.0):
             rows.clear()  # the seed's program called again: its curve starts over
-            self.started[seed] = now
+            self.started[seed] = self.last[seed] = (now, step)
         rows.append(row)
-        step = row.get("env_step", 0.0)
-        if int(step) // self.every > (int(rows[-2]["env_step"]) // self.every
-                                       if len(rows) > 1 else 0):
-            elapsed = now - self.started[seed]
-            left = elapsed * (self.total_steps - step) / max(step - rows[0]["env_step"], 1.0)
-            print(f"  {self.name} seed {seed}: {step:,.0f} of {self.total_steps:,} env steps, "
-                  f"{elapsed:,.0f} s (about {left:,.0f} s left), training win "
+        if int(step) // self.every > int(self.last[seed][1]) // self.every:
+            # time left at the rate since the last line (rounds before learning are faster)
+            last_time, last_step = self.last[seed]
+            left = (now - last_time) * (self.total_steps - step) / max(step - last_step, 1.0)
+            self.last[seed] = (now, step)
+            print(f"  {self.name} seed {self.labels.get(seed, seed)}: {step:,.0f} of "
+                  f"{self.total_steps:,} env steps, {now - self.started[seed][0]:,.0f} s "
+                  f"(about {left:,.0f} s left), training win "
                   f"{row.get('returned_won_episode', float('nan')):.3f}, "
                   f"loss {row.get('loss', float('nan')):.4f}", flush=True)
 
-    def curves(self) -> list[dict[str, list[float]]]:
-        """Each seed's curve, in the order the seeds first reported: key -> value per round."""
-        return [{"seed": seed, **{key: [row[key] for row in rows if key in row]
-                                  for key in CURVE_KEYS}}
+    def curves(self) -> list[dict[str, Any]]:
+        """Each seed's curve, in the order the seeds first reported: ``seed`` (its index in
+        ``keys``, else its key's first word), then metric -> value per round."""
+        return [{"seed": self.labels.get(seed, seed),
+                 **{key: [row[key] for row in rows if key in row] for key in CURVE_KEYS}}
                 for seed, rows in self.rows.items()]
 
 
