@@ -20,6 +20,8 @@ SUBCOMMANDS = {
                  "steps/s, compile",
     "reference_progress": "what the progress report of bench qmix_smax costs JaxMARL's "
                           "program: off and on, interleaved calls",
+    "smax_table": "bench qmix_smax records of several runs joined: each group's seeds, win "
+                  "rate median and IQR, real env steps/s, compile; JaxMARL's curves plotted",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
                  "backward, shape by shape, and which one the library picks",

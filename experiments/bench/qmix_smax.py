@@ -350,9 +350,9 @@ def main(args: argparse.Namespace) -> None:
         "algo": args.algo, "reference_script": str(REFERENCE_SCRIPTS[args.algo]),
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
         "ours_set": list(args.ours_set), "collect_block": args.collect_block,
-        "seeds": args.seeds, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
-        "device": str(jax.devices()[0].device_kind), "jax": jax.__version__,
-        "load_average_start": list(os.getloadavg())}
+        "seeds": args.seeds, "seed": args.seed, "backend": jax.default_backend(),
+        "cpu_count": os.cpu_count(), "device": str(jax.devices()[0].device_kind),
+        "jax": jax.__version__, "load_average_start": list(os.getloadavg())}
     print(f"{args.algo} on {ENV_ID} {args.map}: {steps:,} env steps per seed, {args.seeds} seed(s)",
           flush=True)
     episodes = steps // episode_steps
