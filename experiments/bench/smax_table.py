@@ -12,7 +12,9 @@ steps per seed, real env steps per second (each seed's real steps over its call'
 median) and compile seconds (median over records), printed as a markdown table and written
 with the records' paths to ``--json``. ``--plot`` draws JaxMARL's per-round training win
 rate (``ref_curve``, where recorded) and each seed's final greedy win rate against real env
-steps.
+steps. Speeds from records of different days are not a ratio; a second table gives each
+record that ran both sides in one process its own ratio (``steps_ratio_median``) with the
+load averages it recorded.
 """
 
 from __future__ import annotations
@@ -120,6 +122,38 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def same_run(paths: list[str]) -> list[dict[str, Any]]:
+    """One row per record that ran both sides in one process: its seed, our learner, both
+    sides' median real env steps/s, their ratio (ours over JaxMARL's) and the load averages
+    (1 minute) at its start and end."""
+    rows = []
+    for path in paths:
+        record = json.loads(Path(path).read_text())
+        if "steps_ratio_median" not in record:
+            continue
+        rows.append({"record": Path(path).name, "seed": record.get("seed"),
+                     "learner": " / ".join(group_key(record, "ours")[1:3]),
+                     "ours_real_steps_per_s": record["ours_real_steps_per_s_median"],
+                     "ref_real_steps_per_s": record["ref_steps_per_s_median"],
+                     "ratio": record["steps_ratio_median"],
+                     "load_start": record.get("load_average_start", [None])[0],
+                     "load_end": record.get("load_average_end", [None])[0]})
+    return rows
+
+
+def same_run_markdown(rows: list[dict[str, Any]]) -> str:
+    """:func:`same_run`'s rows as a markdown table."""
+    lines = ["| record (both sides, one process) | seed | ours | ours real env steps/s | "
+             "JaxMARL real env steps/s | ratio | load start, end |", "|" + "---|" * 7]
+    for row in rows:
+        load = ", ".join("-" if x is None else f"{x:.2f}"
+                         for x in (row["load_start"], row["load_end"]))
+        lines.append(f"| {row['record']} | {row['seed']} | {row['learner']} | "
+                     f"{row['ours_real_steps_per_s']:,.0f} | {row['ref_real_steps_per_s']:,.0f}"
+                     f" | **{row['ratio']:.2f}x** | {load} |")
+    return "\n".join(lines)
+
+
 def plot(groups: dict[tuple[str, ...], dict[str, Any]], path: str) -> None:
     """JaxMARL's training win rate per round (thin lines) and every seed's final greedy
     win rate (markers), against real env steps, one colour per group."""
@@ -157,10 +191,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> None:
     groups = collect(args.records)
     rows = summary(groups)
-    text = markdown(rows)
+    runs = same_run(args.records)
+    text = markdown(rows) + ("\n\n" + same_run_markdown(runs) if runs else "")
     print(text, flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"rows": rows, "markdown": text}, indent=2))
+        Path(args.json).write_text(json.dumps({"rows": rows, "same_run": runs,
+                                               "markdown": text}, indent=2))
     if args.plot:
         plot(groups, args.plot)

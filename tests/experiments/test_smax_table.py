@@ -20,7 +20,9 @@ def record(seed, seeds, ours_wins, ref_wins=None, algo="qmix", ours_set=()):
                    ref_seconds=[100.0] * seeds, ref_compile_s=30.0,
                    reference_script="baselines/QLearning/qmix_rnn.py",
                    ref_curve=[{"seed": 0, "env_step": [100.0, 500.0],
-                               "returned_won_episode": [0.0, 0.5]}])
+                               "returned_won_episode": [0.0, 0.5]}],
+                   steps_ratio_median=12.0, ref_steps_per_s_median=5.0,
+                   ours_real_steps_per_s_median=60.0, load_average_start=[0.5, 0.4, 0.3])
     return out
 
 
@@ -45,7 +47,12 @@ def test_records_join_by_side_and_learner(tmp_path, capsys):
     assert rows["JaxMARL", "qmix_rnn"]["win_rate_iqr"] == [0.375, 0.625]
     assert rows["JaxMARL", "qmix_rnn"]["real_steps_per_s_median"] == pytest.approx(5.0)
     assert rows["ours", "macpo"]["seeds"] == 2 and image.stat().st_size > 1000
-    assert "| JaxMARL | qmix_rnn |" in capsys.readouterr().out
+    same = json.loads(out.read_text())["same_run"]
+    assert [(row["record"], row["seed"], row["ratio"]) for row in same] == [
+        ("b.json", 1, 12.0), ("c.json", 2, 12.0)]
+    printed = capsys.readouterr().out
+    assert "| JaxMARL | qmix_rnn |" in printed
+    assert "| b.json | 1 | qmix / JaxMARL's settings | 60 | 5 | **12.00x** | 0.50, - |" in printed
 
 
 def test_a_seed_twice_in_a_group_is_refused(tmp_path):
