@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 SIDES = {"ours": "ours", "ref": "JaxMARL"}
+SMOOTH_ROUNDS = 20  # rounds of JaxMARL's training curve averaged in the plot
 
 
 def group_key(record: dict[str, Any], side: str) -> tuple[str, ...]:
@@ -155,8 +156,9 @@ def same_run_markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def plot(groups: dict[tuple[str, ...], dict[str, Any]], path: str) -> None:
-    """JaxMARL's training win rate per round (thin lines) and every seed's final greedy
-    win rate (markers), against real env steps, one colour per group."""
+    """JaxMARL's training win rate (lines: the mean of the last :data:`SMOOTH_ROUNDS`
+    rounds) and every seed's final greedy win rate (markers), against real env steps, one
+    colour per group."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -166,15 +168,17 @@ def plot(groups: dict[tuple[str, ...], dict[str, Any]], path: str) -> None:
     for colour, (key, group) in enumerate(groups.items()):
         style = {"color": f"C{colour}"}
         for curve in group["curves"]:
-            axis.plot(curve["env_step"], curve["returned_won_episode"], lw=0.8, alpha=0.6,
-                      **style)
+            steps, won = np.asarray(curve["env_step"]), np.asarray(curve["returned_won_episode"])
+            width = min(SMOOTH_ROUNDS, len(won))
+            axis.plot(steps[width - 1:], np.convolve(won, np.ones(width) / width, "valid"),
+                      lw=1.0, alpha=0.7, **style)
         settings = key[2] if len(key[2]) < 40 else f"{key[2][:37]}..."
         axis.scatter(group["real_steps"], group["win"], marker="o", s=30,
                      label=f"{key[0]} {key[1]} ({settings}), {len(group['win'])} seeds",
                      **style)
     axis.set(xlabel="real env steps per seed", ylabel="win rate", xlim=(0, None),
              ylim=(-0.02, 1.02), title="markers: final greedy test; lines: JaxMARL's "
-             "training battles per round")
+             f"training battles (mean of {SMOOTH_ROUNDS} rounds)")
     axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120, bbox_inches="tight")
