@@ -53,14 +53,23 @@ def seed_keys(record: dict[str, Any]) -> list[tuple[int, ...]] | None:
     return [tuple(int(word) for word in key) for key in np.asarray(keys)]
 
 
-def collect(paths: list[str]) -> dict[tuple[str, ...], dict[str, Any]]:
-    """Every record's seeds by :func:`group_key`; ``ValueError`` for a key twice in a group
-    or a file that is not a ``bench qmix_smax`` record."""
-    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+def load(paths: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Each path with its record; ``ValueError`` for a file that is not a ``bench
+    qmix_smax`` record."""
+    records = []
     for path in paths:
         record = json.loads(Path(path).read_text())
         if "map" not in record or "ours_win_rate_per_seed" not in record:
             raise ValueError(f"{path}: not a bench qmix_smax record")
+        records.append((path, record))
+    return records
+
+
+def collect(records: list[tuple[str, dict[str, Any]]]) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Every record's seeds by :func:`group_key`; ``ValueError`` for a key twice in a
+    group."""
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for path, record in records:
         keys = seed_keys(record)
         for side in SIDES:
             if f"{side}_win_rate_per_seed" not in record:
@@ -123,13 +132,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def same_run(paths: list[str]) -> list[dict[str, Any]]:
+def same_run(records: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per record that ran both sides in one process: its seed, our learner, both
     sides' median real env steps/s, their ratio (ours over JaxMARL's) and the load averages
     (1 minute) at its start and end."""
     rows = []
-    for path in paths:
-        record = json.loads(Path(path).read_text())
+    for path, record in records:
         if "steps_ratio_median" not in record:
             continue
         rows.append({"record": Path(path).name, "seed": record.get("seed"),
@@ -193,9 +201,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> None:
-    groups = collect(args.records)
+    records = load(args.records)
+    groups = collect(records)
     rows = summary(groups)
-    runs = same_run(args.records)
+    runs = same_run(records)
     text = markdown(rows) + ("\n\n" + same_run_markdown(runs) if runs else "")
     print(text, flush=True)
     if args.json:
