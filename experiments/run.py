@@ -1,9 +1,8 @@
 """``python -m experiments.run`` in a checkout: the installed ``jaxmarl-accel run``
 (:mod:`jaxmarl_accel.cli.run`), same flags and outputs."""
 
-import sys
-
+from jaxmarl_accel.cli.__main__ import exit_with
 from jaxmarl_accel.cli.run import main
 
 if __name__ == "__main__":
-    sys.exit(main(prog="python -m experiments.run"))
+    exit_with(main(prog="python -m experiments.run"))

@@ -33,6 +33,8 @@ SUBCOMMANDS = {
     "checkpoint": "saving a replay-sized array: the streaming writer against orbax (memory "
                   "growth, seconds)",
     "hangs": "short value-learner runs (2 and 4 seeds, repeated) under a timeout: any hang?",
+    "interrupts": "Ctrl-C at random moments of a tiny run: exit statuses of the installed "
+                  "command's exit against the interpreter's teardown",
     "scale": "100 to 1,000 agents, team-shared learners: env and agent steps/s with learning "
              "and rollout alone",
     "tag_scale": "A2C and PPO at 1,000 agents on Tag and MPE tag: rollout and end-to-end env "
