@@ -20,13 +20,9 @@ import time
 
 import pytest
 
-# chunks of the tiny run: it is interrupted once a checkpoint exists, with chunks left to run
-CHUNKS = 10
-TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
-        "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
-        "--num-envs", "5", "--update-every", "50", "--learning-starts", "100",
-        "--eval-every", "200", "--total-env-steps", str(200 * CHUNKS), "--eval-episodes", "4",
-        "--baseline-episodes", "8", "--quiet"]
+# the tiny run and its chunks: it is interrupted once a checkpoint exists, with chunks left
+from experiments.bench.interrupts import TINY
+from experiments.bench.interrupts import TINY_CHUNKS as CHUNKS
 
 
 def command(tmp_path, *argv, **kwargs):

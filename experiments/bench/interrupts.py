@@ -26,11 +26,15 @@ import time
 from collections import Counter
 from typing import Any
 
+from jaxmarl_accel.cli.__main__ import INTERRUPTED
+
+# the tiny run (also tests/test_installed.py's): TINY_CHUNKS chunks of 200 env steps
+TINY_CHUNKS = 10
 TINY = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",
         "--hidden-sizes", "16", "16", "--buffer-capacity", "1000", "--batch-size", "32",
         "--num-envs", "5", "--update-every", "50", "--learning-starts", "100",
-        "--eval-every", "200", "--total-env-steps", "2000", "--eval-episodes", "4",
-        "--baseline-episodes", "8", "--quiet"]
+        "--eval-every", "200", "--total-env-steps", str(200 * TINY_CHUNKS),
+        "--eval-episodes", "4", "--baseline-episodes", "8", "--quiet"]
 PATHS = {
     "console": "from jaxmarl_accel.cli.__main__ import console; console()",
     "teardown": "import sys; from jaxmarl_accel.cli.__main__ import main; sys.exit(main())",
@@ -65,7 +69,8 @@ def one_try(path: str, delay: float) -> dict[str, Any]:
         _, stderr = process.communicate(timeout=600)
     lines = stderr.strip().splitlines()
     return {"path": path, "delay_s": round(delay, 3), "status": process.returncode,
-            "clean": process.returncode in (0, 130), "last_line": lines[-1] if lines else ""}
+            "clean": process.returncode in (0, INTERRUPTED),
+            "last_line": lines[-1] if lines else ""}
 
 
 def main(args: argparse.Namespace) -> None:
@@ -84,8 +89,9 @@ def main(args: argparse.Namespace) -> None:
     record["load_average_end"] = os.getloadavg()
     record["summary"] = {}
     for path in args.paths:
-        statuses = Counter(t["status"] for t in record["tries"] if t["path"] == path)
-        unclean = sum(n for status, n in statuses.items() if status not in (0, 130))
+        tries = [t for t in record["tries"] if t["path"] == path]
+        statuses = Counter(t["status"] for t in tries)
+        unclean = sum(not t["clean"] for t in tries)
         record["summary"][path] = {"tries": args.tries, "unclean": unclean,
                                    "statuses": {str(s): n for s, n in statuses.items()}}
         print(f"{path}: {unclean} of {args.tries} exits unclean; statuses "
