@@ -27,7 +27,7 @@ from jaxmarl_accel.config import (
 )
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import example_episode
-from tests.test_train import tiny_config
+from tests.trainer.test_train import tiny_config
 
 
 def test_schedule_helpers():

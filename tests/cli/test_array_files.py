@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.cli.array_files import _host_pieces, fill_rows, pieces
-from tests.experiments.test_checkpoint import run_script
+from tests.cli.test_checkpoint import run_script
 
 
 @settings(max_examples=200, deadline=None)

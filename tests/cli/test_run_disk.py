@@ -15,7 +15,7 @@ from flax import struct
 
 from jaxmarl_accel.cli import run, run_store
 from jaxmarl_accel.cli.checkpoint import Checkpoints
-from tests.experiments.test_run import TINY, one_line
+from tests.cli.test_run import TINY, one_line
 
 pytestmark = pytest.mark.xdist_group("run")
 

@@ -13,7 +13,7 @@ import fsspec
 import pytest
 
 from jaxmarl_accel.cli import evaluate, outputs, remote, run
-from tests.experiments.test_run import (
+from tests.cli.test_run import (
     TINY,
     assert_same_outputs,
     interrupt_after_chunk_1,

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
-from tests.experiments.test_run import TINY, cache_hits, compile_cache_restored  # noqa: F401
+from tests.cli.test_run import TINY, cache_hits, compile_cache_restored  # noqa: F401
 
 pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
 

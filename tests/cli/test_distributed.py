@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays
-from tests.experiments.test_run import TIMING
+from tests.cli.test_run import TIMING
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",

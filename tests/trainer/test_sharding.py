@@ -2,7 +2,7 @@
 
 The sharded runs need several devices, and ``--xla_force_host_platform_device_count`` only
 takes effect before JAX starts, so they run in a subprocess (``python -m
-tests.test_sharding``) on 8 fake CPU devices: the reference is today's single-device
+tests.trainer.test_sharding``) on 8 fake CPU devices: the reference is today's single-device
 ``jit(vmap(run_chunk))``; the CLI then trains the same 8 seeds with one seed per device,
 is interrupted, and resumes from a checkpoint with each seed's envs split over 2 devices.
 Final parameters and every chunk's metrics must agree with the reference.
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from jaxmarl_accel.trainer.sharding import DeviceLayout, make_mesh, plan_layout, state_shardings
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEVICES = 8
 SEEDS = 8
 TINY = ["--env", "simple_spread", "--agents", "3", "--algo", "maddpg",
@@ -100,7 +100,7 @@ def test_sharded_runs_match_the_single_device_run(tmp_path):
                XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES} "
                          "--xla_backend_optimization_level=0 "
                          "--xla_llvm_disable_expensive_passes=true")
-    proc = subprocess.run([sys.executable, "-m", "tests.test_sharding", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "tests.trainer.test_sharding", str(tmp_path)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
