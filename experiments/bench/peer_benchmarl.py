@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import math
 import tempfile
 import time
 import warnings
@@ -98,9 +97,7 @@ def time_peer(env: str, agents: int, settings: PeerSettings) -> PeerResult:
     frames_per_iter = max(settings.num_envs, settings.update_every)
     if frames_per_iter % settings.num_envs or frames_per_iter % settings.update_every:
         raise ValueError("num_envs and update_every must divide one another")
-    iters_for = lambda steps: math.ceil(steps / frames_per_iter)
-    random_iters = iters_for(settings.batch_size)
-    warm_iters, timed_iters = iters_for(settings.warmup_steps), iters_for(settings.timed_steps)
+    random_iters, warm_iters, timed_iters = settings.rounds(frames_per_iter)
     stamps = CollectionStamps()
     model = MlpConfig(num_cells=list(settings.hidden_sizes), activation_class=nn.ReLU,
                       layer_class=nn.Linear)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import math
 import sys
 import tempfile
 import time
@@ -117,7 +116,7 @@ def time_peer(env: str, agents: int, settings: PeerSettings) -> PeerResult:
     the replay, warms up with learning and times ``settings.timed_steps`` env steps."""
     if settings.maddpg_path is None:
         raise ValueError("maddpg_torch needs settings.maddpg_path, a checkout of its repository")
-    rounds = lambda steps: math.ceil(steps / settings.update_every) * settings.update_every
+    rounds = settings.rounds(settings.update_every)
     with (peer_class(settings.maddpg_path) as maddpg_class,
           tempfile.TemporaryDirectory() as res_dir, root_logger_restored(),
           torch_threads(settings.torch_threads)):
@@ -133,10 +132,10 @@ def time_peer(env: str, agents: int, settings: PeerSettings) -> PeerResult:
         loop = Loop(mpe, maddpg, settings)
         setup_s = time.perf_counter() - start
         start = time.perf_counter()
-        loop.run(rounds(settings.batch_size), learn=False)
-        loop.run(rounds(settings.warmup_steps), learn=True)
+        loop.run(rounds.fill * settings.update_every, learn=False)
+        loop.run(rounds.warmup * settings.update_every, learn=True)
         warmup_s = time.perf_counter() - start
-        timed_steps = rounds(settings.timed_steps)
+        timed_steps = rounds.timed * settings.update_every
         start = time.perf_counter()
         updates = loop.run(timed_steps, learn=True)
         timed_s = time.perf_counter() - start

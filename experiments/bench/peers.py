@@ -28,16 +28,26 @@ import argparse
 import contextlib
 import dataclasses
 import importlib
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.cli import flags
 from jaxmarl_accel.config import TrainConfig
 
 MADDPG_TORCH_URL = "https://github.com/Git-123-Hub/maddpg-pettingzoo-pytorch"
 PEERS_EXTRA = "pip install -e '.[peers]'"
+
+
+class PeerRounds(NamedTuple):
+    """Rounds (of one update of all agents each) in the three phases of a peer's run."""
+
+    fill: int
+    warmup: int
+    timed: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +85,13 @@ class PeerSettings:
     maddpg_path: str | None = None
     torch_threads: int = 1
     seed: int = 0
+
+    def rounds(self, per_round: int) -> PeerRounds:
+        """The peer's schedule in rounds of ``per_round`` env steps: the replay fill (one
+        batch), the warm-up and the timed window, each rounded up to whole rounds."""
+        whole = lambda steps: math.ceil(steps / per_round)
+        return PeerRounds(whole(self.batch_size), whole(self.warmup_steps),
+                          whole(self.timed_steps))
 
 
 class PeerResult(NamedTuple):
@@ -146,25 +163,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> PeerSettings:
-    """The peers' settings from the bench's flags; raises :class:`PeerUnavailable` when a
-    requested peer cannot run here or cannot follow these settings."""
+    """The peers' settings from the bench's flags, flags left out resolved to the family's
+    defaults exactly as ours are (through ``TrainConfig``); raises :class:`PeerUnavailable`
+    when a requested peer cannot run here or cannot follow these settings."""
+    if args.peers and args.algo != "maddpg":
+        raise PeerUnavailable(f"--peers times MADDPG implementations; --algo is {args.algo!r}, "
+                              "leave it at maddpg")
+    config = flags.train_config_from_args(args)
+    learner = ActorCriticConfig(**flags.dataclass_values(ActorCriticConfig, args))
     settings = PeerSettings(
-        batch_size=args.batch_size, update_every=args.update_every, num_envs=args.num_envs,
-        buffer_capacity=args.buffer_capacity, hidden_sizes=tuple(args.hidden_sizes),
-        actor_lr=args.actor_lr, critic_lr=args.critic_lr, gamma=args.gamma, tau=args.tau,
-        grad_clip=args.grad_clip, warmup_steps=args.peer_warmup_steps,
+        batch_size=config.batch_size, update_every=config.update_every,
+        num_envs=config.num_envs, buffer_capacity=config.buffer_capacity,
+        hidden_sizes=tuple(learner.hidden_sizes), actor_lr=learner.actor_lr,
+        critic_lr=learner.critic_lr, gamma=learner.gamma, tau=learner.tau,
+        grad_clip=learner.grad_clip, warmup_steps=args.peer_warmup_steps,
         timed_steps=args.peer_steps, maddpg_path=args.peer_maddpg_path,
         torch_threads=args.peer_torch_threads)
     if args.peers:
-        check(args.peers, settings, args.algo)
+        check(args.peers, settings)
     return settings
 
 
-def check(names: list[str], settings: PeerSettings, algo: str = "maddpg") -> None:
-    """Raises :class:`PeerUnavailable` (one line) unless every peer in ``names`` can run."""
-    if algo != "maddpg":
-        raise PeerUnavailable(f"--peers times MADDPG implementations; --algo is {algo!r}, "
-                              "leave it at maddpg")
+def check(names: list[str], settings: PeerSettings) -> None:
+    """Raises :class:`PeerUnavailable` (one line) unless every peer in ``names`` can run
+    at ``settings``."""
     if settings.timed_steps < 1 or settings.warmup_steps < 0 or settings.torch_threads < 1:
         raise PeerUnavailable("--peer-steps and --peer-torch-threads must be >= 1 and "
                               "--peer-warmup-steps >= 0")

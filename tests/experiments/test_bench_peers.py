@@ -5,16 +5,24 @@ github.com/Git-123-Hub/maddpg-pettingzoo-pytorch, also runs that code itself."""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import importlib.util
 import json
 import logging
 import os
 import sys
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from experiments.bench import peers
+from experiments.bench import train as bench_train
 from experiments.bench.__main__ import main
+from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.cli import flags
 
 TINY_OURS = ["--envs", "simple_spread", "--agents", "2", "--seeds", "1", "--learners",
              "parallel", "--num-envs", "2", "--update-every", "10", "--batch-size", "32",
@@ -97,6 +105,90 @@ def test_peers_refuse_settings_they_cannot_follow(tmp_path):
     message = exit_message(["train", "--peers", "maddpg_torch", "--peer-maddpg-path",
                             str(checkout), "--hidden-sizes", "32", *TINY_OURS])
     assert "\n" not in message and "2x64" in message
+
+
+def bench_train_args(argv: list[str]) -> argparse.Namespace:
+    """``bench train``'s flags parsed as its command line parses them."""
+    parser = argparse.ArgumentParser()
+    bench_train.add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_peer_settings_left_out_take_our_defaults():
+    # the documented command leaves --batch-size and --num-envs out: ours resolve them from
+    # the family's defaults, and the peers must run at the same numbers
+    args = bench_train_args(["--envs", "simple_spread", "--agents", "3"])
+    ours = flags.train_config_from_args(args)
+    settings = peers.settings_from_args(args)
+    assert (settings.batch_size, settings.num_envs) == (
+        ActorCriticConfig.REPLAY_DEFAULTS["batch_size"],
+        ActorCriticConfig.REPLAY_DEFAULTS["num_envs"])
+    assert (settings.batch_size, settings.update_every, settings.num_envs,
+            settings.buffer_capacity) == (ours.batch_size, ours.update_every, ours.num_envs,
+                                          ours.buffer_capacity)
+    assert settings.hidden_sizes == ours.learner.hidden_sizes
+    assert None not in [v for k, v in dataclasses.asdict(settings).items() if k != "maddpg_path"]
+    # both drivers' schedules: the fill of one batch (1024) in rounds of 100 and of 100
+    assert settings.rounds(settings.update_every) == peers.PeerRounds(11, 10, 100)
+    assert settings.rounds(max(settings.num_envs, settings.update_every)).fill == 11
+    given = peers.settings_from_args(bench_train_args(["--batch-size", "32", "--num-envs",
+                                                       "2", "--update-every", "10"]))
+    assert (given.batch_size, given.num_envs, given.update_every) == (32, 2, 10)
+
+
+class StandInEnv:
+    """mpe2's parallel-env interface on two agents: 25-step episodes, zero observations."""
+
+    possible_agents = ("adversary_0", "agent_0")
+
+    def __init__(self, episode_length: int):
+        self.episode_length, self.agents, self.t = episode_length, [], 0
+
+    def reset(self, seed=None):
+        self.agents, self.t = list(self.possible_agents), 0
+        return {a: np.zeros(4, np.float32) for a in self.agents}, {}
+
+    def observation_space(self, agent):
+        return types.SimpleNamespace(shape=(4,))
+
+    def action_space(self, agent):
+        return types.SimpleNamespace(n=5, sample=lambda: np.int64(1))
+
+    def step(self, action):
+        self.t += 1
+        obs = {a: np.zeros(4, np.float32) for a in self.agents}
+        over = self.t >= self.episode_length
+        terminated, truncated = {a: False for a in obs}, {a: over for a in obs}
+        if over:
+            self.agents = []
+        return obs, {a: 0.0 for a in obs}, terminated, truncated, {}
+
+    def close(self):
+        pass
+
+
+def test_maddpg_torch_driver_runs_at_the_bench_defaults_without_torch(tmp_path, monkeypatch):
+    # the documented command with torch absent: a stand-in torch, env and checkout run the
+    # driver's schedule at the settings the bench resolves (batch 1024 left out)
+    checkout, calls = stand_in_checkout(tmp_path / "checkout")
+    stand_in_torch = types.SimpleNamespace(manual_seed=lambda seed: None, __version__="none",
+                                           get_num_threads=lambda: 2,
+                                           set_num_threads=lambda count: None)
+    monkeypatch.setitem(sys.modules, "torch", stand_in_torch)
+    path = Path(peers.__file__).with_name("peer_maddpg_torch.py")
+    spec = importlib.util.spec_from_file_location("peer_maddpg_torch_stand_in", path)
+    driver = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(driver)
+    monkeypatch.setattr(driver, "make_env", lambda env, agents, length: StandInEnv(length))
+    settings = peers.settings_from_args(bench_train_args(
+        ["--peer-maddpg-path", str(checkout), "--peer-steps", "150",
+         "--peer-warmup-steps", "100"]))
+    result = driver.time_peer("simple_tag", 1, settings)
+    assert result.timed_steps == 200 and result.updates == 2  # whole rounds of 100 steps
+    lines = [line.split() for line in calls.read_text().splitlines()]
+    assert lines[0] == ["init", "100000", "1024", "0.01", "0.01"]
+    # random actions fill 1,100 steps (one batch in whole rounds), then 100 + 200 learn
+    assert [int(f[1]) for f in lines if f[0] == "learn"] == [1200, 1300, 1400]
 
 
 def test_maddpg_torch_driver_follows_the_update_schedule(tmp_path):
