@@ -9,17 +9,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
 from jaxmarl_accel.algos.registry import (
-    ALGOS,
-    FAMILIES,
-    LearnerConfig,
+    REPLAY_DEFAULTED,
+    algo_spec,
     check_sampler,
-    check_weighting,
     config_type,
+    default_sampler,
+    family_members,
     family_of,
-    replay_needed,
-    sampler_defaults,
+    replay_of_learner,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
@@ -39,9 +37,11 @@ class TrainConfig:
     """Everything a run depends on; hashable so that it can be a static argument.
 
     Attributes:
-      env: registry name of the scenario (``jaxmarl_accel.envs.make``).
       env_kwargs: scenario keyword arguments as sorted ``(name, value)`` pairs.
-      algo: a registered learner, one of :data:`jaxmarl_accel.algos.ALGOS`.
+      env: a registered scenario or a ``package.module:factory`` reference
+        (``jaxmarl_accel.envs.make``).
+      algo: a registered learner (:func:`jaxmarl_accel.algos.registered_algos`) or a
+        ``package.module:SPEC`` reference to an :class:`~jaxmarl_accel.algos.AlgoSpec`.
       learner: the learner's hyperparameters, of its family's type
         (:func:`jaxmarl_accel.algos.config_type`): :class:`ActorCriticConfig` for MADDPG,
         MATD3 and MASAC, :class:`ValueConfig` for QMIX, VDN, IQL, OW-QMIX, CW-QMIX, MAC-PO
@@ -98,7 +98,7 @@ class TrainConfig:
     env: str = "simple_spread"
     env_kwargs: tuple[tuple[str, Any], ...] = ()
     algo: str = "maddpg"
-    learner: LearnerConfig | None = None
+    learner: Any = None
     sampler: str | None = None
     sampler_kwargs: tuple[tuple[str, Any], ...] = ()
     layout: str = "transition_major"
@@ -117,7 +117,7 @@ class TrainConfig:
     prey: str = "trained"
 
     def __post_init__(self) -> None:
-        check_choice("algo", self.algo, ALGOS)
+        spec = algo_spec(self.algo)
         for name, value in family_defaults(self.algo).items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, value)
@@ -139,17 +139,12 @@ class TrainConfig:
                                    ("replay_next_obs", self.replay_next_obs, NEXT_OBS),
                                    ("replay_obs", self.replay_obs, REPLAY_OBS)):
             check_choice(name, value, valid)
-        check_sampler(self.algo, self.sampler, dict(self.sampler_kwargs))
+        if spec.check is not None:
+            spec.check(self)
+        check_sampler(self.algo, self.sampler)
         if replay_of(self) == "rollout":
             self._check_rollout()
             return
-        if family_of(self.algo) == "value":
-            check_weighting(self.algo, self.learner, self.sampler)
-        if (family_of(self.algo) == "actor_critic" and self.learner.critic != "joint"
-                and self.index_sharing != "shared"):
-            raise ValueError(f"index_sharing {self.index_sharing!r} gives each agent's critic "
-                             f"its own batch; critic {self.learner.critic!r} learns from "
-                             "one batch for all agents (use shared)")
         if replay_of(self) == "episode":
             self._check_episode_replay()
             return
@@ -176,12 +171,11 @@ class TrainConfig:
 
 
     def _check_rollout(self) -> None:
-        """What the on-policy learners accept: no replay, trained teams, minibatches that
-        divide the rollout, PPO's fields only on PPO."""
-        check_on_policy(self.algo, self.learner)
+        """What a run without replay (its learner's own rollouts) accepts: the replay's
+        fields at their defaults, every team trained."""
         defaults = {f.name: f.default for f in dataclasses.fields(TrainConfig)}
         defaults.update(family_defaults(self.algo))
-        for name in ROLLOUT_UNUSED:
+        for name in REPLAY_FIELDS:
             if getattr(self, name) != defaults[name]:
                 raise ValueError(f"{name} ({getattr(self, name)!r}) must keep its default: "
                                  f"algo {self.algo!r} keeps no replay and learns from its "
@@ -189,12 +183,6 @@ class TrainConfig:
         if self.prey != "trained":
             raise ValueError(f"prey {self.prey!r}: algo {self.algo!r} trains every team "
                              "(scripted prey are not supported by the on-policy learners)")
-        joint_steps = self.num_envs * self.learner.rollout_length
-        if self.algo == "ppo" and joint_steps % self.learner.minibatches:
-            raise ValueError(f"minibatches ({self.learner.minibatches}) must divide "
-                             f"the rollout's {joint_steps} joint steps (rollout_length "
-                             f"{self.learner.rollout_length} x num_envs "
-                             f"{self.num_envs})")
 
     def _check_episode_replay(self) -> None:
         """What episode replay accepts (its rounds do not use update_every)."""
@@ -215,37 +203,38 @@ class TrainConfig:
                              f"({self.buffer_capacity} episodes)")
 
 
-ROLLOUT_UNUSED = ("sampler", "sampler_kwargs", "layout", "index_sharing", "replay_next_obs",
+REPLAY_FIELDS = ("sampler", "sampler_kwargs", "layout", "index_sharing", "replay_next_obs",
                   "replay_obs", "buffer_capacity", "batch_size", "update_every",
                   "episode_updates", "learning_starts")
-"""TrainConfig fields of the replay, which on-policy learners do not have."""
+"""TrainConfig fields of the replay, which runs without one (rollout learners) leave at
+their defaults."""
 
 
 def replay_of(config: TrainConfig) -> str:
-    """The replay kind a run uses, the one its learner needs (:func:`replay_needed`):
+    """The replay kind a run uses, the one its learner's family asks for
+    (:func:`~jaxmarl_accel.algos.registry.replay_of_learner`):
     ``"episode"`` for recurrent value learners (``buffer_capacity`` and ``batch_size`` then
     count episodes; a round runs one episode per env, then ``episode_updates`` updates;
     ``update_every`` is not used), ``"rollout"`` for the on-policy learners (no replay: a
     round collects ``rollout_length`` steps of every env and learns from them) and ``"transition"``
     (single joint transitions) for the others."""
-    return replay_needed(config.learner)
+    return replay_of_learner(config.algo, config.learner)
 
 
 DEFAULT_SAMPLER = "uniform"
 """The sampler of learners without their own (:func:`family_defaults`)."""
 
-FAMILY_DEFAULTED = ("sampler", "buffer_capacity", "batch_size", "num_envs", "total_env_steps",
-                    "learning_starts")
+FAMILY_DEFAULTED = ("sampler", *REPLAY_DEFAULTED)
 """The ``TrainConfig`` fields whose default depends on the learner (``None`` resolves them)."""
 
 
 def family_defaults(algo: str) -> dict[str, Any]:
     """The values the :data:`FAMILY_DEFAULTED` fields of a ``TrainConfig`` for learner
-    ``algo`` take when left ``None``: its config type's ``REPLAY_DEFAULTS`` and its sampler
+    ``algo`` take when left ``None``: its family's ``replay_defaults`` and its sampler
     (``"uniform"``, or the learner's own: MAC-PO's ``"per"``, AccMER's ``"reuse"``)."""
-    own = sampler_defaults(algo)
+    own = default_sampler(algo)
     return {"sampler": DEFAULT_SAMPLER if own is None else own[0],
-            **config_type(algo).REPLAY_DEFAULTS}
+            **algo_spec(algo).family.replay_defaults}
 
 
 class Paper004Setting(NamedTuple):
@@ -292,7 +281,7 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
     check_choice("preset", name, PRESETS)
     if family_of(algo) != "value":
         raise ValueError(f"preset {name!r} sets paper 004's value learners on the stag hunt; "
-                         + choice_message("algo", algo, FAMILIES["value"][1]))
+                         + choice_message("algo", algo, family_members("value")))
     _positive("replay_cap", replay_cap)
     setting = PAPER004[name]
     fields: dict[str, Any] = {
@@ -303,7 +292,7 @@ def preset(name: str, algo: str, replay_cap: int = PRESET_REPLAY_CAP) -> dict[st
         "buffer_capacity": min(setting.replay, replay_cap),
         "learner": ValueConfig(epsilon_start=0.995),
     }
-    own = sampler_defaults(algo)
+    own = default_sampler(algo)
     if own is not None and own[0] == "reuse":
         fields["sampler_kwargs"] = (("decay", setting.decay),
                                     ("reuse_window", setting.replay // setting.batch_size))
@@ -321,7 +310,7 @@ def buffer_kwargs(config: TrainConfig) -> dict[str, Any]:
     for its default sampler (MAC-PO with ``per``: ``alpha=1.0, beta=0.0, beta_final=0.0``;
     AccMER: ``reuse_ratio=0.5, loss_weights='ones', decay=1.0``) overridden by
     ``config.sampler_kwargs``."""
-    own = sampler_defaults(config.algo)
+    own = default_sampler(config.algo)
     defaults = own[1] if own is not None and own[0] == config.sampler else {}
     return {**defaults, **dict(config.sampler_kwargs)}
 
@@ -335,22 +324,12 @@ def config_to_dict(config: TrainConfig) -> dict[str, Any]:
     return data
 
 
-OLD_LEARNER_FIELDS = {"actor_critic": "algo_config", "value": "value_config",
-                      "on_policy": "on_policy_config"}
-"""Where configs written before :attr:`TrainConfig.learner` kept each family's settings."""
-
-
 def config_from_dict(data: dict[str, Any]) -> TrainConfig:
     """The :class:`TrainConfig` of :func:`config_to_dict`'s output (also after a JSON round
     trip, which turns tuples into lists); ``TypeError`` names unknown fields."""
     train = dict(data)
-    train.pop("replay", None)  # configs written when the replay kind was a field ("auto")
-    if train.get("prey") == "heuristic":  # configs written before "scripted" was its name
-        train["prey"] = "scripted"
     algo = train.get("algo", TrainConfig.algo)
-    # configs written before one learner field held the family's kept one field per family
-    old = {name: train.pop(name, None) for name in OLD_LEARNER_FIELDS.values()}
-    learner = train.get("learner") or old[OLD_LEARNER_FIELDS[family_of(algo)]]
+    learner = train.get("learner")
     if learner is not None:
         train["learner"] = config_type(algo)(
             **{k: tuple(v) if isinstance(v, list) else v for k, v in learner.items()})

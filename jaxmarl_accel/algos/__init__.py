@@ -1,18 +1,43 @@
-"""Learners on one protocol (:mod:`~.base`): MADDPG, MATD3 and MASAC on one actor-critic
-skeleton (:class:`ActorCriticConfig`), QMIX, VDN and IQL on one value skeleton
-(:mod:`~.value`, :class:`ValueConfig`), all agents stacked on an axis; A2C and PPO with one
-network per team (:mod:`~.on_policy`, :class:`OnPolicyConfig`). ``ALGOS`` lists the
-registered names; ``family_of`` and ``config_type`` say which config a name takes."""
+"""Learners on one protocol (:mod:`~.base`), each one registered record
+(:class:`~.registry.AlgoSpec`, :mod:`~.registry`): MADDPG, MATD3 and MASAC on one
+actor-critic skeleton (:class:`ActorCriticConfig`), QMIX, VDN, IQL, OW-/CW-QMIX, MAC-PO and
+AccMER on one value skeleton (:mod:`~.value`, :class:`ValueConfig`), all agents stacked on an
+axis; A2C and PPO with one network per team (:mod:`~.on_policy`, :class:`OnPolicyConfig`).
+Each family registers its learners in its own package (``<family>/specs.py``, imported
+below); ``ALGOS`` lists the package's own, :func:`registered_algos` every registered one."""
 
 from jaxmarl_accel.algos import _jax_compat  # noqa: F401  (before any distrax import)
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, CriticInfo, Phases
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, make_algo
+from jaxmarl_accel.algos.registry import (
+    AlgoSpec,
+    BuildContext,
+    Family,
+    algo_spec,
+    config_type,
+    family_of,
+    make_algo,
+    register_algo,
+    registered_algos,
+)
 from jaxmarl_accel.algos.value import ValueConfig, ValueState
 
-__all__ = ["ALGOS", "ActorCriticConfig", "ActorCriticState", "ActorInfo", "Algo", "CriticInfo",
-           "Needs",
-           "OnPolicyConfig", "Phases", "ValueConfig", "ValueState", "config_type",
-           "family_of", "make_algo"]
+# isort: split
+# each family registers its learners in its own package; this order is ALGOS's
+from jaxmarl_accel.algos.actor_critic import specs as _actor_critic  # noqa: F401, E402
+
+# isort: split
+from jaxmarl_accel.algos.value import specs as _value  # noqa: F401, E402
+
+# isort: split
+from jaxmarl_accel.algos.on_policy import specs as _on_policy  # noqa: F401, E402
+
+ALGOS: tuple[str, ...] = registered_algos()
+"""The package's own learners, in the order their families register them."""
+
+__all__ = ["ALGOS", "ActorCriticConfig", "ActorCriticState", "ActorInfo", "AlgoSpec", "Algo",
+           "BuildContext", "CriticInfo", "Family", "Needs", "OnPolicyConfig", "Phases",
+           "ValueConfig", "ValueState", "algo_spec", "config_type", "family_of", "make_algo",
+           "register_algo", "registered_algos"]

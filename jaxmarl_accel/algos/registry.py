@@ -1,232 +1,260 @@
-"""The one registry of learners: an algorithm's name is written here and nowhere else.
+"""The one registry of learners: one :class:`AlgoSpec` record per learner.
 
-``make_algo(name, spec, config)`` builds it. Two families share the protocol
-(:class:`~jaxmarl_accel.algos.base.Algo`):
+A record says everything the rest of the package asks about a learner: its name, its
+:class:`Family` (the hyperparameter class, how to call the family, which replay a config of
+it learns from, the run's replay defaults), how to build it, its default and accepted
+samplers, and its checks of a run's settings. Nothing outside a learner's own package
+branches on its name: the run's config, the trainer's rounds and the command line's flag
+groups all read the records.
 
-* actor-critic (MADDPG, MATD3, MASAC; :class:`ActorCriticConfig`): a variant is a function
-  ``(spec, config) -> Variant`` (:mod:`jaxmarl_accel.algos.actor_critic.variant`)
-  assembled by the shared
-  skeleton; adding an algorithm is one module with its ``variant`` and one line below;
-* value-based (QMIX, VDN, IQL; :class:`ValueConfig`): a mixer is a function
-  ``(spec, config) -> Mixer`` (:mod:`jaxmarl_accel.algos.value.mixers`) plugged into the
-  value skeleton (:mod:`jaxmarl_accel.algos.value.learner`); OW-QMIX, CW-QMIX (Rashid et
-  al. 2020), MAC-PO and AccMER (paper 004) are QMIX with weighted QMIX's ``Q*``
-  (:mod:`jaxmarl_accel.algos.value.central`) and a weighting of QMIX's loss plugged in
-  (:mod:`~jaxmarl_accel.algos.value.wqmix`, :mod:`~jaxmarl_accel.algos.value.macpo`);
-  MAC-PO samples by its weights by default (``per``), AccMER only with the reuse sampler
-  (:func:`sampler_defaults`);
-* on-policy (A2C, PPO; :class:`OnPolicyConfig`): one policy-value network per team,
-  learning from the rollout it just collected (paper 003's trainer,
-  :mod:`jaxmarl_accel.algos.on_policy`).
+Each family registers its learners in its own package (``algos/<family>/specs.py``,
+imported by :mod:`jaxmarl_accel.algos`); user code registers the same way::
+
+    import jaxmarl_accel as jm
+    jm.register_algo(jm.AlgoSpec(name="my_dqn", family=MY_FAMILY, build=my_build))
+
+or names its record on the command line as ``--algo package.module:SPEC`` (``examples/
+custom_learner.py``). ``algo_spec(name)`` finds a record by name or by such a reference.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
-import jax
-
-from jaxmarl_accel.algos.actor_critic import local_critic, maddpg, masac, matd3
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
-from jaxmarl_accel.algos.actor_critic.learner import build
-from jaxmarl_accel.algos.actor_critic.variant import Variant
-from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-from jaxmarl_accel.algos.on_policy import learner as on_policy_learner
-from jaxmarl_accel.algos.on_policy.config import check_for as check_on_policy
-from jaxmarl_accel.algos.value import learner as value_learner
-from jaxmarl_accel.algos.value import macpo, mixers, wqmix
-from jaxmarl_accel.algos.value.central import Weighting
-from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.buffers import PRIORITIZED
-from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.algos.base import REPLAY_KINDS, Algo
+from jaxmarl_accel.checks import choice_message
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.user_code import is_reference, load_reference
 
-VARIANTS: dict[str, Callable[[EnvSpec, ActorCriticConfig], Variant]] = {
-    "maddpg": maddpg.variant,
-    "matd3": matd3.variant,
-    "masac": masac.variant,
-}
-MIXERS: dict[str, Callable[[EnvSpec, ValueConfig], mixers.Mixer]] = {
-    "qmix": mixers.qmix,
-    "vdn": mixers.vdn,
-    "iql": mixers.iql,
-}
-QSTAR_ALGOS: dict[str, Callable[[ValueConfig, str], Weighting]] = {
-    "owqmix": lambda config, mode: wqmix.optimistic(config),
-    "cwqmix": lambda config, mode: wqmix.centralized(config),
-    "macpo": macpo.weighting,
-    "accmer": macpo.weighting,
-}
-"""QMIX with weighted QMIX's ``Q*`` -> its weighting of QMIX's loss, ``(config, mode) ->
-Weighting`` (``mode``: MAC-PO's concrete ``macpo_weighting``, :func:`weighting_mode`)."""
-MACPO_AUTO: dict[str, str] = {"macpo": "priority", "accmer": "both"}
-"""``macpo_weighting="auto"`` of the learners with MAC-PO's weights (paper 004): MAC-PO's
-weights are its sampling priorities (with a sampler that draws by priority), AccMER's are
-its loss weights (eq. 1) and its table's ranks (Alg. 1)."""
-SAMPLER_DEFAULTS: dict[str, tuple[str, dict[str, object]]] = {
-    "macpo": ("per", {"alpha": 1.0, "beta": 0.0, "beta_final": 0.0}),
-    "accmer": ("reuse", {"reuse_ratio": 0.5, "loss_weights": "ones", "decay": 1.0}),
-}
-"""Learners' default sampler -> ``(sampler, its default keyword arguments)``: MAC-PO draws
-episodes in proportion to their optimal weights (PER with exponent 1 and no importance
-correction: the expected gradient of eq. 1, Fujimoto et al. 2020); AccMER (paper 004,
-Alg. 1: reuse ratio 0.5, decay 1.0 as at punishment 0; the learner applies the MAC-PO
-weights, so the sampler's own loss weights are ones)."""
-SAMPLER_REQUIRED: dict[str, tuple[str, ...]] = {"accmer": ("reuse", "reuse_block")}
-"""Learners defined by their sampler -> the samplers they accept (AccMER: Alg. 1's reuse,
-or the reuse of the authors' code, :mod:`jaxmarl_accel.buffers.reuse_block`)."""
-ON_POLICY: tuple[str, ...] = ("a2c", "ppo")
-"""The on-policy learners (paper 003's trainer: A2C; and PPO)."""
-ALGOS: tuple[str, ...] = (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY)
-LearnerConfig = ActorCriticConfig | ValueConfig | OnPolicyConfig
-FAMILIES: dict[str, tuple[type, tuple[str, ...]]] = {
-    "actor_critic": (ActorCriticConfig, tuple(VARIANTS)),
-    "value": (ValueConfig, (*MIXERS, *QSTAR_ALGOS)),
-    "on_policy": (OnPolicyConfig, ON_POLICY),
-}
-"""Each learner family -> ``(its hyperparameter class, its learners)``. The class carries the
-family's ``REPLAY_DEFAULTS`` (the run's replay and schedule defaults); the command line
-makes one flag per field of each class."""
-FAMILY_TITLES: dict[str, str] = {"actor_critic": "actor-critic", "value": "value-based",
-                                 "on_policy": "on-policy"}
-"""How help and errors call each learner family."""
+REPLAY_DEFAULTED = ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
+                    "learning_starts")
+"""The run's fields (``TrainConfig``) whose default a learner family gives."""
 
 
-def _check_name(name: str) -> None:
-    check_choice("name", name, sorted(ALGOS))
+@dataclasses.dataclass(frozen=True, eq=False)
+class Family:
+    """A learner family: learners that share one hyperparameter class and one skeleton.
+
+    Attributes:
+      name: identifier, e.g. ``"actor_critic"``.
+      title: how help and errors call it, e.g. ``"actor-critic"``.
+      config_type: its hyperparameter class, a frozen dataclass (hashable: a run's config is
+        a static argument); the command line makes one flag per field.
+      replay: ``config -> replay kind`` the trainer runs for a learner of this family with
+        ``config``: ``"transition"`` (single joint transitions), ``"episode"`` (whole
+        episodes) or ``"rollout"`` (no replay: the rollout just collected).
+      replay_defaults: the run's :data:`REPLAY_DEFAULTED` fields' defaults for the family
+        (``buffer_capacity``, ``batch_size`` in the replay's items; ``num_envs``,
+        ``total_env_steps``, ``learning_starts``).
+      help: a line the command line adds to the family's flag group.
+    """
+
+    name: str
+    title: str
+    config_type: type
+    replay: Callable[[Any], str]
+    replay_defaults: Mapping[str, Any]
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if not dataclasses.is_dataclass(self.config_type):
+            raise ValueError(f"family {self.name!r}: config_type must be a dataclass, got "
+                             f"{self.config_type!r}")
+        missing = [name for name in REPLAY_DEFAULTED if name not in self.replay_defaults]
+        if missing:
+            raise ValueError(f"family {self.name!r}: replay_defaults lacks "
+                             f"{', '.join(missing)}")
+
+
+class BuildContext(NamedTuple):
+    """What a run tells a learner's ``build`` besides the env spec and its config.
+
+    Attributes:
+      sampler: the run's replay sampler (``None`` outside a run).
+      observe_at: for learners that observe packed physical states themselves (the
+        neighbourhood critics with ``replay_obs="physical_state"``): the env's
+        ``(physical [N, F], agents [M]) -> [M, obs_dim]``; ``None`` otherwise.
+    """
+
+    sampler: str | None = None
+    observe_at: Callable[..., Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class AlgoSpec:
+    """One learner, registered once (:func:`register_algo`).
+
+    Attributes:
+      name: the ``--algo`` / ``TrainConfig.algo`` name.
+      family: its :class:`Family`.
+      build: ``(spec: EnvSpec, config, context: BuildContext) -> Algo``; raises a one-line
+        ValueError for an env it cannot learn in.
+      summary: one line for help and docs.
+      sampler: its default replay sampler (``None``: the run's default, ``"uniform"``).
+      sampler_kwargs: that sampler's default keyword arguments.
+      samplers: the samplers it accepts (``None``: every sampler).
+      check: ``TrainConfig -> None``, a one-line ValueError for settings of the run it cannot
+        train with (beyond its config class's own checks); ``None`` for none.
+      updates_per_round: ``config -> gradient steps per round`` as reported in the metrics
+        (PPO's epochs x minibatches); ``None``: one.
+      variant: the family's plug-in this learner is assembled from (an actor-critic
+        ``Variant`` function, a value mixer, ...), for tools that inspect it; ``None`` if none.
+    """
+
+    name: str
+    family: Family
+    build: Callable[[EnvSpec, Any, BuildContext], Algo]
+    summary: str = ""
+    sampler: str | None = None
+    sampler_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    samplers: tuple[str, ...] | None = None
+    check: Callable[[Any], None] | None = None
+    updates_per_round: Callable[[Any], int] | None = None
+    variant: Any = None
+
+
+_ALGOS: dict[str, AlgoSpec] = {}
+
+
+def register_algo(spec: AlgoSpec, *, replace: bool = False) -> AlgoSpec:
+    """Register learner ``spec`` under ``spec.name`` and return it; a one-line ValueError
+    when ``spec`` is not an :class:`AlgoSpec` or the name is taken (unless ``replace``)."""
+    if not isinstance(spec, AlgoSpec):
+        raise ValueError(f"register_algo takes an AlgoSpec, got {type(spec).__name__}")
+    if not spec.name or not isinstance(spec.name, str):
+        raise ValueError(f"register_algo: name must be a non-empty string, got {spec.name!r}")
+    if spec.name in _ALGOS and _ALGOS[spec.name] is not spec and not replace:
+        raise ValueError(f"algo {spec.name!r} is already registered (family "
+                         f"{_ALGOS[spec.name].family.name!r}); choose another name")
+    _ALGOS[spec.name] = spec
+    return spec
+
+
+def algo_spec(name: str) -> AlgoSpec:
+    """The record of learner ``name``: a registered name, or a reference
+    ``package.module:attr`` to an :class:`AlgoSpec` in user code (loaded and registered under
+    the reference on first use). One-line ValueError otherwise."""
+    if name in _ALGOS:
+        return _ALGOS[name]
+    if isinstance(name, str) and is_reference(name):
+        spec = load_reference(name, "algo")
+        if not isinstance(spec, AlgoSpec):
+            raise ValueError(f"algo {name!r} is a {type(spec).__name__}, not an "
+                             "jaxmarl_accel.AlgoSpec")
+        _ALGOS[name] = spec
+        return spec
+    raise ValueError(choice_message("algo", name, (*_ALGOS, "package.module:SPEC")))
+
+
+def registered_algos() -> tuple[str, ...]:
+    """The registered learners' names, in registration order (the package's own first)."""
+    return tuple(_ALGOS)
+
+
+def families() -> dict[str, Family]:
+    """The registered learners' families by name, in registration order."""
+    return {spec.family.name: spec.family for spec in _ALGOS.values()}
+
+
+def family_members(family: str) -> tuple[str, ...]:
+    """The registered learners of family ``family``."""
+    return tuple(name for name, spec in _ALGOS.items() if spec.family.name == family)
 
 
 def family_of(name: str) -> str:
-    """The family of algorithm ``name``: ``"actor_critic"``, ``"value"`` or
-    ``"on_policy"``."""
-    _check_name(name)
-    return next(family for family, (_, names) in FAMILIES.items() if name in names)
+    """The family name of learner ``name`` (e.g. ``"actor_critic"``)."""
+    return algo_spec(name).family.name
 
 
-def config_type(name: str) -> type[ActorCriticConfig] | type[ValueConfig] | type[OnPolicyConfig]:
-    """The hyperparameter class of algorithm ``name`` (:class:`ActorCriticConfig`,
-    :class:`ValueConfig` or :class:`OnPolicyConfig`)."""
-    return FAMILIES[family_of(name)][0]
+def config_type(name: str) -> type:
+    """The hyperparameter class of learner ``name``."""
+    return algo_spec(name).family.config_type
 
 
-def variant_of(name: str, spec: EnvSpec, config: ActorCriticConfig) -> Variant:
-    """The :class:`Variant` (plug-ins) of actor-critic algorithm ``name``."""
-    check_choice("name", name, sorted(VARIANTS))
-    return VARIANTS[name](spec, config)
+def replay_of_learner(name: str, config: Any) -> str:
+    """The replay kind learner ``name`` with hyperparameters ``config`` learns from
+    (its family's rule: :attr:`Family.replay`)."""
+    kind = algo_spec(name).family.replay(config)
+    if kind not in REPLAY_KINDS:
+        raise ValueError(f"algo {name!r}: its family {algo_spec(name).family.name!r} asks for "
+                         f"replay {kind!r}; the trainer has rounds for {', '.join(REPLAY_KINDS)}")
+    return kind
 
 
-def replay_needed(config: LearnerConfig) -> str:
-    """The replay kind a learner with ``config`` learns from: ``"episode"`` for recurrent
-    value learners, ``"rollout"`` (none: its own rollouts) for on-policy learners,
-    ``"transition"`` for actor-critic and feed-forward value learners."""
-    if isinstance(config, OnPolicyConfig):
-        return "rollout"
-    return "episode" if isinstance(config, ValueConfig) and config.agent == "rnn" else "transition"
+def variant_of(name: str, spec: EnvSpec, config: Any) -> Any:
+    """The plug-in learner ``name`` is assembled from, applied to ``(spec, config)`` (e.g. an
+    actor-critic learner's :class:`~jaxmarl_accel.algos.actor_critic.variant.Variant`)."""
+    record = algo_spec(name)
+    if record.variant is None:
+        raise ValueError(f"algo {name!r} is not assembled from a plug-in")
+    return record.variant(spec, config)
 
 
-def weighting_mode(name: str, config: ValueConfig, sampler: str | None = None) -> str:
-    """The concrete ``macpo_weighting`` of learner ``name`` (``"priority"``, ``"loss"`` or
-    ``"both"``): ``config``'s, or for ``"auto"`` :data:`MACPO_AUTO`'s, except that MAC-PO
-    with a ``sampler`` that ignores priorities weights its loss (``"loss"``)."""
-    if config.macpo_weighting != "auto":
-        return config.macpo_weighting
-    if name == "macpo" and sampler is not None and sampler not in PRIORITIZED:
-        return "loss"
-    return MACPO_AUTO.get(name, "priority")
-
-
-def check_weighting(name: str, config: ValueConfig, sampler: str) -> None:
-    """Raise a one-line ValueError when MAC-PO's weights would act nowhere: learner
-    ``name`` weights by priority only and ``sampler`` ignores priorities."""
-    if name in MACPO_AUTO and weighting_mode(name, config, sampler) == "priority" and (
-            sampler not in PRIORITIZED):
-        raise ValueError(f"macpo_weighting 'priority': sampler {sampler!r} ignores priorities, "
-                         "so MAC-PO's weights would act nowhere; use a sampler of "
-                         f"{PRIORITIZED} or macpo_weighting 'loss'")
-
-
-def _check_state(name: str, spec: EnvSpec, config: ValueConfig) -> None:
-    """OW- and CW-QMIX mix over the env's global state (Rashid et al. 2020, Sec. 5)."""
-    if name not in ("owqmix", "cwqmix"):
-        return
-    if spec.state_dim == 0:
-        raise ValueError(f"env: algo {name!r} mixes Q_tot and Q* over the global state; "
-                         f"{spec.name} has none (state_dim 0)")
-    if config.agent != "rnn":
-        raise ValueError(f"agent: algo {name!r} mixes over the global state, which transition "
-                         "replay does not store; use agent 'rnn'")
-
-
-def make_algo(name: str, spec: EnvSpec, config: LearnerConfig,
-              observe_at: Callable[[jax.Array, jax.Array], jax.Array] | None = None,
+def make_algo(name: str, spec: EnvSpec, config: Any,
+              observe_at: Callable[..., Any] | None = None,
               sampler: str | None = None) -> Algo:
     """The learner ``name`` for environment ``spec`` as a bundle of pure functions.
 
     Args:
-      name: one of :data:`ALGOS` (``"maddpg"``, ``"matd3"``, ``"masac"``, ``"qmix"``,
-        ``"vdn"``, ``"iql"``, ``"owqmix"``, ``"cwqmix"``, ``"macpo"``, ``"accmer"``,
-        ``"a2c"``, ``"ppo"``).
+      name: a registered learner (:func:`registered_algos`) or a ``package.module:SPEC``
+        reference.
       spec: static environment spec (agents, observation and action spaces).
-      config: learner hyperparameters of the algorithm's family (:func:`config_type`).
-      observe_at: neighbourhood critics only (``config.critic != "joint"``): the env's
-        ``(physical [N, F], agents [M]) -> [M, obs_dim]`` (``Env.observe_physical_at`` at
-        its params); ``update`` then takes batches of packed physical states and observes
-        only the rows it reads (:mod:`~jaxmarl_accel.algos.actor_critic.local_critic`).
-      sampler: the run's replay sampler, if known: resolves MAC-PO's
-        ``macpo_weighting="auto"`` (:func:`weighting_mode`).
+      config: the learner's hyperparameters, of its family's class (:func:`config_type`).
+      observe_at: neighbourhood critics only: the env's ``(physical [N, F], agents [M]) ->
+        [M, obs_dim]`` (:class:`BuildContext`).
+      sampler: the run's replay sampler, if known (MAC-PO's ``macpo_weighting="auto"``
+        depends on it).
 
     Returns:
-      :class:`~jaxmarl_accel.algos.base.Algo` with ``init``, ``act``, ``update``, its
-      ``phases`` and its ``needs`` (see their docstrings for shapes).
+      :class:`~jaxmarl_accel.algos.base.Algo` (see its docstring for shapes).
     """
-    _check_name(name)
+    record = algo_spec(name)
     if not isinstance(spec, EnvSpec):
         raise ValueError(f"spec must be an EnvSpec, got {type(spec).__name__}")
-    wanted = config_type(name)
+    wanted = record.family.config_type
     if not isinstance(config, wanted):
         raise ValueError(f"config must be of type {wanted.__name__} for algo {name!r}, got "
                          f"{type(config).__name__}")
-    if observe_at is not None and (name not in VARIANTS or config.critic == "joint"):
-        raise ValueError(f"observe_at: algo {name!r} with critic "
-                         f"{getattr(config, 'critic', None)!r} learns from observations; only "
-                         "the neighbourhood critics observe physical states themselves")
-    if name in ON_POLICY:
-        check_on_policy(name, config)
-        return on_policy_learner.build(name, spec, config)
-    if name in VARIANTS:
-        if config.critic != "joint":
-            return local_critic.build(spec, config, variant_of(name, spec, config), observe_at)
-        return build(spec, config, variant_of(name, spec, config))
-    if spec.continuous:
-        raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made with "
-                         "continuous_actions=True")
-    _check_state(name, spec, config)
-    if name in MIXERS:
-        return value_learner.build(spec, config, MIXERS[name](spec, config))
-    weighting = QSTAR_ALGOS[name](config, weighting_mode(name, config, sampler))
-    return value_learner.build(spec, config, MIXERS["qmix"](spec, config), weighting)
+    algo = record.build(spec, config, BuildContext(sampler=sampler, observe_at=observe_at))
+    if not isinstance(algo, Algo):
+        raise ValueError(f"algo {name!r}: its build returned {type(algo).__name__}, not an "
+                         "jaxmarl_accel.Algo")
+    return algo
 
 
-def sampler_defaults(name: str) -> tuple[str, dict[str, object]] | None:
-    """``(sampler, default sampler keyword arguments)`` of a learner with a default sampler
-    (``"macpo"``: PER by its weights; ``"accmer"``: the reuse sampler, the only one it
-    takes), ``None`` for learners whose default is the run's."""
-    _check_name(name)
-    return SAMPLER_DEFAULTS.get(name)
+class AlgoNames(tuple):
+    """The valid ``--algo`` values for a command line's ``choices``: iterates over the
+    registered names and ``package.module:SPEC`` (as help shows them), and contains every
+    registered name and every such reference (checked when it is loaded)."""
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in _ALGOS or is_reference(name))
 
 
-def check_sampler(name: str, sampler: str, sampler_kwargs: dict[str, object]) -> None:
-    """Raise a one-line ValueError when learner ``name`` cannot use ``sampler`` with
-    ``sampler_kwargs`` (AccMER needs the reuse sampler with ``loss_weights='ones'``)."""
-    wanted = sampler_defaults(name)
-    if wanted is None or name not in SAMPLER_REQUIRED:
-        return
-    if sampler not in SAMPLER_REQUIRED[name]:
-        others = " or ".join(repr(other) for other in SAMPLER_REQUIRED[name][1:])
-        raise ValueError(f"sampler {sampler!r}: algo {name!r} draws AccMER's reused and fresh "
-                         f"sets with the {wanted[0]!r} sampler, or {others}; use --sampler "
-                         f"{wanted[0]}")
-    if sampler_kwargs.get("loss_weights", "ones") != "ones":
-        raise ValueError(f"sampler_kwargs loss_weights={sampler_kwargs['loss_weights']!r}: "
-                         f"algo {name!r} weights its loss by MAC-PO's weights itself; use 'ones'")
+def algo_names() -> AlgoNames:
+    """:class:`AlgoNames` of the learners registered now."""
+    return AlgoNames((*(n for n in _ALGOS if not is_reference(n)), "package.module:SPEC"))
+
+
+def default_sampler(name: str) -> tuple[str, dict[str, Any]] | None:
+    """``(sampler, its default keyword arguments)`` of a learner with its own default
+    sampler (MAC-PO: PER; AccMER: the reuse sampler), ``None`` for the others."""
+    record = algo_spec(name)
+    return None if record.sampler is None else (record.sampler, dict(record.sampler_kwargs))
+
+
+def check_sampler(name: str, sampler: str) -> None:
+    """A one-line ValueError when learner ``name`` does not accept ``sampler``."""
+    record = algo_spec(name)
+    if record.samplers is not None and sampler not in record.samplers:
+        raise ValueError(f"sampler {sampler!r}: algo {name!r} learns with "
+                         f"{' or '.join(map(repr, record.samplers))}; use --sampler "
+                         f"{record.samplers[0]}")
+
+
+__all__ = ["REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec", "BuildContext", "Family", "algo_names",
+           "algo_spec", "check_sampler", "config_type", "default_sampler", "families",
+           "family_members", "family_of", "make_algo", "register_algo", "registered_algos",
+           "replay_of_learner", "variant_of"]

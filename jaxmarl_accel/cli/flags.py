@@ -197,9 +197,9 @@ def train_choices() -> dict[str, tuple[str, ...]]:
         SHARED_BATCHES,
         SHARING,
     )
+    from jaxmarl_accel.algos.registry import algo_names
     from jaxmarl_accel.algos.value.config import AGENTS, MACPO_WEIGHTINGS, NORMALIZATIONS
     from jaxmarl_accel.config import (
-        ALGOS,
         INDEX_SHARING,
         LAYOUTS,
         NEXT_OBS,
@@ -210,7 +210,7 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     from jaxmarl_accel.envs import ENV_NAMES
 
     return {"env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
-            "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": tuple(ALGOS),
+            "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": algo_names(),
             "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
             "replay_next_obs": NEXT_OBS,
             "replay_obs": REPLAY_OBS, "agent": AGENTS,
@@ -233,10 +233,10 @@ def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
 
 
 def learner_classes() -> dict[str, type]:
-    """Each learner family's hyperparameter class, by family name."""
-    from jaxmarl_accel.algos.registry import FAMILIES
+    """Each registered learner family's hyperparameter class, by family name."""
+    from jaxmarl_accel.algos.registry import families
 
-    return {family: cls for family, (cls, _) in FAMILIES.items()}
+    return {name: family.config_type for name, family in families().items()}
 
 
 def shared_learner_fields() -> tuple[str, ...]:
@@ -256,16 +256,16 @@ the dataclass's applies."""
 
 def family_members(family: str) -> str:
     """The registered learners of ``family``, comma-separated (from the registry)."""
-    from jaxmarl_accel.algos.registry import FAMILIES
+    from jaxmarl_accel.algos import registry
 
-    return ", ".join(FAMILIES[family][1])
+    return ", ".join(registry.family_members(family))
 
 
 def family_name(family: str) -> str:
     """``"the value-based family (qmix, vdn, ...)"``: a family and its registered learners."""
-    from jaxmarl_accel.algos.registry import FAMILY_TITLES
+    from jaxmarl_accel.algos.registry import families
 
-    return f"the {FAMILY_TITLES[family]} family ({family_members(family)})"
+    return f"the {families()[family].title} family ({family_members(family)})"
 
 
 def _dataclass_defaults(cls: type) -> dict[str, Any]:
@@ -277,10 +277,12 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     """``(defaults, shown_defaults)`` for :func:`add_dataclass_flags`: the TrainConfig fields
     whose default depends on the learner family and the fields several families share start
     as :data:`UNSET`; their help shows each family's default."""
-    from jaxmarl_accel.algos.registry import SAMPLER_DEFAULTS
+    from jaxmarl_accel.algos import registry
     from jaxmarl_accel.config import DEFAULT_SAMPLER
 
     classes = learner_classes()
+    replay_defaults = {name: family.replay_defaults
+                       for name, family in registry.families().items()}
     first = next(iter(classes))  # its defaults are shown plain, the other families' named
 
     def shown_per_family(values: dict[str, Any], skip_equal: bool = True) -> str:
@@ -290,14 +292,15 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
                  if family != first and not (skip_equal and _shown(value) == plain)]
         return "; ".join(([plain] if plain is not None else []) + named)
 
-    shown = {name: shown_per_family({family: cls.REPLAY_DEFAULTS[name]
-                                     for family, cls in classes.items()})
-             for name in classes[first].REPLAY_DEFAULTS}
+    shown = {name: shown_per_family({family: values[name]
+                                     for family, values in replay_defaults.items()})
+             for name in registry.REPLAY_DEFAULTED}
     for name in shared_learner_fields():
         shown[name] = shown_per_family({family: getattr(cls, name) for family, cls
                                         in classes.items() if hasattr(cls, name)}, False)
     shown["sampler"] = f"{DEFAULT_SAMPLER}; " + ", ".join(
-        f"{sampler} for {algo}" for algo, (sampler, _) in SAMPLER_DEFAULTS.items())
+        f"{spec.sampler} for {name}" for name in registry.registered_algos()
+        if (spec := registry.algo_spec(name)).sampler is not None)
     return {name: UNSET for name in shown}, shown
 
 

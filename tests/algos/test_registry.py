@@ -7,18 +7,11 @@ import dataclasses
 import pytest
 
 import jaxmarl_accel.algos as algos
-from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from jaxmarl_accel.algos import ActorCriticConfig, make_algo, registry
 from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos.actor_critic import variant as v
 from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
-from jaxmarl_accel.algos.registry import (
-    ALGOS,
-    MIXERS,
-    ON_POLICY,
-    QSTAR_ALGOS,
-    VARIANTS,
-    variant_of,
-)
+from jaxmarl_accel.algos.registry import AlgoSpec, variant_of
 from tests.algos.helpers import SMALL, make_spec
 
 # name: (num_critics, next_actors, actor_critics, alpha, continuous_default)
@@ -29,11 +22,40 @@ PLUG_INS = {
 }
 
 
-def test_names_are_registered_once_and_exported():
-    assert ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
-                     "macpo", "accmer", "a2c", "ppo")
-    assert (*VARIANTS, *MIXERS, *QSTAR_ALGOS, *ON_POLICY) == ALGOS
-    assert algos.ALGOS is ALGOS
+def test_names_are_registered_once_each_by_its_family():
+    assert algos.ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
+                           "macpo", "accmer", "a2c", "ppo")
+    assert registry.registered_algos()[:len(algos.ALGOS)] == algos.ALGOS
+    records = [registry.algo_spec(name) for name in algos.ALGOS]
+    assert all(isinstance(r, AlgoSpec) and r.name == n for r, n in zip(records, algos.ALGOS,
+                                                                       strict=True))
+    assert {name: registry.family_members(name) for name in registry.families()} == {
+        "actor_critic": ("maddpg", "matd3", "masac"),
+        "value": ("qmix", "vdn", "iql", "owqmix", "cwqmix", "macpo", "accmer"),
+        "on_policy": ("a2c", "ppo")}
+    # each family registers its learners in its own package
+    for record in records:
+        assert record.build.__module__.startswith(
+            f"jaxmarl_accel.algos.{record.family.name}."), record.name
+
+
+def test_defaults_and_samplers_come_from_the_records():
+    assert registry.default_sampler("macpo") == ("per", {"alpha": 1.0, "beta": 0.0,
+                                                         "beta_final": 0.0})
+    assert registry.default_sampler("accmer")[0] == "reuse"
+    assert registry.default_sampler("qmix") is None
+    assert registry.algo_spec("ppo").updates_per_round(algos.OnPolicyConfig()) == 16
+    assert registry.algo_spec("a2c").updates_per_round is None
+
+
+def test_a_clashing_name_or_a_wrong_record_is_one_line():
+    clash = dataclasses.replace(registry.algo_spec("qmix"))
+    with pytest.raises(ValueError, match="algo 'qmix' is already registered") as error:
+        registry.register_algo(clash)
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="register_algo takes an AlgoSpec, got dict"):
+        registry.register_algo({"name": "x"})
+    assert registry.register_algo(registry.algo_spec("qmix")) is registry.algo_spec("qmix")
 
 
 @pytest.mark.parametrize("name", ["maddpg", "matd3", "masac"])
@@ -66,7 +88,7 @@ def test_actor_critic_learners_declare_what_they_need(name):
 
 def test_make_algo_rejects_bad_arguments():
     spec = make_spec(2, continuous=False)
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="algo must be one of maddpg, .*; got 'dqn'"):
         make_algo("dqn", spec, ActorCriticConfig())
     with pytest.raises(ValueError, match="config"):
         make_algo("maddpg", spec, {"gamma": 0.9})

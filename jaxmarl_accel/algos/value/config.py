@@ -164,3 +164,10 @@ class ValueConfig:
         if self.agent != "rnn" and (not self.agent_ids or bounds != (None, None)):
             raise ValueError("agent_ids and agent_q_min/agent_q_max need agent 'rnn' (the "
                              "'mlp' agent always sees its id and is not clamped)")
+
+
+def replay_kind(config: ValueConfig) -> str:
+    """The replay a value learner with ``config`` learns from: whole episodes for the
+    recurrent agent (``"episode"``), single transitions for the feed-forward one
+    (``"transition"``)."""
+    return "episode" if config.agent == "rnn" else "transition"

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.algos import Algo
+from jaxmarl_accel.algos import Algo, algo_spec
 from jaxmarl_accel.algos.on_policy.learner import Rollout
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env
@@ -144,9 +144,10 @@ def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
 
 
 def _updates_per_round(config: cfg.TrainConfig) -> int:
-    """Gradient steps per round: PPO's ``epochs x minibatches``, A2C's one."""
-    on_policy = config.learner
-    return on_policy.epochs * on_policy.minibatches if config.algo == "ppo" else 1
+    """Gradient steps per round, as the learner's record counts them (PPO's ``epochs x
+    minibatches``; one by default)."""
+    count = algo_spec(config.algo).updates_per_round
+    return 1 if count is None else count(config.learner)
 
 
 __all__ = ["make_collect", "make_rollout_round", "no_replay", "rollout_schedule"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.algos.registry import ALGOS, config_type, family_of, replay_needed
+from jaxmarl_accel.algos import ALGOS, ActorCriticConfig, OnPolicyConfig, make_algo
+from jaxmarl_accel.algos.registry import config_type, family_of, replay_of_learner
 from jaxmarl_accel.algos.value import ValueConfig
 from tests.algos.value.helpers import SMALL, SMALL_MLP, value_spec
 
@@ -49,7 +49,7 @@ def test_families_and_config_types():
         "qmix": "value", "vdn": "value", "iql": "value", "owqmix": "value", "cwqmix": "value",
         "macpo": "value", "accmer": "value", "a2c": "on_policy", "ppo": "on_policy"}
     assert config_type("matd3") is ActorCriticConfig and config_type("qmix") is ValueConfig
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="algo must be one of maddpg, .*; got 'dqn'"):
         family_of("dqn")
 
 
@@ -64,6 +64,7 @@ def test_make_algo_refuses_a_config_of_the_other_family():
 
 
 def test_the_replay_kind_follows_the_learner():
-    assert replay_needed(SMALL) == "episode"
-    assert replay_needed(SMALL_MLP) == "transition"
-    assert replay_needed(ActorCriticConfig()) == "transition"
+    assert replay_of_learner("qmix", SMALL) == "episode"
+    assert replay_of_learner("qmix", SMALL_MLP) == "transition"
+    assert replay_of_learner("maddpg", ActorCriticConfig()) == "transition"
+    assert replay_of_learner("ppo", OnPolicyConfig()) == "rollout"

@@ -15,8 +15,7 @@ import pytest
 
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.base import Needs
-from jaxmarl_accel.algos.registry import MIXERS
-from jaxmarl_accel.algos.value import Carry, ValueConfig, central, targets
+from jaxmarl_accel.algos.value import Carry, ValueConfig, central, mixers, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
 from tests.algos.helpers import Compiled, assert_trees_close
@@ -89,7 +88,7 @@ def test_update_is_the_composition_of_its_phases_and_td_is_the_masked_mean():
     np.testing.assert_allclose(metrics["grad_norm"], info.grad_norm, rtol=1e-4)
 
     # td: each episode's mean |Q_tot - y| over its filled steps
-    mixer = MIXERS["qmix"](spec, SMALL)
+    mixer = mixers.qmix(spec, SMALL)
     q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
     q_tot = mixer.apply(state.params.mixer, q_taken, batch.state[:, :-1])[..., 0]
     filled = np.asarray(batch.filled[:, :-1])

@@ -7,6 +7,7 @@ loss weight 1 its QMIX part is QMIX's loss and gradient, and where the weights a
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.registry import MIXERS, check_weighting, weighting_mode
-from jaxmarl_accel.algos.value import central, macpo
+from jaxmarl_accel.algos.value import central, macpo, mixers
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
+from jaxmarl_accel.algos.value.specs import weighting_mode, weights_checker
 from tests.algos.helpers import assert_trees_close
 from tests.algos.value.helpers import SMALL, random_episodes, train_on_one_batch, value_spec
 
@@ -110,7 +111,7 @@ def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
     q = jax.jit(algo.phases.agent_q)(state, batch)
     y = jax.jit(algo.phases.targets)(state, batch, q)
     grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
-    qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
+    qmix_sk = make_skeleton(spec, config, mixers.qmix(spec, config))
 
     def qmix_loss(params):
         q_params = algo.phases.agent_q(state.replace(params=params), batch)
@@ -129,7 +130,7 @@ def _by_hand(spec, config, state, batch, q, y):
     QMIX squared errors [B, T] and the filled mask [B, T]."""
     q_taken = jnp.take_along_axis(q[:, :-1], batch.action[:, :-1, :, None], -1)[..., 0]
     s = batch.state
-    q_tot = MIXERS["qmix"](spec, config).apply(state.params.mixer, q_taken, s[:, :-1])[..., 0]
+    q_tot = mixers.qmix(spec, config).apply(state.params.mixer, q_taken, s[:, :-1])[..., 0]
     q_star = central.qstar_at(central.make_qstar(config, spec.num_actions), state.params.qstar,
                               batch, batch.action, s)[:, :-1]
     avail = batch.avail[:, :-1] | ~batch.avail[:, :-1].any(-1, keepdims=True)  # padding rows
@@ -168,18 +169,20 @@ def test_as_priorities_the_weights_leave_the_loss_and_are_the_episodes_prioritie
 
 def test_where_the_weights_act_auto_resolves_per_learner_and_sampler():
     auto = SMALL
-    assert weighting_mode("macpo", auto) == "priority"  # its default sampler, per
-    assert weighting_mode("macpo", auto, "per") == "priority"
-    assert weighting_mode("macpo", auto, "uniform") == "loss"  # the sampler ignores them
-    assert weighting_mode("accmer", auto, "reuse") == "both"  # eq. 1 and Alg. 1
+    macpo_auto, accmer_auto = "priority", "both"  # the records' own (value/specs.py)
+    assert weighting_mode(auto, macpo_auto) == "priority"  # its default sampler, per
+    assert weighting_mode(auto, macpo_auto, "per") == "priority"
+    assert weighting_mode(auto, macpo_auto, "uniform") == "loss"  # the sampler ignores them
+    assert weighting_mode(auto, accmer_auto, "reuse") == "both"  # eq. 1 and Alg. 1
     for mode in ("priority", "loss", "both"):
-        assert weighting_mode("macpo", dataclasses.replace(SMALL, macpo_weighting=mode),
+        assert weighting_mode(dataclasses.replace(SMALL, macpo_weighting=mode), macpo_auto,
                               "uniform") == mode
-    check_weighting("macpo", auto, "uniform")
+    check = weights_checker("macpo", macpo_auto)
+    check(types.SimpleNamespace(learner=auto, sampler="uniform", sampler_kwargs=()))
     with pytest.raises(ValueError, match="macpo_weighting 'priority': sampler 'uniform' "
                                          "ignores priorities") as error:
-        check_weighting("macpo", dataclasses.replace(SMALL, macpo_weighting="priority"),
-                        "uniform")
+        check(types.SimpleNamespace(learner=dataclasses.replace(SMALL, macpo_weighting="priority"),
+                                    sampler="uniform", sampler_kwargs=()))
     assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="mode must be one of"):
         macpo.weighting(SMALL, "auto")
@@ -200,7 +203,8 @@ def test_macpo_trains_q_star_and_returns_nonnegative_priorities():
 def test_macpo_weights_need_a_mixer_that_reads_the_state(name):
     spec = value_spec()
     with pytest.raises(ValueError, match="weighting: macpo weights QMIX's loss"):
-        make_skeleton(spec, SMALL, MIXERS[name](spec, SMALL), macpo.weighting(SMALL, "loss"))
+        make_skeleton(spec, SMALL, getattr(mixers, name)(spec, SMALL),
+                      macpo.weighting(SMALL, "loss"))
 
 
 def test_bad_macpo_settings_are_one_line_errors():

@@ -14,8 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.registry import MIXERS
-from jaxmarl_accel.algos.value import targets, wqmix
+from jaxmarl_accel.algos.value import mixers, targets, wqmix
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
 from tests.algos.helpers import assert_trees_close
 from tests.algos.value.helpers import (
@@ -71,7 +70,7 @@ def test_the_weighted_loss_by_hand(name):
     y = jax.jit(algo.phases.targets)(state, batch, q)
     _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
-    q_tot = np.asarray(MIXERS["qmix"](spec, config).apply(state.params.mixer, q_taken,
+    q_tot = np.asarray(mixers.qmix(spec, config).apply(state.params.mixer, q_taken,
                                                           batch.state[:, :-1])[..., 0])
     y0, star_greedy = np.asarray(y[..., 0]), np.asarray(y[..., 1])
     if name == "owqmix":
@@ -100,7 +99,7 @@ def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
     weights = jnp.array([1.0, 0.5])
     algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(0))
-    qmix_sk = make_skeleton(spec, config, MIXERS["qmix"](spec, config))
+    qmix_sk = make_skeleton(spec, config, mixers.qmix(spec, config))
     q = jax.jit(algo.phases.agent_q)(state, batch)
     y = jax.jit(algo.phases.targets)(state, batch, q)
     grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)

@@ -1,0 +1,53 @@
+"""The on-policy family's learners, registered: A2C (paper 003's trainer) and PPO (Schulman
+et al. 2017), one network per team learning from the rollout it just collected, one
+:class:`~jaxmarl_accel.algos.registry.AlgoSpec` each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxmarl_accel.algos.base import Algo
+from jaxmarl_accel.algos.on_policy import learner
+from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig, check_for
+from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
+from jaxmarl_accel.envs.base import EnvSpec
+
+FAMILY = Family(
+    name="on_policy", title="on-policy", config_type=OnPolicyConfig,
+    replay=lambda config: "rollout", replay_defaults=OnPolicyConfig.REPLAY_DEFAULTS,
+    help="jaxmarl_accel.algos.on_policy.OnPolicyConfig; --hidden-sizes, --gamma, "
+         "--grad-clip and --lr above apply to them too")
+
+
+def _builder(name: str):
+    def build(spec: EnvSpec, config: OnPolicyConfig, context: BuildContext) -> Algo:
+        if context.observe_at is not None:
+            raise ValueError(f"observe_at: algo {name!r} learns from observations; only the "
+                             "neighbourhood critics observe physical states themselves")
+        check_for(name, config)
+        return learner.build(name, spec, config)
+
+    return build
+
+
+def _checker(name: str):
+    def check(run: Any) -> None:
+        check_for(name, run.learner)
+        joint_steps = run.num_envs * run.learner.rollout_length
+        if name == "ppo" and joint_steps % run.learner.minibatches:
+            raise ValueError(f"minibatches ({run.learner.minibatches}) must divide "
+                             f"the rollout's {joint_steps} joint steps (rollout_length "
+                             f"{run.learner.rollout_length} x num_envs {run.num_envs})")
+
+    return check
+
+
+A2C = register_algo(AlgoSpec(
+    name="a2c", family=FAMILY, build=_builder("a2c"), check=_checker("a2c"),
+    summary="A2C with one policy-value network per team (WarpDrive's trainer)"))
+PPO = register_algo(AlgoSpec(
+    name="ppo", family=FAMILY, build=_builder("ppo"), check=_checker("ppo"),
+    summary="PPO (clipping, GAE, minibatch epochs), one network per team",
+    updates_per_round=lambda config: config.epochs * config.minibatches))
+
+__all__ = ["A2C", "FAMILY", "PPO"]
