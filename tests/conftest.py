@@ -1,9 +1,12 @@
 """Test-wide settings, inherited through the environment by the command-line runs that tests
 start as subprocesses:
 
-* a persistent XLA compilation cache shared by the test processes, so that a program
-  compiled by one test (or worker) is not compiled again by the next (a resumed or evaluated
-  run then loads the chunk program its first run compiled);
+* an XLA compilation cache of the run's own (:data:`CACHE_ENV`): a folder that the first
+  process (pytest's controller under ``-n``) makes empty and removes at the end, shared by
+  its workers and by the command-line runs that tests start, so that within the run a
+  program compiled by one test (or worker) is not compiled again by the next, and no run
+  depends on, or trips over, what an earlier run left behind. ``JAXMARL_TEST_CACHE`` names
+  a folder to use instead, which is then kept (``.ci/run`` shares one between its tiers);
 * XLA's CPU backend at optimization level 1 with LLVM's expensive passes off
   (:data:`TEST_XLA_FLAGS`) instead of its default level 3. The suite is bound by compiling
   its many small programs. Level 1 makes the backend's stage of it faster (a fingerprint
@@ -27,6 +30,7 @@ start as subprocesses:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,9 +74,30 @@ if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     flags = [TEST_XLA_FLAGS, *(f for f in TEST_ONLY_XLA_FLAGS if _known_to_xla(f))]
     os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *flags]).strip()
 
-CACHE_DIR = os.environ.get("JAXMARL_TEST_CACHE",
-                           os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache"))
-jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", CACHE_DIR)
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+CACHE_ENV = "JAXMARL_TEST_CACHE"
+"""Names the run's compilation cache folder. The first process sets it when it is unset, so
+that its workers and every command-line run that a test starts inherit the folder."""
+
+_made_cache: list[str] = []
+"""The cache folder this process made, if it made one (it removes it at the end)."""
+
+
+def pytest_configure(config) -> None:
+    """Points JAX's compilation cache, in this process and in the processes it starts, at the
+    run's folder (see the module docstring), making an empty one if none is named yet. Under
+    ``-n``, the controller runs this before it starts its workers."""
+    if not os.environ.get(CACHE_ENV):
+        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jaxmarl_accel_xla_cache-")
+        _made_cache.append(os.environ[CACHE_ENV])
+    folder = os.environ[CACHE_ENV]
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+
+def pytest_unconfigure(config) -> None:
+    """Removes the run's cache folder in the process that made it (the controller under
+    ``-n``, after its workers have ended)."""
+    for folder in _made_cache:
+        shutil.rmtree(folder, ignore_errors=True)

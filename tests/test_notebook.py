@@ -7,7 +7,6 @@ import importlib.util
 import os
 import re
 import subprocess
-import tempfile
 
 import nbformat
 import pytest
@@ -63,8 +62,7 @@ def test_quickstart_notebook_runs_with_the_tiny_sizes(tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                                     "--xla_llvm_disable_expensive_passes=true")
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.environ.get(
-        "JAXMARL_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache")))
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", os.environ["JAXMARL_TEST_CACHE"])
     for name in TPU_VARS:
         monkeypatch.delenv(name, raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)

@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -118,8 +117,7 @@ def _worker(out_root: str) -> None:
     from jaxmarl_accel.trainer.sharding import make_sharded_trainer
     from jaxmarl_accel.trainer.train import make_trainer
 
-    jax.config.update("jax_compilation_cache_dir", os.environ.get(
-        "JAXMARL_TEST_CACHE", os.path.join(tempfile.gettempdir(), "jaxmarl_accel_xla_cache")))
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAXMARL_TEST_CACHE"])
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     assert jax.device_count() == DEVICES, jax.devices()
     config = run.config_from_args(run.build_parser().parse_args(TINY))
