@@ -55,7 +55,7 @@ import numpy as np
 
 from jaxmarl_accel.buffers import estimate_bytes
 from jaxmarl_accel.cli.memory import available_bytes
-from jaxmarl_accel.cli.run import scenario_kwargs
+from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig, buffer_kwargs
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step

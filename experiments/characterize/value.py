@@ -33,7 +33,7 @@ from jaxmarl_accel.algos import ValueConfig
 from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
-from jaxmarl_accel.cli.run import scenario_kwargs
+from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.steps import collect_episodes, env_views, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer

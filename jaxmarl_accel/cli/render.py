@@ -18,6 +18,8 @@ import imageio.v2 as imageio
 import jax
 import numpy as np
 
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.envs import SCENARIOS, make
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.render import render_rollout
@@ -70,9 +72,6 @@ def drawable_scenarios() -> tuple[str, ...]:
 def main(argv: list[str] | None = None, prog: str = "jaxmarl-accel render") -> int:
     """The ``render`` command: parse ``argv``, write the GIF and PNG, return the exit code
     (bad flags: one line on stderr naming the flag, exit status 2)."""
-    from jaxmarl_accel.cli import flags
-    from jaxmarl_accel.cli.run import scenario_kwargs
-
     parser = flags.Parser(prog=prog, description=flags.plain_description(__doc__ or ""))
     parser.add_argument("--env", "--scenario", dest="scenario", default="simple_tag",
                         choices=SCENARIOS, metavar="ENV",

@@ -39,6 +39,7 @@ from typing import Any
 
 from jaxmarl_accel.cli import flags, loggers
 from jaxmarl_accel.cli.outputs import CONFIG_NAME
+from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 
 PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
@@ -184,37 +185,6 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
             parser.add_argument_group(title), config_type, skip=tuple(parser.fields),
             choices=flags.train_choices(), defaults=family_defaults,
             shown_defaults=family_shown)
-
-
-def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
-                    agents: int | None) -> tuple[tuple[str, Any], ...]:
-    """``--env-kwargs`` with ``--agents`` written as the scenario's count keyword;
-    ``ValueError`` (one line) for a keyword the scenario does not take, or an ``--agents``
-    that it cannot express."""
-    from jaxmarl_accel.envs import (
-        TOTAL_COUNT_ENVS,
-        agent_count_kwarg,
-        make,
-        total_count_kwargs,
-    )
-
-    keywords = flags.check_scenario_keywords("--env-kwargs", env, (name for name, _ in given))
-    kwargs = dict(given)
-    if agents is None:
-        return tuple(sorted(kwargs.items()))
-    if agent_count_kwarg(env) in keywords:
-        kwargs[agent_count_kwarg(env)] = agents
-        return tuple(sorted(kwargs.items()))
-    if env in TOTAL_COUNT_ENVS:
-        return tuple(sorted(total_count_kwargs(env, agents, kwargs).items()))
-    counts = [name for name in keywords if name.startswith("num_")]
-    if counts:
-        raise ValueError(f"--agents: {env} has no single agent count; set "
-                         f"{' and '.join(counts)} with --env-kwargs")
-    fixed = make(env, **kwargs)[0].spec.num_agents
-    if agents != fixed:
-        raise ValueError(f"--agents {agents}: {env} always has {fixed} agents")
-    return tuple(sorted(kwargs.items()))
 
 
 def config_from_args(args: argparse.Namespace) -> Any:

@@ -13,6 +13,7 @@ import jax
 import numpy as np
 
 from jaxmarl_accel.cli import marl_eval, outputs
+from jaxmarl_accel.cli.render import write_gif, write_png
 from jaxmarl_accel.cli.run_store import RunOptions
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import (
@@ -21,6 +22,7 @@ from jaxmarl_accel.envs.policies import (
     scripted_policy,
     scripted_team,
 )
+from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
@@ -160,9 +162,6 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     """Roll out one deterministic episode with the learners ``algo_state`` of one seed
     (no seed axis) and save it in ``out_dir`` as GIF and PNG (the middle frame) under
     ``names``."""
-    from jaxmarl_accel.cli.render import write_gif, write_png
-    from jaxmarl_accel.envs.render import render_rollout
-
     env, params = trainer.env, trainer.env_params
     steps = int(params.episode_length)
     policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "scripted",

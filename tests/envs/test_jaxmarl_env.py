@@ -289,7 +289,7 @@ def test_summary_without_a_scripted_policy_has_no_normalized_score():
 
 
 def test_command_line_takes_jaxmarl_envs_and_their_keywords():
-    from jaxmarl_accel.cli.run import scenario_kwargs
+    from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
     from jaxmarl_accel.envs import ENV_NAMES
 
     assert "jaxmarl:HeuristicEnemySMAX" in ENV_NAMES and "smax" not in ENV_NAMES
@@ -325,7 +325,7 @@ def test_qmix_collects_the_same_smax_episodes_with_the_early_stopping_loop():
 def test_keywords_of_an_env_that_needs_arguments_are_left_to_jaxmarl():
     """LearnedPolicyEnemySMAX cannot be built with its defaults, so its keywords cannot be
     read: they are passed on unchecked, and JaxMARL's refusal is the one-line error."""
-    from jaxmarl_accel.cli.run import scenario_kwargs
+    from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
     from jaxmarl_accel.envs import scenario_keywords
 
     assert scenario_keywords("jaxmarl:LearnedPolicyEnemySMAX") is None
