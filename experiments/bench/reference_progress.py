@@ -27,6 +27,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from experiments.bench import smax_sides
+from experiments.bench.qmix import reference_updates
 from experiments.bench.timing import Side, run_sides, write_record
 
 CURVE_KEYS = ("env_step", "update_steps", "returned_won_episode", "returned_episode_returns",
@@ -105,12 +107,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> None:
     if args.reps < 1 or args.env_steps < 1:
         raise ValueError("--reps and --env-steps must be >= 1")
-    from experiments.bench import qmix_smax as smax
-    from experiments.bench.qmix import reference_updates
-
-    module, base = smax.load_reference(args.jaxmarl_src, args.algo)
-    settings = smax.settings_from(base)
-    config = smax.reference_config(base, settings, args.map, int(args.env_steps))
+    module, base = smax_sides.load_reference(args.jaxmarl_src, args.algo)
+    settings = smax_sides.settings_from(base)
+    config = smax_sides.reference_config(base, settings, args.map, int(args.env_steps))
     env, _ = module.env_from_config(copy.deepcopy(config))
     round_steps = settings.num_envs * settings.num_steps
     steps = int(args.env_steps) // round_steps * round_steps

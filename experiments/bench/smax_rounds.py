@@ -30,7 +30,13 @@ import copy
 import dataclasses
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
+
+from experiments.bench.qmix import our_updates, reference_updates
+from experiments.bench.smax_sides import our_win_rates, reference_win_rates, run_side
+from jaxmarl_accel.trainer.compiling import compiler_options
+from jaxmarl_accel.trainer.train import make_trainer
 
 
 def split_round(record: dict[str, Any], side: str, extra_rounds: int) -> tuple[float, float]:
@@ -75,13 +81,6 @@ def run_without_learning(config: Any, reference: Any, ref_config: dict[str, Any]
     the same key (the first call in a process may pay one-time costs): their seconds
     (``{side}_seconds_without_learning`` and ``..._2x``) and the rounds the longer run adds
     (``ref_extra_rounds``; ours, the bench's rounds)."""
-    import jax.numpy as jnp
-
-    from experiments.bench.qmix import our_updates, reference_updates
-    from experiments.bench.qmix_smax import our_win_rates, reference_win_rates, run_side
-    from jaxmarl_accel.trainer.compiling import compiler_options
-    from jaxmarl_accel.trainer.train import make_trainer
-
     steps, twice = config.total_env_steps, jnp.concatenate([keys[:1], keys[:1]])
     out: dict[str, Any] = {}
     for factor, suffix in ((1, ""), (2, "_2x")):

@@ -51,9 +51,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments.bench import qmix_smax, smax_sides
 from experiments.bench.gru_paths import GRU_PATHS, gru_path
 from experiments.bench.qmix import Settings, our_config
 from experiments.bench.timing import write_record
+from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.types import Episode
@@ -174,12 +176,9 @@ def profiled_config(args: argparse.Namespace) -> Any:
     learner ``--algo``."""
     if args.smax is None:
         return dataclasses.replace(our_config(Settings(), ROUNDS), algo=args.algo)
-    from experiments.bench import qmix_smax
-    from jaxmarl_accel.envs import make
-
     kwargs = qmix_smax.env_kwargs({"ENV_KWARGS": qmix_smax.DEFAULT_ENV_KWARGS}, args.smax)
-    rows = make(f"jaxmarl:{qmix_smax.ENV_ID}", **dict(kwargs))[0].spec.episode_length
-    settings = qmix_smax.Settings()
+    rows = make(f"jaxmarl:{smax_sides.ENV_ID}", **dict(kwargs))[0].spec.episode_length
+    settings = smax_sides.Settings()
     config = qmix_smax.our_config(settings, kwargs, ROUNDS * settings.num_envs * rows, rows,
                                   args.algo)
     return qmix_smax.with_overrides(config, args.assignments)

@@ -119,9 +119,9 @@ def test_reference_is_not_run_vmapped_over_seeds_on_cpu(tmp_path, monkeypatch, c
 
 
 def test_smax_bench_overrides_our_settings_by_name():
-    from experiments.bench import qmix_smax
+    from experiments.bench import qmix_smax, smax_sides
 
-    base = qmix_smax.our_config(qmix_smax.Settings(), (("scenario", "3m"),), 20_000, 101)
+    base = qmix_smax.our_config(smax_sides.Settings(), (("scenario", "3m"),), 20_000, 101)
     config = qmix_smax.with_overrides(base, ["lr=1e-3", "td_lambda=0.6", "hidden=64",
                                              "batch_size=128", "double_q=false"])
     assert (config.learner.lr, config.learner.td_lambda, config.learner.hidden) == (
@@ -139,21 +139,21 @@ def test_smax_bench_overrides_our_settings_by_name():
 def test_smax_bench_runs_each_learner_beside_its_reference_script(tmp_path, algo):
     """--algo picks ours and JaxMARL's script: VDN beside vdn_rnn.py, MAC-PO (absent from
     JaxMARL) beside qmix_rnn.py; a source without that script is refused in one line."""
-    from experiments.bench import qmix_smax
+    from experiments.bench import qmix_smax, smax_sides
 
-    script = tmp_path / qmix_smax.REFERENCE_SCRIPTS[algo]
+    script = tmp_path / smax_sides.REFERENCE_SCRIPTS[algo]
     script.parent.mkdir(parents=True)
     script.write_text(FAKE_SCRIPT.replace("lambda key: key", f"lambda key: {algo!r}"))
-    for path, text in zip(qmix_smax.REFERENCE_CONFIGS, ('"SEED": 0\n', '"NUM_ENVS": 4\n'),
+    for path, text in zip(smax_sides.REFERENCE_CONFIGS, ('"SEED": 0\n', '"NUM_ENVS": 4\n'),
                           strict=True):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
-    module, config = qmix_smax.load_reference(str(tmp_path), algo)
+    module, config = smax_sides.load_reference(str(tmp_path), algo)
     assert module.make_train(config, None)(0) == algo and config["NUM_ENVS"] == 4
     other = "qmix" if algo == "vdn" else "vdn"  # the script this source lacks
-    with pytest.raises(ValueError, match=f"holds no .*{qmix_smax.REFERENCE_SCRIPTS[other]}"):
-        qmix_smax.load_reference(str(tmp_path), other)
-    ours = qmix_smax.our_config(qmix_smax.Settings(), (("scenario", "3m"),), 20_000, 101, algo)
+    with pytest.raises(ValueError, match=f"holds no .*{smax_sides.REFERENCE_SCRIPTS[other]}"):
+        smax_sides.load_reference(str(tmp_path), other)
+    ours = qmix_smax.our_config(smax_sides.Settings(), (("scenario", "3m"),), 20_000, 101, algo)
     assert ours.algo == algo and ours.learner.hidden == 512
 
 

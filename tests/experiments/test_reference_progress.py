@@ -95,13 +95,13 @@ def test_a_disabled_report_stays_silent(tmp_path, capsys):
 
 
 def test_the_cost_bench_times_the_script_with_its_report_off_and_on(tmp_path, capsys):
-    from experiments.bench import qmix_smax
+    from experiments.bench import smax_sides
     from experiments.bench.__main__ import main
 
-    script = tmp_path / qmix_smax.REFERENCE_SCRIPTS["qmix"]
+    script = tmp_path / smax_sides.REFERENCE_SCRIPTS["qmix"]
     script.parent.mkdir(parents=True)
     script.write_text(SCRIPT)
-    for path in qmix_smax.REFERENCE_CONFIGS:
+    for path in smax_sides.REFERENCE_CONFIGS:
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("NUM_ENVS: 2\nNUM_STEPS: 4\n")
     out = tmp_path / "cost.json"
