@@ -51,8 +51,13 @@ _EXPORTS: dict[str, str] = {
     "Buffer": "jaxmarl_accel.buffers",
     "BufferState": "jaxmarl_accel.buffers",
     "SampleBatch": "jaxmarl_accel.buffers",
+    "register_env": "jaxmarl_accel.envs",
     "make_algo": "jaxmarl_accel.algos",
     "Algo": "jaxmarl_accel.algos",
+    "AlgoSpec": "jaxmarl_accel.algos",
+    "BuildContext": "jaxmarl_accel.algos",
+    "Family": "jaxmarl_accel.algos",
+    "register_algo": "jaxmarl_accel.algos",
     "ActorCriticConfig": "jaxmarl_accel.algos",
     "ActorCriticState": "jaxmarl_accel.algos",
     "ValueConfig": "jaxmarl_accel.algos",
@@ -78,6 +83,11 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "Algo",
+    "AlgoSpec",
+    "BuildContext",
+    "Family",
+    "register_algo",
+    "register_env",
     "ActorCriticConfig",
     "ActorCriticState",
     "Buffer",
@@ -116,13 +126,17 @@ if TYPE_CHECKING:
         ActorCriticConfig,
         ActorCriticState,
         Algo,
+        AlgoSpec,
+        BuildContext,
+        Family,
         OnPolicyConfig,
         ValueConfig,
         make_algo,
+        register_algo,
     )
     from jaxmarl_accel.buffers import Buffer, BufferState, SampleBatch, make_buffer
     from jaxmarl_accel.config import TrainConfig
-    from jaxmarl_accel.envs import Env, EnvSpec, make
+    from jaxmarl_accel.envs import Env, EnvSpec, make, register_env
     from jaxmarl_accel.envs.evaluate import EvalResult, evaluate_policy
     from jaxmarl_accel.envs.policies import learner_policy
     from jaxmarl_accel.trainer.compiling import compiler_options

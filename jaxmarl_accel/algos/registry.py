@@ -141,11 +141,12 @@ def algo_spec(name: str) -> AlgoSpec:
     if isinstance(name, str) and is_reference(name):
         spec = load_reference(name, "algo")
         if not isinstance(spec, AlgoSpec):
-            raise ValueError(f"algo {name!r} is a {type(spec).__name__}, not an "
-                             "jaxmarl_accel.AlgoSpec")
+            raise ValueError(f"algo {name!r} is an object of type {type(spec).__name__}, "
+                             "not a jaxmarl_accel.AlgoSpec")
         _ALGOS[name] = spec
         return spec
-    raise ValueError(choice_message("algo", name, (*_ALGOS, "package.module:SPEC")))
+    raise ValueError(choice_message(
+        "algo", name, (*(n for n in _ALGOS if not is_reference(n)), "package.module:SPEC")))
 
 
 def registered_algos() -> tuple[str, ...]:
@@ -219,7 +220,7 @@ def make_algo(name: str, spec: EnvSpec, config: Any,
                          f"{type(config).__name__}")
     algo = record.build(spec, config, BuildContext(sampler=sampler, observe_at=observe_at))
     if not isinstance(algo, Algo):
-        raise ValueError(f"algo {name!r}: its build returned {type(algo).__name__}, not an "
+        raise ValueError(f"algo {name!r}: its build returned {type(algo).__name__}, not a "
                          "jaxmarl_accel.Algo")
     return algo
 

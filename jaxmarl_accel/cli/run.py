@@ -164,23 +164,16 @@ def add_folder_flags(run: Any) -> None:
 
 def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
                       family_shown: dict) -> None:
-    """One flag group per learner family (actor-critic, value-based, on-policy), generated
-    from its config dataclass; a field the groups before it have already (e.g. --gamma) is
-    shared, not repeated. ``parser.fields`` collects every generated field name."""
-    from jaxmarl_accel.algos import ActorCriticConfig
-    from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.algos.value.config import ValueConfig
+    """One flag group per registered learner family (actor-critic, value-based, on-policy,
+    and any a user registered), generated from its config dataclass; a field the groups
+    before it have already (e.g. --gamma) is shared, not repeated. ``parser.fields``
+    collects every generated field name."""
+    from jaxmarl_accel.algos.registry import families
 
-    members = flags.family_members
-    for config_type, title in (
-            (ActorCriticConfig, f"actor-critic learners: {members('actor_critic')} "
-                                "(jaxmarl_accel.algos.ActorCriticConfig)"),
-            (ValueConfig, f"value-based learners: {members('value')} "
-                          "(jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip "
-                          "above apply to them too)"),
-            (OnPolicyConfig, f"on-policy learners: {members('on_policy')} "
-                             "(jaxmarl_accel.algos.on_policy.OnPolicyConfig; --hidden-sizes, "
-                             "--gamma, --grad-clip and --lr above apply to them too)")):
+    for family in families().values():
+        title = (f"{family.title} learners: {flags.family_members(family.name)}"
+                 + (f" ({family.help})" if family.help else ""))
+        config_type = family.config_type
         parser.fields += flags.add_dataclass_flags(
             parser.add_argument_group(title), config_type, skip=tuple(parser.fields),
             choices=flags.train_choices(), defaults=family_defaults,
@@ -223,6 +216,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             jax.distributed.initialize(coordinator_address=early.coordinator_address,
                                        num_processes=early.num_processes,
                                        process_id=early.process_id)
+        preload_learner(argv)
         parser = build_parser(prog)
         args = apply_preset(parser, parser.parse_args(argv), argv)
         if args.compile_cache:  # before anything is compiled
@@ -251,6 +245,20 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         else:
             print("interrupted before the run was stored; nothing to resume", file=sys.stderr)
         return 130
+
+
+def preload_learner(argv: list[str] | None) -> None:
+    """Load a learner named by reference (``--algo package.module:SPEC``) before the parser
+    is built, so that its family's flags exist and show in ``--help``; a reference that does
+    not load raises a one-line ``ValueError`` (status 2)."""
+    from jaxmarl_accel.algos.registry import algo_spec
+    from jaxmarl_accel.user_code import is_reference
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--algo")
+    known, _ = early.parse_known_args(argv)
+    if known.algo is not None and is_reference(known.algo):
+        algo_spec(known.algo)
 
 
 def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
@@ -300,15 +308,20 @@ def options_from_args(parser: argparse.ArgumentParser,
         config = config_from_args(args)
         from jaxmarl_accel.trainer.train import make_trainer
 
-        make_trainer(config)  # learner against env (e.g. a mixer without a global state)
+        # learner against env (e.g. a mixer without a global state)
+        spec = make_trainer(config).env.spec
     except (ValueError, TypeError) as error:
         parser.error(flags.flag_message(str(error), parser.fields))
+    from jaxmarl_accel.cli.summary import default_baseline_episodes
+
+    baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,
+                                                                    spec.episode_length)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = args.out or os.path.join(
         "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
     return config, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
                               overwrite=args.overwrite, render=args.render,
-                              baseline_episodes=args.baseline_episodes,
+                              baseline_episodes=baselines,
                               checkpoint_every=args.checkpoint_every,
                               checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
                               devices=devices, env_shards=args.env_shards, loggers=args.logger)
