@@ -6,8 +6,8 @@ pytree with a leading time axis, e.g. the per-step states of a ``lax.scan``) wit
 camera, both with the env's own renderer (:attr:`~.base.Env.render`): :func:`render_mpe`
 for the MPE scenarios (set by :func:`~.mpe.scenario.build_env`),
 :func:`~.render_grid.render_hunt` for the grid hunt. Writing GIF / PNG files is left to the
-caller (``experiments/render.py``). Matplotlib is imported when a frame is drawn, not with
-this module. The rest of this docstring is about MPE states.
+caller (:mod:`jaxmarl_accel.cli.render`). Matplotlib is imported when a frame is drawn, not
+with this module. The rest of this docstring is about MPE states.
 
 What is drawn (entities are circles of their true radius, ``params.world.size``, filled
 with ``params.world.color``):

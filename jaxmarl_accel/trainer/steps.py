@@ -1,15 +1,18 @@
-"""The two steps every training loop is made of, each written once.
+"""The steps the replay rounds are made of, each written once.
 
 * :func:`transition_step`: E environments take one step under a joint policy, and the step
   becomes a batch of :class:`~jaxmarl_accel.types.Transition` for the replay;
+* :func:`collect_episodes`: E environments each run one whole episode under a recurrent
+  learner, recorded as :class:`~jaxmarl_accel.types.Episode` rows for an episode replay;
 * :func:`learn_step`: sample a mini-batch, update the learner on it, and send its TD errors
   back to the buffer as priorities.
 
-The trainer (:mod:`jaxmarl_accel.trainer.train`), the workload characterization
-(``experiments.characterize``) and ``examples/custom_loop.py`` all call these, so what is
-timed is what is trained. Shapes: E environments, N agents, B batch.
+The transition and episode rounds (:mod:`jaxmarl_accel.trainer.rounds`), the workload
+characterization (``experiments.characterize``) and ``examples/custom_loop.py`` all call
+these, so what is timed is what is trained; the on-policy rollout round, which keeps no
+replay, steps and learns in :mod:`~jaxmarl_accel.trainer.rounds.rollout`. Shapes: E
+environments, N agents, B batch, T episode length.
 """
-
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -19,7 +22,7 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
 from jaxmarl_accel.envs.policies import LearnerPolicyFn, available_actions
-from jaxmarl_accel.types import PyTree, Transition
+from jaxmarl_accel.types import Episode, PyTree, Transition
 
 
 class EnvStep(NamedTuple):
@@ -184,8 +187,6 @@ def example_episode(spec: Any) -> Any:
     """A zero :class:`~jaxmarl_accel.types.Episode` (leaves ``[T + 1, ...]``), the shape and
     dtypes an episode replay stores: observations and state as ``uint8`` when the env's are
     binary (``spec.binary_observations``), float32 otherwise."""
-    from jaxmarl_accel.types import Episode
-
     rows, n = spec.episode_length + 1, spec.num_agents
     stored = jnp.uint8 if spec.binary_observations else jnp.float32
     state_dim = spec.state_dim or n * spec.obs_dim

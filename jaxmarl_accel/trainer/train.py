@@ -26,8 +26,9 @@ scan over chunks. Seeds are a ``jax.vmap`` over keys outside::
 (``compiler_options=compiler_options()`` from :mod:`~jaxmarl_accel.trainer.compiling` in
 that ``jax.jit`` compiles it about a third faster on the CPU, as the command line does.)
 
-The host loop (``experiments/run.py``) calls :attr:`Trainer.run_chunk` instead, so it can
-log, checkpoint and draw progress between chunks; both paths compute the same numbers.
+The command line's host loop (:mod:`jaxmarl_accel.cli.host_loop`) calls
+:attr:`Trainer.run_chunk` instead (sharded over devices by :mod:`~.sharding`), so it can log,
+checkpoint and draw progress between chunks; both paths compute the same numbers.
 Round and chunk indices enter as scan inputs (never vmapped), so every schedule derived
 from them stays a real branch, not a select of the whole state, under the seed ``vmap``.
 """
