@@ -363,13 +363,6 @@ def total_rounds(config: TrainConfig) -> int:
     return config.total_env_steps // steps_per_round(config)
 
 
-def num_chunks(config: TrainConfig) -> int:
-    """Chunks (evaluation periods) in the whole run; the last one is shorter (its rounds
-    past :func:`total_rounds` do nothing) when ``total_env_steps`` is not a multiple of
-    ``eval_every``."""
-    return -(-config.total_env_steps // config.eval_every)
-
-
 def first_update_step(config: TrainConfig) -> int:
     """Env steps per seed after which the learners are first updated: the first round
     that ends with at least ``max(learning_starts, batch_size)`` transitions collected."""

@@ -18,7 +18,6 @@ from jaxmarl_accel.config import (
     config_to_dict,
     family_defaults,
     first_update_step,
-    num_chunks,
     preset,
     preset_config,
     rounds_per_chunk,
@@ -34,13 +33,12 @@ def test_schedule_helpers():
     config = tiny_config()
     assert updates_per_round(config) == 1
     assert rounds_per_chunk(config) == 4
-    assert num_chunks(config) == 3
     assert total_rounds(config) == 12
     assert first_update_step(config) == 100  # learning_starts 100, rounds of 50 steps
     assert first_update_step(tiny_config(learning_starts=120)) == 150
     assert first_update_step(tiny_config(learning_starts=0)) == 50  # batch_size 32
     shorter = tiny_config(total_env_steps=650)  # 3 chunks of 4 rounds, then one of 1 round
-    assert (num_chunks(shorter), total_rounds(shorter)) == (4, 13)
+    assert total_rounds(shorter) == 13
     many_envs = tiny_config(num_envs=100, update_every=25, eval_every=200)
     assert updates_per_round(many_envs) == 4
 
