@@ -49,6 +49,8 @@ class Family:
         (``buffer_capacity``, ``batch_size`` in the replay's items; ``num_envs``,
         ``total_env_steps``, ``learning_starts``).
       help: a line the command line adds to the family's flag group.
+      choices: the valid values of the config's fields that name a mode (field -> values),
+        which the command line offers as the flags' choices.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Family:
     replay: Callable[[Any], str]
     replay_defaults: Mapping[str, Any]
     help: str = ""
+    choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_type):

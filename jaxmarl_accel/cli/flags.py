@@ -187,18 +187,10 @@ def flag_message(message: str, fields: typing.Iterable[str]) -> str:
 
 
 def train_choices() -> dict[str, tuple[str, ...]]:
-    """The valid values of the ``TrainConfig`` and ``ActorCriticConfig`` fields that name a
-    registry entry or a mode."""
-    from jaxmarl_accel.algos.actor_critic.config import (
-        ACTOR_STEP_CHOICES,
-        CONTINUOUS_POLICIES,
-        CRITICS,
-        LEARNERS,
-        SHARED_BATCHES,
-        SHARING,
-    )
-    from jaxmarl_accel.algos.registry import algo_names
-    from jaxmarl_accel.algos.value.config import AGENTS, MACPO_WEIGHTINGS, NORMALIZATIONS
+    """The valid values of the ``TrainConfig`` fields and of every registered learner
+    family's config fields that name a registry entry or a mode (the families' own
+    ``Family.choices``)."""
+    from jaxmarl_accel.algos.registry import algo_names, families
     from jaxmarl_accel.config import (
         INDEX_SHARING,
         LAYOUTS,
@@ -209,14 +201,13 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     )
     from jaxmarl_accel.envs import ENV_NAMES
 
-    return {"env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
-            "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": algo_names(),
-            "learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
-            "replay_next_obs": NEXT_OBS,
-            "replay_obs": REPLAY_OBS, "agent": AGENTS,
-            "macpo_normalization": NORMALIZATIONS, "macpo_weighting": MACPO_WEIGHTINGS,
-            "actor_step": ACTOR_STEP_CHOICES,
-            "sharing": SHARING, "critic": CRITICS, "shared_batch": SHARED_BATCHES}
+    choices: dict[str, tuple[str, ...]] = {
+        "env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
+        "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": algo_names(),
+        "replay_next_obs": NEXT_OBS, "replay_obs": REPLAY_OBS}
+    for family in families().values():
+        choices.update(family.choices)
+    return choices
 
 
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:

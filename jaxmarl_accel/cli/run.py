@@ -182,17 +182,10 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
-    agent-count keyword in ``--env-kwargs``; ``--team-lr`` must name the env's teams)."""
-    config = flags.train_config_from_args(
+    agent-count keyword in ``--env-kwargs``); the learner's record checks the rest."""
+    return flags.train_config_from_args(
         args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
         sampler_kwargs=args.sampler_kwargs)
-    if getattr(config.learner, "team_lr", ()):
-        from jaxmarl_accel.algos.on_policy.config import team_learning_rates
-        from jaxmarl_accel.envs import make
-
-        teams = tuple(dict.fromkeys(make(config.env, **dict(config.env_kwargs))[0].spec.teams))
-        team_learning_rates(config.learner, teams)
-    return config
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:

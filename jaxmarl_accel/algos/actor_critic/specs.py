@@ -10,7 +10,15 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxmarl_accel.algos.actor_critic import local_critic, maddpg, masac, matd3
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
+from jaxmarl_accel.algos.actor_critic.config import (
+    ACTOR_STEP_CHOICES,
+    CONTINUOUS_POLICIES,
+    CRITICS,
+    LEARNERS,
+    SHARED_BATCHES,
+    SHARING,
+    ActorCriticConfig,
+)
 from jaxmarl_accel.algos.actor_critic.learner import build as build_joint
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.base import Algo
@@ -20,7 +28,10 @@ from jaxmarl_accel.envs.base import EnvSpec
 FAMILY = Family(
     name="actor_critic", title="actor-critic", config_type=ActorCriticConfig,
     replay=lambda config: "transition", replay_defaults=ActorCriticConfig.REPLAY_DEFAULTS,
-    help="jaxmarl_accel.algos.ActorCriticConfig")
+    help="jaxmarl_accel.algos.ActorCriticConfig",
+    choices={"learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
+             "actor_step": ACTOR_STEP_CHOICES, "sharing": SHARING, "critic": CRITICS,
+             "shared_batch": SHARED_BATCHES})
 
 
 def builder(variant: Callable[[EnvSpec, ActorCriticConfig], Variant]

@@ -8,8 +8,9 @@ from typing import Any
 
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import learner
-from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig, check_for
+from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig, check_for, team_learning_rates
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
+from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.base import EnvSpec
 
 FAMILY = Family(
@@ -33,6 +34,9 @@ def _builder(name: str):
 def _checker(name: str):
     def check(run: Any) -> None:
         check_for(name, run.learner)
+        if run.learner.team_lr:  # it must name the env's teams
+            env = make(run.env, **dict(run.env_kwargs))[0]
+            team_learning_rates(run.learner, tuple(dict.fromkeys(env.spec.teams)))
         joint_steps = run.num_envs * run.learner.rollout_length
         if name == "ppo" and joint_steps % run.learner.minibatches:
             raise ValueError(f"minibatches ({run.learner.minibatches}) must divide "

@@ -18,7 +18,13 @@ from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, registe
 from jaxmarl_accel.algos.value import learner as value_learner
 from jaxmarl_accel.algos.value import macpo, mixers, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
-from jaxmarl_accel.algos.value.config import ValueConfig, replay_kind
+from jaxmarl_accel.algos.value.config import (
+    AGENTS,
+    MACPO_WEIGHTINGS,
+    NORMALIZATIONS,
+    ValueConfig,
+    replay_kind,
+)
 from jaxmarl_accel.buffers import PRIORITIZED
 from jaxmarl_accel.envs.base import EnvSpec
 
@@ -26,7 +32,9 @@ FAMILY = Family(
     name="value", title="value-based", config_type=ValueConfig, replay=replay_kind,
     replay_defaults=ValueConfig.REPLAY_DEFAULTS,
     help="jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip above apply to "
-         "them too")
+         "them too",
+    choices={"agent": AGENTS, "macpo_normalization": NORMALIZATIONS,
+             "macpo_weighting": MACPO_WEIGHTINGS})
 
 
 def weighting_mode(config: ValueConfig, auto: str, sampler: str | None = None) -> str:
