@@ -62,7 +62,7 @@ def test_a_reference_that_does_not_load_is_one_line(user_modules, reference, mes
 
 
 @pytest.mark.parametrize(("name", "message"), [
-    ("not_an_env_mod:make", "its factory returned a dict, not (Env, params)"),
+    ("not_an_env_mod:make", "its factory returned an object of type dict, not (Env, params)"),
     ("not_an_env_mod:make_raises", "raised TypeError: no agents today"),
     ("not_an_env_mod:THING", "is an object of type Thing, not a factory"),
 ])

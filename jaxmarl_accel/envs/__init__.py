@@ -101,7 +101,7 @@ def _checked(name: str, made: Any) -> tuple[Env, Any]:
     """``made`` if it is ``(Env, params)``; a one-line ValueError naming what it is."""
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], Env)):
         got = (f"a tuple of {', '.join(type(m).__name__ for m in made)}"
-               if isinstance(made, tuple) else f"a {type(made).__name__}")
+               if isinstance(made, tuple) else f"an object of type {type(made).__name__}")
         raise ValueError(f"env {name!r}: its factory returned {got}, not (Env, params) "
                          "(jaxmarl_accel.envs.Env)")
     if not isinstance(made[0].spec, EnvSpec):
