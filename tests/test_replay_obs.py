@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
-from jaxmarl_accel.buffers import LAYOUTS, storage
+from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.cli import memory, run
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.train import learner_observes, make_trainer
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 from tests.test_replay_next_obs import bits, tiny_config
 
 SPREAD_6 = (("k_nearest", 3), ("num_agents", 6))
@@ -116,7 +117,7 @@ def test_the_memory_check_counts_the_smaller_state():
                                                        replay_next_obs=next_obs))
             abstract = jax.eval_shape(jax.vmap(trainer.init), keys)
             counted[obs_mode, next_obs] = memory.check_state_fits(abstract, seeds=2)[0]
-            assert counted[obs_mode, next_obs] == storage.tree_leaf_bytes(abstract)
+            assert counted[obs_mode, next_obs] == tree_leaf_bytes(abstract)
     spec = make_trainer(config).env.spec
     row = 6 * (spec.obs_dim - spec.physical_state_dim) * 4  # one [N, D] row as [N, F]
     side = side_capacity(1000, 4, 25)

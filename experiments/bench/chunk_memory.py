@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli.memory import estimate_peak
 from jaxmarl_accel.trainer.train import make_trainer
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

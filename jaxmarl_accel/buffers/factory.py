@@ -25,6 +25,7 @@ from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
 from jaxmarl_accel.buffers.validate import check_batch, check_example
 from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 from jaxmarl_accel.types import PyTree
 
 INDEX_SHARING = ("shared", "per_agent")
@@ -91,7 +92,7 @@ def estimate_bytes(
     """
     buffer = make_buffer(sampler, capacity=capacity, batch_size=batch_size, layout=layout,
                          **sampler_kwargs)
-    return storage.tree_leaf_bytes(jax.eval_shape(buffer.init, example_transition))
+    return tree_leaf_bytes(jax.eval_shape(buffer.init, example_transition))
 
 
 def _assemble(

@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from jaxmarl_accel.types import PyTree
@@ -165,11 +164,3 @@ def chronological(slots: jax.Array, state: BufferState, capacity: int) -> jax.Ar
 def slot_of(positions: jax.Array, state: BufferState, capacity: int) -> jax.Array:
     """Slot holding each chronological position (inverse of :func:`chronological`)."""
     return (oldest_slot(state, capacity) + positions) % capacity
-
-
-def tree_leaf_bytes(example: PyTree) -> int:
-    """Bytes of one transition (leaves arrays or ``jax.ShapeDtypeStruct``)."""
-    return sum(
-        int(np.prod(leaf.shape, dtype=np.int64)) * np.dtype(leaf.dtype).itemsize
-        for leaf in jax.tree.leaves(example)
-    )

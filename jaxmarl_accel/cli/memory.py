@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from jaxmarl_accel.buffers.storage import tree_leaf_bytes
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 
 
 def available_bytes() -> tuple[int, str]:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from jaxmarl_accel.buffers import LAYOUTS, estimate_bytes, make_buffer, storage
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 from jaxmarl_accel.types import Transition
 from tests.buffers.helpers import NO_SHRINK, PER_KW
 
@@ -243,10 +244,10 @@ def test_the_state_stores_each_observation_once(layout):
     assert state.experience.next_obs is None
     obs_bytes, side = AGENTS * DIM * 4, side_capacity(capacity, num_envs, length)
     extra = num_envs * obs_bytes + capacity * 4 + side * (obs_bytes + 4) + 4
-    assert stored - storage.tree_leaf_bytes(state) == capacity * obs_bytes - extra
+    assert stored - tree_leaf_bytes(state) == capacity * obs_bytes - extra
     assert estimate_bytes(example(), capacity=capacity, layout=layout, next_obs="next_slot",
                           num_envs=num_envs, episode_length=length) == (
-        storage.tree_leaf_bytes(state))
+        tree_leaf_bytes(state))
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.buffers import estimate_bytes, make_buffer, storage
+from jaxmarl_accel.buffers import estimate_bytes, make_buffer
 from jaxmarl_accel.buffers.next_slot import side_capacity
 from jaxmarl_accel.buffers.recompute import observe_rows
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import example_transition, transition_step
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 from jaxmarl_accel.types import Transition
 from tests.buffers.helpers import NO_SHRINK
 from tests.buffers.test_next_slot import SAMPLERS, assert_same_bits, sample_in_lockstep
@@ -168,7 +169,7 @@ def test_the_state_stores_the_compact_rows_and_the_estimate_counts_them(next_obs
     state = jax.eval_shape(buffer.init, example(True))
     assert state.experience.obs.shape == (capacity, AGENTS, WIDTH)
     counted = estimate_bytes(example(True), observe=observe, **options)
-    assert counted == storage.tree_leaf_bytes(state)
+    assert counted == tree_leaf_bytes(state)
     full = estimate_bytes(example(False), **options)
     # rows of [N, D] replaced by [N, F]: obs and next_obs of every slot, or (next_slot)
     # obs of every slot, the head and the side ring

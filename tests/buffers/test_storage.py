@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.buffers import LAYOUTS, estimate_bytes, make_buffer, storage
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 from tests.buffers.helpers import (
     LAYOUT_NAMES,
     example,
@@ -21,7 +22,6 @@ from tests.buffers.helpers import (
 )
 
 SETTINGS = settings(max_examples=12, deadline=None)
-tree_bytes = storage.tree_leaf_bytes
 
 
 @SETTINGS
@@ -129,7 +129,7 @@ def test_layout_functions_under_jit_match_a_transition_major_model(
     model = {"x": np.zeros((capacity, num_agents, 2), np.float32),
              "y": np.zeros((capacity, num_agents), np.int32)}
     store = jax.jit(storage.init_storage, static_argnums=(1, 2))(item, capacity, named)
-    assert tree_bytes(store) == capacity * tree_bytes(item)
+    assert tree_leaf_bytes(store) == capacity * tree_leaf_bytes(item)
     slots = rng.permutation(capacity)[: rng.integers(1, capacity + 1)].astype(np.int32)
     new = {"x": rng.normal(size=(slots.size, num_agents, 2)).astype(np.float32),
            "y": rng.integers(0, 99, (slots.size, num_agents)).astype(np.int32)}
@@ -175,8 +175,3 @@ def test_layout_registry_iterates_names_and_is_exported():
     assert list(buffers.LAYOUTS)[:2] == ["transition_major", "agent_major"]
     assert "agent_major" in buffers.LAYOUTS and "rows" not in buffers.LAYOUTS
     assert all(isinstance(layout, buffers.StorageLayout) for layout in LAYOUTS.values())
-
-
-def test_tree_leaf_bytes_counts_arrays_and_abstract_leaves():
-    spec = {"a": jax.ShapeDtypeStruct((3, 4), jnp.float32), "b": jnp.zeros((2,), jnp.int8)}
-    assert storage.tree_leaf_bytes(spec) == 3 * 4 * 4 + 2

@@ -8,10 +8,10 @@ import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.buffers import make_buffer
-from jaxmarl_accel.buffers.storage import tree_leaf_bytes
 from jaxmarl_accel.cli import memory
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.train import make_trainer
+from jaxmarl_accel.tree_util import tree_leaf_bytes
 
 
 def test_available_bytes_names_its_source():
