@@ -160,7 +160,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                "run_eval_episodes": config.eval_episodes})
     if "baseline_warning" in result:
         _log(f"warning: {result['baseline_warning']}")
-    if spec.scripted:
+    if "median_normalized_score" in result:
         result["mean_normalized_score"] = outputs.normalized_score(
             result["mean_return"], result["random_return"], result["scripted_return"])
     for name in spec.episode_stats:
@@ -186,15 +186,19 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                  jax.random.PRNGKey(stored["seed"] + 2),
                                  (f"{stem}.gif", f"{stem}.png"))
     _log(f"checkpoint {step}: mean return {result['mean_return']:.3f} over {seeds} seed(s) x "
-         f"{episodes} episode(s), {_score_text(result, spec.scripted)}; written to {out}")
+         f"{episodes} episode(s), {_score_text(result)}; written to {out}")
     return result
 
 
-def _score_text(result: dict[str, Any], scripted: bool) -> str:
-    """The evaluation's score for the log line: NS with its baselines, or the random
-    return when the env has no scripted policy."""
-    if not scripted:
-        return f"random {result['random_return']:.3f}; {outputs.NO_SCRIPTED_NOTE}"
+def _score_text(result: dict[str, Any]) -> str:
+    """The evaluation's score for the log line: NS with its baselines, or the baselines'
+    returns and why no normalized score is defined (no scripted policy, or one whose return
+    ties the random policy's)."""
+    if "normalized_score_note" in result:
+        scripted = (f", scripted {result['scripted_return']:.3f}"
+                    if "scripted_return" in result else "")
+        return (f"random {result['random_return']:.3f}{scripted}; "
+                f"{result['normalized_score_note']}")
     return (f"median normalized score {result['median_normalized_score']:.3f} (random "
             f"{result['random_return']:.3f}, scripted {result['scripted_return']:.3f})")
 

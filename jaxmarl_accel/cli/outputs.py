@@ -191,6 +191,26 @@ def baselines_apart(random_return: float, scripted_return: float, random_se: flo
 NO_SCRIPTED_NOTE = ("the env has no scripted policy, so no normalized score is defined; "
                     "compare returns (and the random policy's)")
 
+SCORE_SPAN_FLOOR = 0.01
+"""The normalized score is undefined when the scripted and random returns differ by at most
+this share of the largest return in play (absolute, baselines and seeds): its unit, that
+difference, would then turn any return into a huge score."""
+
+
+def undefined_score_note(random_return: float, scripted_return: float,
+                         returns: Sequence[float]) -> str | None:
+    """``None`` when the normalized score is defined, else a one-line note: the scripted
+    and random returns differ by at most :data:`SCORE_SPAN_FLOOR` of the largest absolute
+    return among them and ``returns`` (each seed's)."""
+    span = abs(scripted_return - random_return)
+    scale = max(abs(random_return), abs(scripted_return), *(abs(v) for v in returns))
+    if span > SCORE_SPAN_FLOOR * scale:
+        return None
+    return (f"the scripted policy's return {scripted_return:.4g} and the random policy's "
+            f"{random_return:.4g} differ by {span:.3g}, at most {SCORE_SPAN_FLOOR:.0%} of "
+            f"the returns' size ({scale:.4g}): the normalized score (R - random) / (scripted "
+            "- random) is undefined here; compare returns")
+
 
 def summarize(final_returns: Sequence[float], random_return: float,
               scripted_return: float | None, extra: dict[str, Any] | None = None,
@@ -198,38 +218,38 @@ def summarize(final_returns: Sequence[float], random_return: float,
     """Summary of the final evaluation over seeds: per-seed values, median, IQR, NS.
 
     ``scripted_return``: the scripted policy's, or ``None`` when the env has none
-    (``spec.scripted`` False): the summary then has no normalized score, and
+    (``spec.scripted`` False). Without one, or when the two baselines nearly coincide
+    (:func:`undefined_score_note`), the summary has no normalized score and
     ``normalized_score_note`` says why. ``baseline_se``: the standard errors of the random
     and scripted returns and the episodes behind each; with it the summary holds them, and a
     ``baseline_warning`` when the two baselines are not told apart (:func:`baselines_apart`)."""
     values = np.asarray(final_returns, dtype=np.float64)
-    if scripted_return is None:
-        q25, q50, q75 = np.percentile(values, [25, 50, 75])
-        summary = {"final_eval_return_per_seed": values.tolist(), "median_return": float(q50),
-                   "iqr_return": [float(q25), float(q75)], "random_return": random_return,
-                   "normalized_score_note": NO_SCRIPTED_NOTE}
-        if baseline_se is not None:
-            summary.update(random_return_se=baseline_se[0], baseline_episodes=baseline_se[2])
-        summary.update(extra or {})
-        return summary
-    scores = [normalized_score(v, random_return, scripted_return) for v in values]
     q25, q50, q75 = np.percentile(values, [25, 50, 75])
-    s25, s50, s75 = np.percentile(scores, [25, 50, 75])
-    summary = {
-        "final_eval_return_per_seed": values.tolist(),
-        "median_return": float(q50), "iqr_return": [float(q25), float(q75)],
-        "random_return": random_return, "scripted_return": scripted_return,
-        "normalized_score_per_seed": scores,
-        "median_normalized_score": float(s50), "iqr_normalized_score": [float(s25), float(s75)],
-    }
+    summary: dict[str, Any] = {
+        "final_eval_return_per_seed": values.tolist(), "median_return": float(q50),
+        "iqr_return": [float(q25), float(q75)], "random_return": random_return}
+    if scripted_return is None:
+        note = NO_SCRIPTED_NOTE
+    else:
+        summary["scripted_return"] = scripted_return
+        note = undefined_score_note(random_return, scripted_return, values.tolist())
+    if note is None:
+        scores = [normalized_score(v, random_return, scripted_return) for v in values]
+        s25, s50, s75 = np.percentile(scores, [25, 50, 75])
+        summary.update(normalized_score_per_seed=scores, median_normalized_score=float(s50),
+                       iqr_normalized_score=[float(s25), float(s75)])
+    else:
+        summary["normalized_score_note"] = note
     if baseline_se is not None:
         random_se, scripted_se, episodes = baseline_se
-        summary.update(random_return_se=random_se, scripted_return_se=scripted_se,
-                       baseline_episodes=episodes)
-        note = baselines_apart(random_return, scripted_return, random_se, scripted_se,
-                               episodes)
-        if note is not None:
-            summary["baseline_warning"] = note
+        summary["random_return_se"] = random_se
+        if scripted_return is not None:
+            summary["scripted_return_se"] = scripted_se
+        summary["baseline_episodes"] = episodes
+        warning = None if note is not None else baselines_apart(
+            random_return, scripted_return, random_se, scripted_se, episodes)
+        if warning is not None:
+            summary["baseline_warning"] = warning
     summary.update(extra or {})
     return summary
 

@@ -146,9 +146,9 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
         render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
-    if not spec.scripted:
+    if "normalized_score_note" in summary:  # no scripted policy, or it ties the random one
         log(f"median return {summary['median_return']:.3f} (IQR {summary['iqr_return'][0]:.3f} "
-            f"to {summary['iqr_return'][1]:.3f}; {outputs.NO_SCRIPTED_NOTE}"
+            f"to {summary['iqr_return'][1]:.3f}; {summary['normalized_score_note']}"
             f"{'; untrained policies' if untrained else ''}); summary in {path}")
         return
     log(f"median normalized score {summary['median_normalized_score']:.3f} "
