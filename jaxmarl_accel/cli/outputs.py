@@ -286,10 +286,21 @@ def curve_points(rows: Sequence[dict[str, float]], key: str = "eval_return"
     return points
 
 
-def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
-               random_return: float, scripted_return: float | None) -> str:
-    """Learning curve: median evaluation return over seeds with an interquartile band (and
-    the scripted policy's return, when there is one)."""
+MARKED_POINTS = 20
+"""Curves of at most this many evaluations mark each one (a single point draws no line)."""
+
+
+def curve_title(algo: str, env: str, seeds: int) -> str:
+    """The learning curve's title: ``"qmix on stag_hunt (1 seed)"``."""
+    return f"{algo} on {env} ({seeds} seed{'' if seeds == 1 else 's'})"
+
+
+def curve_figure(rows: Sequence[dict[str, float]], title: str, random_return: float,
+                 scripted_return: float | None) -> Any:
+    """The learning curve as a matplotlib figure: median evaluation return over seeds with
+    an interquartile band, each evaluation marked when there are few
+    (:data:`MARKED_POINTS`), and the random and scripted policies' returns (the scripted
+    when there is one)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -297,9 +308,15 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
 
     steps, median, low, high = zip(*((p.env_steps, p.median, p.low, p.high)
                                      for p in curve_points(rows)), strict=True)
+    marker = "o" if len(steps) <= MARKED_POINTS else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(steps, median, color="tab:blue", label="median over seeds")
-    ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25, label="interquartile range")
+    ax.plot(steps, median, color="tab:blue", marker=marker, label="median over seeds")
+    if len(steps) > 1:
+        ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25,
+                        label="interquartile range")
+    else:  # one evaluation: its interquartile range as an error bar
+        ax.errorbar(steps, median, yerr=[[median[0] - low[0]], [high[0] - median[0]]],
+                    color="tab:blue", capsize=4, label="interquartile range")
     ax.axhline(random_return, color="tab:red", ls="--", label="random policy")
     if scripted_return is not None:
         ax.axhline(scripted_return, color="tab:green", ls="--", label="scripted policy")
@@ -308,6 +325,16 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
     ax.set_title(title)
     ax.legend(loc="lower right")
     fig.tight_layout()
+    return fig
+
+
+def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
+               random_return: float, scripted_return: float | None) -> str:
+    """Write the learning curve (:func:`curve_figure`) to ``learning_curve.png`` in
+    ``out_dir``; returns the file's path."""
+    import matplotlib.pyplot as plt
+
+    fig = curve_figure(rows, title, random_return, scripted_return)
     path = os.path.join(out_dir, CURVE_NAME)
     fig.savefig(path, dpi=120)
     plt.close(fig)

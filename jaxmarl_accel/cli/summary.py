@@ -141,7 +141,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     marl_eval.write(os.path.join(options.out_dir, outputs.MARL_EVAL_NAME), marl_eval.run_export(
         marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
     outputs.plot_curve(options.out_dir, rows,
-                       f"{config.algo} on {config.env} ({options.seeds} seeds)",
+                       outputs.curve_title(config.algo, config.env, options.seeds),
                        summary["random_return"], summary.get("scripted_return"))
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
