@@ -99,9 +99,11 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="replay sampler keyword arguments, e.g. 'alpha=0.6,beta=0.4'")
     run.add_argument("--render", action="store_true",
                      help="render one evaluation episode of seed 0 to episode.gif/.png")
-    run.add_argument("--baseline-episodes", type=flags.parse_int, default=1000,
+    run.add_argument("--baseline-episodes", type=flags.parse_int, default=None,
                      help="episodes used to measure the random and scripted returns that "
-                          "define the normalized score (default: 1000)")
+                          "define the normalized score (default: 1000, fewer for large "
+                          "scenarios: 8,000,000 agent steps / (agents x episode length), at "
+                          "least 8; 80 for 1,000 agents x 100 steps)")
     run.add_argument("--checkpoint-every", type=flags.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--checkpoint-replay", choices=("true", "false"), default="true",

@@ -90,6 +90,23 @@ def team_means(values: np.ndarray, teams: tuple[str, ...]) -> dict[str, float]:
             for team in dict.fromkeys(teams)}
 
 
+BASELINE_AGENT_STEPS = 8_000_000
+"""Agent steps (agents x env steps) each baseline policy is evaluated for by default:
+1,000 episodes of small scenarios, fewer of large ones (:func:`default_baseline_episodes`)."""
+
+BASELINE_EPISODES = (8, 1000)
+"""The fewest and the most episodes of the default baseline evaluation."""
+
+
+def default_baseline_episodes(num_agents: int, episode_length: int) -> int:
+    """Episodes of the random and scripted baselines when ``--baseline-episodes`` is left
+    out: :data:`BASELINE_AGENT_STEPS` over agents x episode length, within
+    :data:`BASELINE_EPISODES` (1,000 up to 40 agents x 200 steps, 80 for 1,000 x 100)."""
+    fewest, most = BASELINE_EPISODES
+    return min(most, max(fewest, math.ceil(BASELINE_AGENT_STEPS
+                                           / (num_agents * episode_length))))
+
+
 def untrained_note(trainer: Trainer) -> str:
     """Why a run that ends before its first update has scores of untrained policies."""
     config = trainer.config
