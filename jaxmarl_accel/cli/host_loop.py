@@ -35,7 +35,13 @@ from jaxmarl_accel.cli.run_store import (
     run_record,
     save_checkpoint,
 )
-from jaxmarl_accel.cli.summary import scored_agents, summarize_run, untrained_note
+from jaxmarl_accel.cli.summary import (
+    exploration_rates,
+    rounded_steps_note,
+    scored_agents,
+    summarize_run,
+    untrained_note,
+)
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     auto_layout,
@@ -113,6 +119,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
     upload = mirror.push if mirror is not None else (lambda: 0)
     upload()
+    if rounded_steps_note(trainer) is not None:
+        log(f"note: {rounded_steps_note(trainer)}")
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
     manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),
@@ -182,7 +190,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 bar.close()
                 print(f"error: {error}; stopping ({kept_note(manager)})", file=sys.stderr)
                 return None
-            chunk_rows = outputs.metric_rows(chunk, metrics, scored)
+            chunk_rows = outputs.metric_rows(chunk, metrics, scored,
+                                             exploration_rates(trainer, chunk))
             rows.extend(chunk_rows)
             if writer:
                 outputs.write_rows(options.out_dir, rows)

@@ -34,13 +34,15 @@ RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME
 ``--overwrite`` removes)."""
 
 
-def metric_rows(chunk: int, metrics: Any,
-                scored: np.ndarray | None = None) -> list[dict[str, float]]:
+def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
+                schedule: dict[str, float] | None = None) -> list[dict[str, float]]:
     """One CSV row per seed from host-side ``ChunkMetrics`` with a leading seed axis.
 
     ``eval_return`` and ``train_return`` are the means over the ``scored`` agents (bool
     ``[N]``, default all; with scripted prey the predators); ``eval_return_agent{i}`` are
-    every agent's own."""
+    every agent's own. ``schedule``: columns every seed shares, known on the host (the
+    exploration rate, :func:`jaxmarl_accel.cli.summary.exploration_rates`); they replace
+    learner metrics of the same name, which average only the chunk's updates."""
     eval_return = np.asarray(metrics.eval_return)  # [S, N]
     scored = np.ones(eval_return.shape[1], bool) if scored is None else np.asarray(scored)
     rows = []
@@ -59,6 +61,7 @@ def metric_rows(chunk: int, metrics: Any,
                 row[f"{prefix}_{name}"] = float(np.asarray(value)[seed])
         for name, value in sorted(metrics.learner.items()):
             row[name] = float(np.asarray(value)[seed])
+        row.update(schedule or {})
         rows.append(row)
     return rows
 

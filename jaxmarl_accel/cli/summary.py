@@ -12,6 +12,9 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxmarl_accel import config as cfg
+from jaxmarl_accel.algos.value import targets
+from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.cli import marl_eval, outputs
 from jaxmarl_accel.cli.render import write_gif, write_png
 from jaxmarl_accel.cli.run_store import RunOptions
@@ -107,6 +110,42 @@ def default_baseline_episodes(num_agents: int, episode_length: int) -> int:
                                            / (num_agents * episode_length))))
 
 
+def rounded_steps_note(trainer: Trainer) -> str | None:
+    """``None`` when the run takes the ``--total-env-steps`` it was given, else why it
+    takes more: rounds of whole episodes (episode replay) or of whole rollouts."""
+    config = trainer.config
+    if trainer.total_steps == config.total_env_steps:
+        return None
+    envs = config.num_envs
+    if cfg.replay_of(config) == "episode":
+        length = trainer.env.spec.episode_length
+        why = f"one whole episode of {length} steps in each of the --num-envs {envs} envs"
+    else:
+        length = config.learner.rollout_length
+        why = f"a rollout of --rollout-length {length} steps in each of the --num-envs {envs} envs"
+    return (f"--total-env-steps {config.total_env_steps:,} is rounded up to "
+            f"{trainer.total_steps:,} env steps per seed: whole rounds of {envs * length:,} "
+            f"steps ({why})")
+
+
+def exploration_rates(trainer: Trainer, chunk: int) -> dict[str, float]:
+    """The ``epsilon`` column of chunk ``chunk``'s metric rows for learners with an
+    epsilon-greedy schedule (value learners; else ``{}``): the exploration rate the chunk's
+    training episodes were collected at, averaged over its env steps. It is a schedule on
+    the run's clock, the same for every seed, so it is known whether or not the chunk
+    updated (the learner's own ``epsilon`` metric averages only the chunk's updates)."""
+    config = trainer.config
+    if not isinstance(config.learner, ValueConfig):
+        return {}
+    # the clock at each action: every num_envs steps, or every round of whole episodes
+    stride = (config.num_envs * trainer.env.spec.episode_length
+              if cfg.replay_of(config) == "episode" else config.num_envs)
+    start = chunk * trainer.steps_per_chunk
+    end = min(start + trainer.steps_per_chunk, trainer.total_steps)
+    clocks = np.arange(start, end, stride)
+    return {"epsilon": float(np.mean(targets.epsilon(config.learner, clocks)))}
+
+
 def untrained_note(trainer: Trainer) -> str:
     """Why a run that ends before its first update has scores of untrained policies."""
     config = trainer.config
@@ -141,7 +180,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         float(base["scripted"][scored].mean()) if spec.scripted else None,
         baseline_se=(base["random_se"], base["scripted_se"], options.baseline_episodes),
         extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
-               "seeds": options.seeds, "env_steps_per_seed": config.total_env_steps,
+               "seeds": options.seeds, "env_steps_per_seed": trainer.total_steps,
+               **steps_rounded(trainer),
                "devices": layout.num_devices,
                "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
                **timing,
@@ -172,6 +212,15 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
         f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
         f"{summary['iqr_normalized_score'][1]:.3f}"
         f"{'; untrained policies' if untrained else ''}); summary in {path}")
+
+
+def steps_rounded(trainer: Trainer) -> dict[str, Any]:
+    """The summary's record of a run that took more env steps than it was given: the
+    steps requested and why they were rounded up (:func:`rounded_steps_note`)."""
+    note = rounded_steps_note(trainer)
+    if note is None:
+        return {}
+    return {"env_steps_requested": trainer.config.total_env_steps, "env_steps_note": note}
 
 
 def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Array,
