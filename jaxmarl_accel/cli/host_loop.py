@@ -100,7 +100,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     trainer = make_trainer(config)
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
-    check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards)
+    check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards, config=config)
     check_disk_fits(sharded.abstract_state, options)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
@@ -112,7 +112,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     compile_s = time.perf_counter() - t0
     temp_bytes = compiled_temp_bytes(compiled)
     state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.seeds,
-                                               layout.seed_shards, temp_bytes)
+                                               layout.seed_shards, temp_bytes, config)
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")

@@ -8,6 +8,7 @@ free, and refusing, happens here, once, for ``run``, ``characterize`` and ``benc
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -37,12 +38,14 @@ def available_bytes() -> tuple[int, str]:
     return int(pages), f"{device} (host sysconf)"
 
 
-def ensure_fits(needed_bytes: int, what: str, hint: str, fraction: float = 1.0) -> None:
+def ensure_fits(needed_bytes: int, what: str, hint: str | Callable[[], str],
+                fraction: float = 1.0) -> None:
     """Raise ``ValueError`` (one line) when ``needed_bytes`` exceed ``fraction`` of the
     memory available now: "<what> needs X GiB but only Y GiB are available on <where>;
-    <hint>"."""
+    <hint>" (``hint`` a text, or a function giving it, called only to refuse)."""
     free, where = available_bytes()
     if needed_bytes > fraction * free:
+        hint = hint() if callable(hint) else hint
         raise ValueError(f"{what} needs {needed_bytes / 2**30:.2f} GiB but only "
                          f"{free / 2**30:.2f} GiB are available on {where}; {hint}")
 
@@ -83,7 +86,7 @@ def compiled_temp_bytes(compiled: Any) -> int:
 
 
 def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
-                     temp_bytes: int = 0) -> tuple[int, int]:
+                     temp_bytes: int = 0, config: Any = None) -> tuple[int, int]:
     """Refuse (ValueError, one line) before allocating when a run cannot fit; returns the
     training state's bytes and the run's estimated peak (:func:`estimate_peak`).
 
@@ -91,7 +94,8 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
     before the state exists, again with the compiled chunk's temporaries
     (:func:`compiled_temp_bytes`). With the seeds split over ``seed_shards`` devices each
     holds ``1 / seed_shards`` of the state. The message states the estimate's parts and how
-    it was calibrated.
+    it was calibrated, and what to lower (:func:`fit_hint`; with the run's ``config``, the
+    flags that apply to its learner and scenario).
     """
     state = tree_leaf_bytes(abstract_state)
     on_host = "host" in available_bytes()[1]
@@ -106,8 +110,46 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
     else:
         how = (f"per device: the state {per_device / 2**30:.2f} GiB + "
                f"{DEVICE_MARGIN:.0%} for XLA's temporaries{temps}")
-    hint = "lower --buffer-capacity, --seeds or --num-envs"
-    if temp_bytes:
-        hint += " (or --batch-size, which the temporaries grow with)"
-    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})", hint)
+    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})",
+                lambda: fit_hint(config, temp_bytes))
     return state, needed
+
+
+def fit_hint(config: Any, temp_bytes: int = 0) -> str:
+    """What to lower when a run does not fit: the replay's flags (or, for learners without
+    a replay, the rollout's), and ``use_full_observation=false`` where the scenario's
+    observations grow with the agents (:func:`observation_hint`). ``config``: the run's
+    ``TrainConfig``, or None (the replay's flags)."""
+    from jaxmarl_accel.config import replay_of
+
+    if config is not None and replay_of(config) == "rollout":
+        hint = "lower --seeds, --num-envs or --rollout-length"
+        if temp_bytes:
+            hint += " (the temporaries grow with the rollout: num-envs x rollout-length steps)"
+    else:
+        hint = "lower --buffer-capacity, --seeds or --num-envs"
+        if temp_bytes:
+            hint += " (or --batch-size, which the temporaries grow with)"
+    observation = observation_hint(config) if config is not None else None
+    return hint if observation is None else f"{hint}; {observation}"
+
+
+def observation_hint(config: Any) -> str | None:
+    """For a scenario with full observations (``use_full_observation``, the Tag envs:
+    every agent observes every agent, ``[N, O(N)]`` per env, O(N^2)), the ``--env-kwargs``
+    that gives each agent a fixed-size observation instead, with both sizes; else None."""
+    from jaxmarl_accel.envs import make, scenario_keywords
+
+    if "use_full_observation" not in (scenario_keywords(config.env) or ()):
+        return None
+    kwargs = dict(config.env_kwargs)
+    full = make(config.env, **kwargs)[0].spec
+    try:
+        partial = make(config.env, **{**kwargs, "use_full_observation": False})[0].spec
+    except ValueError:  # e.g. more nearest agents observed than the scenario has
+        return None
+    if partial.obs_dim >= full.obs_dim:
+        return None
+    return (f"or --env-kwargs use_full_observation=false: each of the {full.num_agents:,} "
+            f"agents then observes {partial.obs_dim} values instead of {full.obs_dim:,} "
+            "(every agent's: memory grows with the square of the agents)")
