@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 
 import nbformat
@@ -29,23 +30,49 @@ def run_install_cell(monkeypatch, tmp_path, repository: str) -> list[list[str]]:
     """Runs the install cell as if jaxmarl_accel were not installed, from a folder with no
     checkout above it, with `REPOSITORY = repository`; returns the commands it ran."""
     setting, install = (cell.source for cell in code_cells(nbformat.read(NOTEBOOK, 4))[:2])
-    assert setting.startswith('REPOSITORY = ""  # e.g. "github.com/<owner>/jaxmarl_accel"')
+    assert setting == ('REPOSITORY = ""  # fill in: a git URL of jaxmarl_accel, or the path '
+                       'of an uploaded .whl')
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "jaxmarl_accel"
                         else real_find_spec(name, *a))
     commands: list[list[str]] = []
     monkeypatch.setattr(subprocess, "run", lambda command, **kw: commands.append(command))
-    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks").mkdir(exist_ok=True)
     monkeypatch.chdir(tmp_path / "notebooks")
     exec(f"REPOSITORY = {repository!r}\n{install}", {})
     return commands
 
 
+def on_a_gpu(monkeypatch) -> None:
+    """The install cell's runtime check sees an NVIDIA GPU (and no TPU)."""
+    for name in TPU_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi"
+                        if name == "nvidia-smi" else None)
+
+
 def test_install_cell_without_a_repository_says_what_to_set(monkeypatch, tmp_path):
     with pytest.raises(SystemExit, match="Set REPOSITORY in the first code cell") as err:
         run_install_cell(monkeypatch, tmp_path, "")
-    assert "\n" not in str(err.value) and "OWNER" not in str(err.value)
+    message = str(err.value)
+    assert "\n" not in message and "OWNER" not in message
+    assert "git URL" in message and "uploaded wheel" in message
+
+
+def test_install_cell_on_a_gpu_installs_the_gpu_extra_from_an_uploaded_wheel(monkeypatch,
+                                                                              tmp_path):
+    on_a_gpu(monkeypatch)
+    wheel = tmp_path / "jaxmarl_accel-0.1.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    (command,) = run_install_cell(monkeypatch, tmp_path, str(wheel))
+    assert command[-1] == f"jaxmarl_accel[gpu] @ file://{wheel}"
+    with pytest.raises(SystemExit, match="which is not there: upload it"):
+        run_install_cell(monkeypatch, tmp_path, str(tmp_path / "missing.whl"))
+    # left empty: the one wheel uploaded to the working folder
+    (tmp_path / "notebooks" / wheel.name).write_bytes(b"")
+    (command,) = run_install_cell(monkeypatch, tmp_path, "")
+    assert command[-1] == f"jaxmarl_accel[gpu] @ file://{tmp_path / 'notebooks' / wheel.name}"
 
 
 def test_install_cell_on_a_tpu_installs_the_tpu_extra_from_the_repository(monkeypatch, tmp_path):
