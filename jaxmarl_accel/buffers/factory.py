@@ -18,13 +18,14 @@ from jaxmarl_accel.buffers.locality import make_prioritized_locality
 from jaxmarl_accel.buffers.neighbor import WINDOWS, make_neighbor
 from jaxmarl_accel.buffers.next_slot import check_next_obs, derive_next_obs
 from jaxmarl_accel.buffers.prioritized import PerSettings, make_per
-from jaxmarl_accel.buffers.recompute import Observe, check_observe, recompute_obs
+from jaxmarl_accel.buffers.recompute import check_observe, recompute_obs
 from jaxmarl_accel.buffers.reuse import make_reuse
 from jaxmarl_accel.buffers.reuse_block import make_block_reuse
 from jaxmarl_accel.buffers.storage import LAYOUTS, BufferState, StorageLayout
 from jaxmarl_accel.buffers.uniform import make_uniform
 from jaxmarl_accel.buffers.validate import check_batch, check_example
 from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.compact_rows import Observe
 from jaxmarl_accel.tree_util import tree_leaf_bytes
 from jaxmarl_accel.types import PyTree
 

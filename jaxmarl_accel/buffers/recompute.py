@@ -26,17 +26,14 @@ what they read (the neighbourhood critics,
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 
 from jaxmarl_accel.buffers.base import SampleBatch
 from jaxmarl_accel.buffers.storage import BufferState
+from jaxmarl_accel.compact_rows import Observe, observe_rows
 from jaxmarl_accel.types import PyTree
-
-Observe = Callable[[jax.Array], jax.Array]
-"""``compact [N, F] -> observations [N, D]``, pure and jittable."""
 
 
 def check_observe(observe: Any, chunk: Any, layout: str) -> None:
@@ -53,30 +50,6 @@ def check_observe(observe: Any, chunk: Any, layout: str) -> None:
     if layout == "episode":
         raise ValueError("observe needs one transition per slot; layout 'episode' stores "
                          "whole episodes")
-
-
-OBSERVE_ENTRIES = 2**24
-"""Agent pairs (joint steps x N^2) observed at once when every agent of many joint steps is
-observed: the k-nearest observations build ``[N, N]`` distance arrays, so at N = 1,000 16
-joint steps are observed at a time (0.2 GB of temporaries) instead of a batch of 256 at once
-(5 GB); up to 128 agents a batch of 1,024 is observed at once."""
-
-
-def observe_chunk(num_agents: int) -> int:
-    """Joint steps of ``num_agents`` agents observed at once (:data:`OBSERVE_ENTRIES`)."""
-    return max(1, OBSERVE_ENTRIES // num_agents**2)
-
-
-def observe_rows(observe: Observe, compact: jax.Array, chunk: int | None = None) -> jax.Array:
-    """``observe`` of every joint step of ``compact`` ``[*I, N, F]`` (any leading index axes
-    I, e.g. ``[B]`` or ``[N, B]``): ``[*I, N, D]``, ``chunk`` joint steps at a time (all at
-    once when None)."""
-    flat = compact.reshape(-1, *compact.shape[-2:])
-    if chunk is None or chunk >= flat.shape[0]:
-        out = jax.vmap(observe)(flat)
-    else:  # a scan over chunks, each vmapped (the remainder too)
-        out = jax.lax.map(observe, flat, batch_size=chunk)
-    return out.reshape(*compact.shape[:-2], *out.shape[1:])
 
 
 def _check_example(example: PyTree, observe: Observe) -> None:

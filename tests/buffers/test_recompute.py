@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jaxmarl_accel.buffers import estimate_bytes, make_buffer
 from jaxmarl_accel.buffers.next_slot import side_capacity
-from jaxmarl_accel.buffers.recompute import observe_rows
+from jaxmarl_accel.compact_rows import observe_rows
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.steps import example_transition, transition_step
 from jaxmarl_accel.tree_util import tree_leaf_bytes

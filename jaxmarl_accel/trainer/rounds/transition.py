@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
-from jaxmarl_accel.buffers.recompute import observe_chunk
+from jaxmarl_accel.compact_rows import observe_chunk
 from jaxmarl_accel.envs import Env
 from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.trainer.rounds.state import (
@@ -55,7 +55,7 @@ def replay_obs_kwargs(config: cfg.TrainConfig, env: Env, env_params: PyTree
                       ) -> dict[str, Any]:
     """``make_buffer``'s ``observe`` options for ``config.replay_obs``: with
     ``"physical_state"``, the env's own observation function of a packed physical state
-    (``env.observe_physical`` at ``env_params``), :func:`~.buffers.recompute.observe_chunk`
+    (``env.observe_physical`` at ``env_params``), :func:`~jaxmarl_accel.compact_rows.observe_chunk`
     joint steps at a time; a one-line ValueError for an env without one."""
     if config.replay_obs == "observation":
         return {}

@@ -21,7 +21,7 @@ from jaxmarl_accel.algos.actor_critic.local_critic.groups import (
 from jaxmarl_accel.algos.actor_critic.state import (
     ActorCriticState,
 )
-from jaxmarl_accel.buffers.recompute import observe_chunk, observe_rows
+from jaxmarl_accel.compact_rows import observe_chunk, observe_rows
 from jaxmarl_accel.types import Transition
 
 
@@ -103,7 +103,7 @@ def _look(sk: Skeleton, joint: jax.Array, rows: jax.Array, who: jax.Array) -> ja
 
 def _observe_all(sk: Skeleton, batch: Transition) -> Transition:
     """``batch`` with every agent's observations in place of packed physical states
-    (:func:`~jaxmarl_accel.buffers.recompute.observe_chunk` joint steps at a time)."""
+    (:func:`~jaxmarl_accel.compact_rows.observe_chunk` joint steps at a time)."""
     n = sk.spec.num_agents
     every = lambda physical: sk.observe_at(physical, jnp.arange(n))
     chunk = observe_chunk(n)
