@@ -1,7 +1,9 @@
-"""jaxmarl_accel: end-to-end off-policy multi-agent RL in one compiled JAX program.
+"""jaxmarl_accel: end-to-end multi-agent RL in one compiled JAX program: off-policy
+actor-critic (MADDPG / MATD3 / MASAC) and value-based (QMIX / VDN / IQL, MAC-PO) learners on
+replay, on-policy A2C / PPO on rollouts.
 
-The stable public pieces, importable from the top level (each is loaded on first use, so
-``import jaxmarl_accel`` stays cheap)::
+The stable public pieces are the names in ``__all__``, importable from the top level; each
+is loaded from its module on first use, so ``import jaxmarl_accel`` stays cheap::
 
     import jax
     import jaxmarl_accel as jm
@@ -15,146 +17,46 @@ The stable public pieces, importable from the top level (each is loaded on first
 Every piece is a pure function or a bundle of them (a NamedTuple from a ``make_*``
 factory), so it can be called inside another project's own ``jit`` / ``scan`` / ``vmap``;
 ``examples/custom_loop.py`` assembles a training loop from them.
-
-==========================  ==========================================================
-envs                        :func:`make`, :class:`Env`, :class:`EnvSpec`,
-                            :func:`evaluate_policy`, :class:`EvalResult`
-replay buffers and samplers :func:`make_buffer`, :class:`Buffer`, :class:`SampleBatch`,
-                            :class:`BufferState`
-learners                    :func:`make_algo`, :class:`Algo`, :class:`ActorCriticConfig`,
-                            :class:`ActorCriticState`
-training                    :func:`make_train`, :func:`make_trainer`, :class:`Trainer`,
-                            :class:`TrainConfig`, :class:`TrainState`,
-                            :class:`ChunkMetrics`, :class:`Transition`,
-                            :func:`compiler_options`
-data path                   :func:`transition_step`, :func:`learn_step`,
-                            :func:`learner_policy`
-devices                     :func:`plan_layout`, :class:`DeviceLayout`,
-                            :func:`make_sharded_trainer`, :class:`ShardedTrainer`
-==========================  ==========================================================
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
-_EXPORTS: dict[str, str] = {
-    "make": "jaxmarl_accel.envs",
-    "Env": "jaxmarl_accel.envs",
-    "EnvSpec": "jaxmarl_accel.envs",
-    "evaluate_policy": "jaxmarl_accel.envs.evaluate",
-    "EvalResult": "jaxmarl_accel.envs.evaluate",
-    "make_buffer": "jaxmarl_accel.buffers",
-    "Buffer": "jaxmarl_accel.buffers",
-    "BufferState": "jaxmarl_accel.buffers",
-    "SampleBatch": "jaxmarl_accel.buffers",
-    "register_env": "jaxmarl_accel.envs",
-    "make_algo": "jaxmarl_accel.algos",
-    "Algo": "jaxmarl_accel.algos",
-    "AlgoSpec": "jaxmarl_accel.algos",
-    "BuildContext": "jaxmarl_accel.algos",
-    "Family": "jaxmarl_accel.algos",
-    "register_algo": "jaxmarl_accel.algos",
-    "ActorCriticConfig": "jaxmarl_accel.algos",
-    "ActorCriticState": "jaxmarl_accel.algos",
-    "ValueConfig": "jaxmarl_accel.algos",
-    "OnPolicyConfig": "jaxmarl_accel.algos",
-    "Episode": "jaxmarl_accel.types",
-    "collect_episodes": "jaxmarl_accel.trainer.steps",
-    "make_train": "jaxmarl_accel.trainer.train",
-    "compiler_options": "jaxmarl_accel.trainer.compiling",
-    "make_trainer": "jaxmarl_accel.trainer.train",
-    "Trainer": "jaxmarl_accel.trainer.train",
-    "TrainState": "jaxmarl_accel.trainer.train",
-    "ChunkMetrics": "jaxmarl_accel.trainer.train",
-    "TrainConfig": "jaxmarl_accel.config",
-    "Transition": "jaxmarl_accel.types",
-    "transition_step": "jaxmarl_accel.trainer.steps",
-    "learn_step": "jaxmarl_accel.trainer.steps",
-    "learner_policy": "jaxmarl_accel.envs.policies",
-    "plan_layout": "jaxmarl_accel.trainer.sharding",
-    "DeviceLayout": "jaxmarl_accel.trainer.sharding",
-    "make_sharded_trainer": "jaxmarl_accel.trainer.sharding",
-    "ShardedTrainer": "jaxmarl_accel.trainer.sharding",
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    # envs
+    "jaxmarl_accel.envs": ("make", "register_env", "Env", "EnvSpec"),
+    "jaxmarl_accel.envs.evaluate": ("evaluate_policy", "EvalResult"),
+    # replay buffers and samplers
+    "jaxmarl_accel.buffers": ("make_buffer", "Buffer", "BufferState", "SampleBatch"),
+    # learners
+    "jaxmarl_accel.algos": ("make_algo", "register_algo", "Algo", "AlgoSpec", "BuildContext",
+                            "Family", "ActorCriticConfig", "ActorCriticState", "ValueConfig",
+                            "OnPolicyConfig"),
+    # training
+    "jaxmarl_accel.config": ("TrainConfig",),
+    "jaxmarl_accel.trainer.train": ("make_train", "make_trainer", "Trainer", "TrainState",
+                                    "ChunkMetrics"),
+    "jaxmarl_accel.trainer.compiling": ("compiler_options",),
+    # data path
+    "jaxmarl_accel.types": ("Transition", "Episode"),
+    "jaxmarl_accel.trainer.steps": ("transition_step", "collect_episodes", "learn_step"),
+    "jaxmarl_accel.envs.policies": ("learner_policy",),
+    # devices
+    "jaxmarl_accel.trainer.sharding": ("plan_layout", "DeviceLayout", "make_sharded_trainer",
+                                       "ShardedTrainer"),
 }
+"""The public names by the module that defines them, grouped by area: the one list of the
+public API."""
 
-__all__ = [
-    "Algo",
-    "AlgoSpec",
-    "BuildContext",
-    "Family",
-    "register_algo",
-    "register_env",
-    "ActorCriticConfig",
-    "ActorCriticState",
-    "Buffer",
-    "BufferState",
-    "ChunkMetrics",
-    "Env",
-    "EnvSpec",
-    "EvalResult",
-    "DeviceLayout",
-    "OnPolicyConfig",
-    "SampleBatch",
-    "ShardedTrainer",
-    "TrainConfig",
-    "TrainState",
-    "Trainer",
-    "Transition",
-    "ValueConfig",
-    "Episode",
-    "collect_episodes",
-    "compiler_options",
-    "evaluate_policy",
-    "learn_step",
-    "learner_policy",
-    "make",
-    "make_algo",
-    "make_buffer",
-    "make_sharded_trainer",
-    "make_train",
-    "make_trainer",
-    "plan_layout",
-    "transition_step",
-]
+_EXPORTS: dict[str, str] = {name: module for module, names in _PUBLIC.items()
+                            for name in names}
+"""Public name -> its module."""
 
-if TYPE_CHECKING:
-    from jaxmarl_accel.algos import (
-        ActorCriticConfig,
-        ActorCriticState,
-        Algo,
-        AlgoSpec,
-        BuildContext,
-        Family,
-        OnPolicyConfig,
-        ValueConfig,
-        make_algo,
-        register_algo,
-    )
-    from jaxmarl_accel.buffers import Buffer, BufferState, SampleBatch, make_buffer
-    from jaxmarl_accel.config import TrainConfig
-    from jaxmarl_accel.envs import Env, EnvSpec, make, register_env
-    from jaxmarl_accel.envs.evaluate import EvalResult, evaluate_policy
-    from jaxmarl_accel.envs.policies import learner_policy
-    from jaxmarl_accel.trainer.compiling import compiler_options
-    from jaxmarl_accel.trainer.sharding import (
-        DeviceLayout,
-        ShardedTrainer,
-        make_sharded_trainer,
-        plan_layout,
-    )
-    from jaxmarl_accel.trainer.steps import collect_episodes, learn_step, transition_step
-    from jaxmarl_accel.trainer.train import (
-        ChunkMetrics,
-        Trainer,
-        TrainState,
-        make_train,
-        make_trainer,
-    )
-    from jaxmarl_accel.types import Episode, Transition
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
