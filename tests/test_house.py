@@ -5,16 +5,18 @@ experiments, no module over :data:`MAX_MODULE_LINES` lines and no function over
 Every import statement is an edge, at module level or inside a function: a function-level
 import only defers the cycle to the first call, where it works or fails by which module was
 imported first. A module's own enclosing packages are not edges: they are being imported
-already when it runs. Imports inside functions remain only to defer a heavy module (the
-scenarios and JAX until ``jax.distributed.initialize()`` has run, the trainer, orbax,
-matplotlib) or an optional one (wandb, tensorboardX, fsspec, JaxMARL) to the call that needs
-it; the graph holds them all, so none of them closes a circle either.
+already when it runs. Imports inside functions remain only to defer a heavy module to the
+call that needs it (the ``run`` command loads no JAX before ``jax.distributed.initialize()``
+can run, tested below; the trainer, orbax, matplotlib) or an optional one (wandb,
+tensorboardX, fsspec, JaxMARL); the graph holds them all, so none of them closes a circle.
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "jaxmarl_accel"
 SOURCES = (ROOT, ROOT.parent / "experiments")
@@ -118,6 +120,18 @@ def test_no_import_cycle_in_the_package_or_the_experiments():
     assert "experiments.bench.qmix_smax" in graph
     assert "jaxmarl_accel.cli.host_loop" in graph["jaxmarl_accel.cli.run"]  # in main()
     assert cycles(graph) == []
+
+
+def test_the_run_command_loads_no_jax_at_import():
+    """``jaxmarl-accel run --distributed`` parses its flags and calls
+    ``jax.distributed.initialize()`` before anything of JAX's runs: the command's module and
+    the dispatcher defer JAX, the scenarios and the trainer to the calls that need them."""
+    code = ("import sys, jaxmarl_accel.cli.__main__, jaxmarl_accel.cli.run; "
+            "print(sorted(m for m in ('jax', 'jaxmarl_accel.envs', 'jaxmarl_accel.trainer') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
 
 
 def oversized(paths: list[pathlib.Path]) -> list[str]:
