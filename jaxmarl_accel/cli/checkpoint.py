@@ -12,7 +12,10 @@ A checkpoint is the folder ``<checkpoints>/<step>/``:
       params = state["algo"]["params"]   # [S, ...] per leaf: one entry per seed
 
 - ``replay/``: the replay (the arrays named by ``streamed``), one raw, C-ordered file per
-  array (``00000.bin``, ...) and ``manifest.json`` naming each array's file, shape and dtype.
+  array (``00000.bin``, ...) and ``manifest.json`` naming each array's file, shape, dtype
+  and ``stored``: the leading corner the file holds (a replay's written slots, so that a
+  checkpoint grows with the data, not the capacity); the rest is zeros, as in a fresh
+  replay, and is restored so.
 - ``checkpoint.json``: every array's name, shape, dtype and part, and the names of state
   parts left out (``omitted``, e.g. the replay with ``--checkpoint-replay false``).
 
@@ -43,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import threading
@@ -55,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_accel.cli.array_files import PIECE_BYTES, fill_rows, read_region, write_shards
+from jaxmarl_accel.cli.tree_paths import from_nested, nested
 
 MANIFEST_NAME = "manifest.json"
 INDEX_NAME = "checkpoint.json"
@@ -63,7 +66,11 @@ STATE_NAME = "state"
 STREAMED_NAME = "replay"
 """The streamed arrays' raw files and manifest."""
 PARTIAL_SUFFIX = ".partial"
-FORMAT = 2
+FORMAT = 3
+"""Written into ``checkpoint.json`` and ``manifest.json``; 3: a streamed array's file may
+hold only its leading corner (``"stored"``)."""
+READABLE = (2, 3)
+"""The formats :meth:`Checkpoints.restore` reads (2: every streamed array whole)."""
 
 
 class CheckpointMismatch(ValueError):
@@ -98,42 +105,6 @@ def deferred_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if caught:
             raise KeyboardInterrupt
-
-
-def _path_keys(name: str) -> tuple[str, ...]:
-    """The keys of a tree path written by ``jax.tree_util.keystr``
-    (``".algo.actor['params'][0]"`` -> ``("algo", "actor", "params", "0")``)."""
-    keys = tuple(next(group for group in match.groups() if group is not None)
-                 for match in _KEY.finditer(name))
-    if "".join(match.group(0) for match in _KEY.finditer(name)) != name or not keys:
-        raise ValueError(f"cannot name the checkpoint entry {name!r} by its tree path")
-    return keys
-
-
-_KEY = re.compile(r"\.([^.\[]+)|\['([^']*)'\]|\[(\d+)\]")
-
-
-def nested(items: dict[str, Any]) -> dict[str, Any]:
-    """``items`` (tree path -> value) as nested dicts keyed by the path's parts: the
-    structure of an orbax checkpoint's ``state/``."""
-    tree: dict[str, Any] = {}
-    for name, value in items.items():
-        *parents, last = _path_keys(name)
-        node = tree
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-    return tree
-
-
-def _from_nested(tree: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    out = {}
-    for name in names:
-        node = tree
-        for key in _path_keys(name):
-            node = node[key]
-        out[name] = node
-    return out
 
 
 def _orbax_error(path: str, error: BaseException) -> ValueError:
@@ -173,12 +144,14 @@ class Checkpoints:
     def _is_streamed(self, name: str) -> bool:
         return bool(self.streamed) and name.startswith(self.streamed)
 
-    def save(self, step: int, items: dict[str, jax.Array],
-             omitted: tuple[str, ...] = ()) -> None:
+    def save(self, step: int, items: dict[str, jax.Array], omitted: tuple[str, ...] = (),
+             stored: dict[str, tuple[int, ...]] | None = None) -> None:
         """Save ``items`` (name -> array, possibly sharded over processes) as checkpoint
         ``step``, then delete all but the newest ``keep``. ``omitted`` names state parts
-        deliberately left out (stored in ``checkpoint.json``). A Ctrl-C during the save
-        takes effect after it."""
+        deliberately left out (stored in ``checkpoint.json``). ``stored`` cuts streamed
+        arrays to their leading corner (name -> the extent kept on each axis; the rest of
+        the array must be zeros, as a fresh replay's slots are: it is restored as zeros).
+        A Ctrl-C during the save takes effect after it."""
         import orbax.checkpoint as ocp
 
         partial = self.path(step) + PARTIAL_SUFFIX
@@ -188,10 +161,16 @@ class Checkpoints:
         entries = {name: {"part": STREAMED_NAME if name in streamed else STATE_NAME,
                           "shape": list(items[name].shape),
                           "dtype": jnp.dtype(items[name].dtype).name} for name in names}
+        corners = {name: _corner(name, items[name].shape, (stored or {}).get(name))
+                   for name in streamed}
+        if stored and stored.keys() - corners.keys():
+            raise ValueError(f"stored names arrays that are not streamed: "
+                             f"{sorted(stored.keys() - corners.keys())}")
         manifest = {"format": FORMAT, "step": step, "arrays": {
             name: {"file": f"{i:05d}.bin", "shape": list(items[name].shape),
-                   "dtype": jnp.dtype(items[name].dtype).name,
-                   "bytes": int(items[name].size) * jnp.dtype(items[name].dtype).itemsize}
+                   "stored": list(corners[name]), "dtype": jnp.dtype(items[name].dtype).name,
+                   "bytes": int(np.prod(corners[name], dtype=np.int64))
+                   * jnp.dtype(items[name].dtype).itemsize}
             for i, name in enumerate(streamed)}}
         replay = os.path.join(partial, STREAMED_NAME)
         writer = jax.process_index() == 0
@@ -212,7 +191,7 @@ class Checkpoints:
                                           nested({n: items[n] for n in learned})))
             for name in streamed:
                 write_shards(os.path.join(replay, manifest["arrays"][name]["file"]),
-                             items[name], self.piece_bytes)
+                             items[name], self.piece_bytes, corners[name])
             sync_processes(f"checkpoint {step} written")
             if writer:
                 if streamed:
@@ -327,7 +306,7 @@ class Checkpoints:
                     tree = checkpointer.restore(path, args=ocp.args.StandardRestore(abstract))
             except Exception as error:  # orbax and tensorstore raise many kinds
                 raise _orbax_error(path, error) from None
-            out.update(_from_nested(tree, learned))
+            out.update(from_nested(tree, learned))
         streamed = [n for n in present if index["arrays"][n]["part"] == STREAMED_NAME]
         manifest = index.get("manifest", {"arrays": {}})
         fill = into is not None and fills_in_place()
@@ -335,13 +314,13 @@ class Checkpoints:
         for name in streamed:
             entry, want = manifest["arrays"][name], present[name]
             path = os.path.join(folder, entry["file"])
-            shape, dtype = tuple(want.shape), jnp.dtype(want.dtype)
+            shape, dtype, corner = tuple(want.shape), jnp.dtype(want.dtype), stored_corner(entry)
             if fill and len(shape) and name in into:
-                out[name] = fill_rows(into.pop(name), path, self.piece_bytes)
+                out[name] = fill_rows(into.pop(name), path, self.piece_bytes, corner)
                 continue
             out[name] = jax.make_array_from_callback(
                 shape, shardings.get(name, device),
-                lambda index, p=path, s=shape, d=dtype: read_region(p, s, d, index))
+                lambda index, p=path, s=shape, d=dtype, c=corner: read_region(p, s, d, index, c))
         return out
 
 
@@ -350,7 +329,7 @@ def _read_json(path: str, required: str) -> dict[str, Any]:
         with open(path) as file:
             data = json.load(file)
         data[required]  # noqa: B018
-        if data.get("format") != FORMAT:
+        if data.get("format") not in READABLE:
             raise KeyError("format")
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
@@ -388,6 +367,29 @@ def read_streamed(folder: str, names: tuple[str, ...], step: int | None = None,
                          f"streams {', '.join(sorted(entries))}")
     names = (*names, *(name for name in optional if name in entries))
     replay = os.path.join(checkpoints.path(step), STREAMED_NAME)
-    return {name: np.fromfile(os.path.join(replay, entries[name]["file"]),
-                              dtype=entries[name]["dtype"]).reshape(entries[name]["shape"])
-            for name in names}
+    out = {}
+    for name in names:
+        entry = entries[name]
+        corner = stored_corner(entry)
+        data = np.fromfile(os.path.join(replay, entry["file"]), dtype=entry["dtype"])
+        out[name] = np.zeros(entry["shape"], data.dtype)
+        out[name][tuple(slice(0, n) for n in corner)] = data.reshape(corner)
+    return out
+
+
+def stored_corner(entry: dict[str, Any]) -> tuple[int, ...]:
+    """The leading corner of a streamed array that its file holds, from its manifest entry
+    (a format-2 entry has no ``"stored"``: the whole array)."""
+    return tuple(entry.get("stored", entry["shape"]))
+
+
+def _corner(name: str, shape: tuple[int, ...], corner: tuple[int, ...] | None
+            ) -> tuple[int, ...]:
+    if corner is None:
+        return tuple(shape)
+    corner = tuple(int(n) for n in corner)
+    if len(corner) != len(shape) or not all(
+            0 <= k <= n for k, n in zip(corner, shape, strict=True)):
+        raise ValueError(f"{name}: the stored corner {list(corner)} is not a leading corner "
+                         f"of its shape {list(shape)}")
+    return corner

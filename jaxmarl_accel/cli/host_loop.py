@@ -101,7 +101,7 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
     sharded = make_sharded_trainer(trainer, layout, options.seeds)
     check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards, config=config)
-    check_disk_fits(sharded.abstract_state, options)
+    check_disk_fits(sharded.abstract_state, options, config.layout, trainer.total_steps)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
     warn = _logger(not writer)
@@ -198,7 +198,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 streams.write(chunk_rows)
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 try:
-                    save_checkpoint(manager, chunk, state, options.checkpoint_replay)
+                    save_checkpoint(manager, chunk, state, options.checkpoint_replay,
+                                    config.layout)
                 except OSError as error:  # e.g. the disk filled up since the run started
                     bar.close()
                     print(f"error: {unsaved_message(manager, chunk, error)}", file=sys.stderr)

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_accel import config as cfg
+from jaxmarl_accel.buffers.storage import LAYOUTS
 from jaxmarl_accel.cli import outputs
 from jaxmarl_accel.cli.checkpoint import (
     CheckpointMismatch,
@@ -39,6 +40,9 @@ resumes with these."""
 
 REPLAY = ".buffer"
 """The name prefix of the replay's arrays among :func:`checkpoint_items`."""
+STORAGE = REPLAY + ".experience"
+"""The name prefix of the replay's storage: arrays of one slot axis each, saved up to the
+slots written (:func:`written_corners`)."""
 ADDED_LATER = (".episode_stats",)
 """Name prefixes of state arrays added after checkpoints were first written (the running
 episode counters): a checkpoint without them restores (``optional`` of
@@ -112,19 +116,60 @@ def fill_added_later(target: dict[str, Any], items: dict[str, Any]) -> dict[str,
                         for name in later}}
 
 
-def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool = True) -> None:
-    """Save the state after ``chunk`` (without the replay's arrays unless ``replay``)."""
+def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool = True,
+                    layout: str | None = None) -> None:
+    """Save the state after ``chunk`` (without the replay's arrays unless ``replay``); with
+    the replay's storage ``layout`` (a name of :data:`~jaxmarl_accel.buffers.storage.LAYOUTS`)
+    its storage is saved up to the slots written (:func:`written_corners`), else whole."""
     items = checkpoint_items(state)
     if not replay:
         items = {name: leaf for name, leaf in items.items() if not name.startswith(REPLAY)}
-    manager.save(chunk, items, omitted=() if replay else (REPLAY,))
+        manager.save(chunk, items, omitted=(REPLAY,))
+        return
+    slots = written_slots(state) if layout is not None else None
+    manager.save(chunk, items, stored=None if slots is None
+                 else written_corners(items, layout, slots))
 
 
-def checkpoint_bytes(abstract_state: Any, replay: bool = True) -> int:
+def _is_storage(name: str) -> bool:
+    return name == STORAGE or name.startswith((STORAGE + ".", STORAGE + "["))
+
+
+def written_corners(items: dict[str, Any], layout: str, slots: int) -> dict[str, tuple[int, ...]]:
+    """The part of each replay storage array among ``items`` (:data:`STORAGE`; arrays or
+    ``ShapeDtypeStruct``s with a leading seed axis S) that holds its slots ``[0, slots)``:
+    its shape with the slot axis of ``layout`` (``[S, C, ...]``, agent-major
+    ``[S, N, C, ...]``) cut at ``slots``. A replay fills its slots from 0 on, so with
+    ``slots`` its ``size`` every slot after them is as a fresh replay holds it (zeros)."""
+    axis = 1 + LAYOUTS[layout].slot_axis
+    return {name: (*leaf.shape[:axis], min(slots, leaf.shape[axis]), *leaf.shape[axis + 1:])
+            for name, leaf in items.items() if _is_storage(name)}
+
+
+def written_slots(state: Any) -> int | None:
+    """The most slots the replay of any seed of ``state`` has written (its ``size``, over
+    every process of a ``jax.distributed`` run; all of them call this together); None for
+    a state without a replay."""
+    size = getattr(state.buffer, "size", None)
+    if size is None:
+        return None
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        size = multihost_utils.process_allgather(size, tiled=True)
+    return int(np.max(np.asarray(size), initial=0))
+
+
+def checkpoint_bytes(abstract_state: Any, replay: bool = True, layout: str | None = None,
+                     slots: int | None = None) -> int:
     """Bytes one checkpoint of ``abstract_state`` (a tree of arrays or ``ShapeDtypeStruct``s)
-    holds: every array, the replay's (:data:`REPLAY`) only if ``replay``."""
+    holds: every array, the replay's (:data:`REPLAY`) only if ``replay``; with ``layout``
+    and ``slots``, the replay's storage up to that many slots (:func:`written_corners`)."""
     items = checkpoint_items(abstract_state)
-    return sum(int(np.prod(leaf.shape)) * np.dtype(leaf.dtype).itemsize
+    shapes = {name: leaf.shape for name, leaf in items.items()}
+    if layout is not None and slots is not None:
+        shapes.update(written_corners(items, layout, slots))
+    return sum(int(np.prod(shapes[name])) * np.dtype(leaf.dtype).itemsize
                for name, leaf in items.items() if replay or not name.startswith(REPLAY))
 
 
@@ -136,13 +181,16 @@ def nearest_folder(path: str) -> str:
     return path
 
 
-def check_disk_fits(abstract_state: Any, options: RunOptions) -> None:
+def check_disk_fits(abstract_state: Any, options: RunOptions, layout: str | None = None,
+                    slots: int | None = None) -> None:
     """Refuse (``ValueError``, one line) before training when the run's checkpoints cannot
     fit on the disk that holds ``options.out_dir``: at the peak the newest ``keep``
     (:class:`Checkpoints`) and the one being written, less those a resumed run already
-    holds. A run that would fail hours later writing a checkpoint is refused at its start
+    holds, each at most the size of the last (its replay ``layout`` written up to
+    ``slots``: at most one slot per env step of the run's clock; without them, whole).
+    A run that would fail hours later writing a checkpoint is refused at its start
     instead."""
-    each = checkpoint_bytes(abstract_state, options.checkpoint_replay)
+    each = checkpoint_bytes(abstract_state, options.checkpoint_replay, layout, slots)
     checkpoints = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME))
     keep = checkpoints.keep
     needed = max(0, keep + 1 - len(checkpoints.steps())) * each
@@ -155,7 +203,7 @@ def check_disk_fits(abstract_state: Any, options: RunOptions) -> None:
         lean = checkpoint_bytes(abstract_state, replay=False)
         hint += f", or pass --checkpoint-replay false ({_size(lean)} each)"
     raise ValueError(f"the run's checkpoints need {_size(needed)} on {where} ({keep} kept + 1 "
-                     f"being written, {_size(each)} each) but only {_size(free)} are free; "
+                     f"being written, up to {_size(each)} each) but only {_size(free)} are free; "
                      f"{hint}")
 
 
