@@ -51,6 +51,10 @@ class Family:
       help: a line the command line adds to the family's flag group.
       choices: the valid values of the config's fields that name a mode (field -> values),
         which the command line offers as the flags' choices.
+      sweepable: the config's float fields that change no array shape and no branch of the
+        program, so the family's learners read them as values: a sweep
+        (:mod:`jaxmarl_accel.trainer.sweep`) vmaps several settings of them in one program.
+        Each must trace (``tests/trainer/test_sweep.py`` traces every declared field).
     """
 
     name: str
@@ -60,6 +64,7 @@ class Family:
     replay_defaults: Mapping[str, Any]
     help: str = ""
     choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    sweepable: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_type):
@@ -69,6 +74,11 @@ class Family:
         if missing:
             raise ValueError(f"family {self.name!r}: replay_defaults lacks "
                              f"{', '.join(missing)}")
+        fields = {field.name for field in dataclasses.fields(self.config_type)}
+        unknown = [name for name in self.sweepable if name not in fields]
+        if unknown:
+            raise ValueError(f"family {self.name!r}: sweepable names {', '.join(unknown)}, not "
+                             f"fields of {self.config_type.__name__}")
 
 
 class BuildContext(NamedTuple):
@@ -104,6 +114,8 @@ class AlgoSpec:
         (PPO's epochs x minibatches); ``None``: one.
       variant: the family's plug-in this learner is assembled from (an actor-critic
         ``Variant`` function, a value mixer, ...), for tools that inspect it; ``None`` if none.
+      sweepable: the fields a sweep may vary for this learner (``None``: its family's
+        :attr:`Family.sweepable`; A2C leaves out the PPO-only ones, which it refuses).
     """
 
     name: str
@@ -116,6 +128,7 @@ class AlgoSpec:
     check: Callable[[Any], None] | None = None
     updates_per_round: Callable[[Any], int] | None = None
     variant: Any = None
+    sweepable: tuple[str, ...] | None = None
 
 
 _ALGOS: dict[str, AlgoSpec] = {}
@@ -196,6 +209,13 @@ def variant_of(name: str, spec: EnvSpec, config: Any) -> Any:
     return record.variant(spec, config)
 
 
+def sweepable_fields(name: str) -> tuple[str, ...]:
+    """The hyperparameters a sweep may vary for learner ``name``: its record's
+    :attr:`AlgoSpec.sweepable`, else its family's :attr:`Family.sweepable`."""
+    record = algo_spec(name)
+    return record.family.sweepable if record.sweepable is None else record.sweepable
+
+
 def make_algo(name: str, spec: EnvSpec, config: Any,
               observe_at: Callable[..., Any] | None = None,
               sampler: str | None = None) -> Algo:
@@ -261,4 +281,4 @@ def check_sampler(name: str, sampler: str) -> None:
 __all__ = ["REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec", "BuildContext", "Family", "algo_names",
            "algo_spec", "check_sampler", "config_type", "default_sampler", "families",
            "family_members", "family_of", "make_algo", "register_algo", "registered_algos",
-           "replay_of_learner", "variant_of"]
+           "replay_of_learner", "sweepable_fields", "variant_of"]

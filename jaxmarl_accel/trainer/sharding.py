@@ -163,9 +163,15 @@ class ShardedTrainer(NamedTuple):
 
 
 def make_sharded_trainer(trainer: Trainer, layout: DeviceLayout, seeds: int,
-                         devices: Sequence[jax.Device] | None = None) -> ShardedTrainer:
+                         devices: Sequence[jax.Device] | None = None,
+                         init_lanes: Callable[[jax.Array], TrainState] | None = None
+                         ) -> ShardedTrainer:
     """Jit ``trainer``'s init and chunk for ``seeds`` seeds sharded as ``layout`` says, with
     :func:`~jaxmarl_accel.trainer.compiling.compiler_options` for the devices' platform.
+
+    ``init_lanes``: ``key -> TrainState`` with leaves ``[seeds, ...]`` in place of the
+    ``vmap`` of ``trainer.init`` over ``jax.random.split(key, seeds)`` (a sweep's lanes,
+    settings x seeds, :mod:`~jaxmarl_accel.trainer.sweep`, whose ``seeds`` counts lanes).
 
     Raises:
       ValueError: when ``seeds`` or the trainer's envs do not fit the layout.
@@ -174,6 +180,8 @@ def make_sharded_trainer(trainer: Trainer, layout: DeviceLayout, seeds: int,
     mesh = make_mesh(layout, devices)
 
     def init_all(key: jax.Array) -> TrainState:
+        if init_lanes is not None:
+            return init_lanes(key)
         return jax.vmap(trainer.init)(jax.random.split(key, seeds))
 
     shapes = jax.eval_shape(init_all, jax.random.PRNGKey(0))

@@ -109,9 +109,13 @@ class Trainer(NamedTuple):
     first_update_step: int
 
 
-def make_trainer(config: cfg.TrainConfig) -> Trainer:
-    """Build every component of a run from ``config`` (all static set-up happens here)."""
-    env, env_params = make(config.env, **dict(config.env_kwargs))
+def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None) -> Trainer:
+    """Build every component of a run from ``config`` (all static set-up happens here).
+
+    ``made``: the env and its params already made from ``config`` (a sweep, which builds each
+    setting's trainer inside its trace, makes them once outside it); ``None`` makes them.
+    """
+    env, env_params = make(config.env, **dict(config.env_kwargs)) if made is None else made
     spec = env.spec
     if config.prey == "scripted" and "prey" not in spec.teams:
         raise ValueError(f"prey='scripted' needs a scenario with prey; {config.env} has teams "

@@ -67,7 +67,7 @@ def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
     actor = networks.init_actors(sk.actor_mlp, actor_key, n, sk.spec.obs_dim)
     critic = networks.init_critics(sk.critic_mlp, critic_key, n, sk.variant.num_critics,
                                    critic_in)
-    log_alpha = jnp.full((n,), jnp.log(max(sk.config.alpha, 1e-30)), jnp.float32)
+    log_alpha = jnp.full((n,), jnp.log(jnp.maximum(sk.config.alpha, 1e-30)), jnp.float32)
     return ActorCriticState(
         actor=actor, critic=critic, target_actor=actor, target_critic=critic,
         actor_opt=jax.vmap(lambda p: losses.flat_init(sk.actor_tx, p))(actor),

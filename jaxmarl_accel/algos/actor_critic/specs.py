@@ -31,7 +31,10 @@ FAMILY = Family(
     help="jaxmarl_accel.algos.ActorCriticConfig",
     choices={"learners": LEARNERS, "continuous_policy": CONTINUOUS_POLICIES,
              "actor_step": ACTOR_STEP_CHOICES, "sharing": SHARING, "critic": CRITICS,
-             "shared_batch": SHARED_BATCHES})
+             "shared_batch": SHARED_BATCHES},
+    sweepable=("actor_lr", "critic_lr", "gamma", "tau", "grad_clip", "actor_reg",
+               "gumbel_temperature", "explore_noise", "target_noise", "target_noise_clip",
+               "alpha", "alpha_lr", "log_std_min", "log_std_max"))
 
 
 def builder(variant: Callable[[EnvSpec, ActorCriticConfig], Variant]

@@ -365,7 +365,7 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     """
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
     ppo = name == "ppo"
-    clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip else []
+    clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip is not None else []
     txs = tuple(optax.chain(*clip, optax.adam(lr))
                 for lr in team_learning_rates(config, policy.teams.names))
     s = Skeleton(spec, config, policy, txs, ppo, *((config.epochs, config.minibatches) if ppo

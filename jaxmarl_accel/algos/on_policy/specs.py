@@ -8,7 +8,12 @@ from typing import Any
 
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import learner
-from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig, check_for, team_learning_rates
+from jaxmarl_accel.algos.on_policy.config import (
+    PPO_ONLY,
+    OnPolicyConfig,
+    check_for,
+    team_learning_rates,
+)
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.base import EnvSpec
@@ -17,7 +22,9 @@ FAMILY = Family(
     name="on_policy", title="on-policy", config_type=OnPolicyConfig,
     replay=lambda config: "rollout", replay_defaults=OnPolicyConfig.REPLAY_DEFAULTS,
     help="jaxmarl_accel.algos.on_policy.OnPolicyConfig; --hidden-sizes, --gamma, "
-         "--grad-clip and --lr above apply to them too")
+         "--grad-clip and --lr above apply to them too",
+    sweepable=("lr", "gamma", "grad_clip", "value_coef", "entropy_coef", "log_std_init",
+               "clip_eps", "gae_lambda"))
 
 
 def _builder(name: str):
@@ -48,6 +55,7 @@ def _checker(name: str):
 
 A2C = register_algo(AlgoSpec(
     name="a2c", family=FAMILY, build=_builder("a2c"), check=_checker("a2c"),
+    sweepable=tuple(name for name in FAMILY.sweepable if name not in PPO_ONLY),
     summary="A2C with one policy-value network per team (WarpDrive's trainer)"))
 PPO = register_algo(AlgoSpec(
     name="ppo", family=FAMILY, build=_builder("ppo"), check=_checker("ppo"),

@@ -206,7 +206,8 @@ def as_episode(sk: Skeleton, batch: Episode | Transition) -> Episode:
     episode = batch if sk.recurrent else batches.transition_episode(sk.spec, batch)
     batches.check_episode(sk.spec, episode, sk.state_dim)
     episode = batches.first_rows(episode, sk.config.train_rows)  # 0 unless recurrent
-    if sk.config.reward_scale != 1.0:  # static: runs at the default compute what they did
+    scale = sk.config.reward_scale  # a Python 1.0 is static: runs at the default compute what
+    if isinstance(scale, jax.Array) or scale != 1.0:  # they did; a swept value is an array
         episode = episode.replace(reward=episode.reward.astype(jnp.float32)
                                   * sk.config.reward_scale)
     return episode

@@ -34,7 +34,9 @@ FAMILY = Family(
     help="jaxmarl_accel.algos.value.ValueConfig; --gamma and --grad-clip above apply to "
          "them too",
     choices={"agent": AGENTS, "macpo_normalization": NORMALIZATIONS,
-             "macpo_weighting": MACPO_WEIGHTINGS})
+             "macpo_weighting": MACPO_WEIGHTINGS},
+    sweepable=("lr", "gamma", "reward_scale", "td_lambda", "grad_clip", "epsilon_start",
+               "epsilon_finish", "wqmix_w", "macpo_floor"))
 
 
 def weighting_mode(config: ValueConfig, auto: str, sampler: str | None = None) -> str:

@@ -45,7 +45,7 @@ def central_weights(is_greedy: jax.Array, y: jax.Array, qstar_greedy: jax.Array,
 
 
 def _weighting(rule: str, config: ValueConfig) -> Weighting:
-    w = float(config.wqmix_w)
+    w = config.wqmix_w  # a number, or a swept value's array
 
     def weights(v: StepValues) -> StepWeights:
         if rule == "optimistic":

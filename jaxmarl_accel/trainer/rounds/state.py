@@ -35,6 +35,9 @@ class TrainState:
         over the current episodes, in rounds whose episodes span rounds (the transition
         and rollout rounds, :attr:`Round.carries_stats`); empty in the episode round, whose
         episodes end within it.
+      hyper: the learner's swept hyperparameters of this lane, field name -> ``[]`` float32
+        (a sweep's setting, :mod:`jaxmarl_accel.trainer.sweep`, which builds the learner
+        with these values in its config); empty outside a sweep.
     """
 
     algo: PyTree
@@ -45,6 +48,7 @@ class TrainState:
     key: jax.Array
     env_steps: jax.Array
     episode_stats: dict[str, jax.Array] = struct.field(default_factory=dict)
+    hyper: dict[str, jax.Array] = struct.field(default_factory=dict)
 
 
 class EpisodeEnds(NamedTuple):

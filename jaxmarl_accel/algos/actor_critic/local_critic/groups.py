@@ -128,7 +128,7 @@ def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
                          sk.config.critic_k)
     actor = networks.init_actors(sk.actor_mlp, actor_key, g, sk.spec.obs_dim)
     critic = networks.init_critics(sk.critic_mlp, critic_key, g, sk.variant.num_critics, width)
-    log_alpha = jnp.full((g,), jnp.log(max(sk.config.alpha, 1e-30)), jnp.float32)
+    log_alpha = jnp.full((g,), jnp.log(jnp.maximum(sk.config.alpha, 1e-30)), jnp.float32)
     return ActorCriticState(
         actor=actor, critic=critic, target_actor=actor, target_critic=critic,
         actor_opt=jax.vmap(lambda p: losses.flat_init(sk.actor_tx, p))(actor),
