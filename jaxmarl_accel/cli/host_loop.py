@@ -42,12 +42,20 @@ from jaxmarl_accel.cli.summary import (
     summarize_run,
     untrained_note,
 )
+from jaxmarl_accel.cli.sweep_outputs import (
+    SWEEP_NAME,
+    SWEEP_PLOT_NAME,
+    lane_rows,
+    sweep_rows,
+    write_sweep,
+)
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     auto_layout,
     make_sharded_trainer,
     plan_layout,
 )
+from jaxmarl_accel.trainer.sweep import format_setting, make_sweep_trainer
 from jaxmarl_accel.trainer.train import Trainer, make_trainer
 
 
@@ -97,22 +105,25 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     uploaded once prepared, after every checkpoint and at the end.
     """
     check_folder_free(options)  # before compiling, as every refusal the user can fix
-    trainer = make_trainer(config)
-    layout = choose_layout(options.seeds, config.num_envs, options.devices, options.env_shards)
-    sharded = make_sharded_trainer(trainer, layout, options.seeds)
-    check_state_fits(sharded.abstract_state, options.seeds, layout.seed_shards, config=config)
+    trainer, init_lanes = lane_trainer(config, options)
+    layout = choose_layout(options.lanes, config.num_envs, options.devices, options.env_shards)
+    sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes)
+    settings = 1 if options.sweep is None else options.sweep.num_settings
+    check_state_fits(sharded.abstract_state, options.lanes, layout.seed_shards, config=config,
+                     settings=settings)
     check_disk_fits(sharded.abstract_state, options, config.layout, trainer.total_steps)
     writer = jax.process_index() == 0
     log = _logger(options.quiet or not writer)
     warn = _logger(not writer)
-    log(f"compiling one chunk for {options.seeds} seed(s) on {layout.num_devices} device(s) "
+    lanes = f"{settings} settings x " if settings > 1 else ""
+    log(f"compiling one chunk for {lanes}{options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
     compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     compile_s = time.perf_counter() - t0
     temp_bytes = compiled_temp_bytes(compiled)
-    state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.seeds,
-                                               layout.seed_shards, temp_bytes, config)
+    state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.lanes,
+                                               layout.seed_shards, temp_bytes, config, settings)
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
@@ -135,9 +146,26 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
               "train_s_all_processes": sum(outputs.read_chunk_seconds(options.out_dir).values())}
     summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
                   writer, log)
+    if options.sweep is not None and writer:
+        best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
+                           trainer.env.spec)
+        log(f"best setting {best['best']} ({format_setting(best['best_setting'])}): median "
+            f"{best['score'].replace('_', ' ')} {best['median'][best['best']]:.3f}; "
+            f"{SWEEP_NAME}, {SWEEP_PLOT_NAME}")
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
+
+
+def lane_trainer(config: cfg.TrainConfig, options: RunOptions
+                 ) -> tuple[Trainer, Callable[[jax.Array], Any] | None]:
+    """The run's trainer and, for a sweep (``options.sweep``), the init of its lanes
+    (settings x seeds, :func:`~jaxmarl_accel.trainer.sweep.make_sweep_trainer`); ``None``
+    for the seeds' own."""
+    if options.sweep is None:
+        return make_trainer(config), None
+    sweep = make_sweep_trainer(config, options.sweep, options.seeds)
+    return sweep.trainer, sweep.init_lanes
 
 
 def kept_note(manager: Checkpoints) -> str:
@@ -173,8 +201,9 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     # a chunk learns once the first update falls inside it
     learning_from = trainer.first_update_step - steps_per_chunk
     streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
-                                   options.out_dir, options.seeds,
-                                   started.rows if options.resume else None)
+                                   options.out_dir, options.lanes,
+                                   lane_rows(started.rows, options.seeds) if options.resume
+                                   else None)
     bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)
     # the seconds of the chunks the restored state holds (those after it are run again)
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
@@ -191,11 +220,13 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 print(f"error: {error}; stopping ({kept_note(manager)})", file=sys.stderr)
                 return None
             chunk_rows = outputs.metric_rows(chunk, metrics, scored,
-                                             exploration_rates(trainer, chunk))
+                                             exploration_rates(trainer, chunk)
+                                             ) if options.sweep is None else sweep_rows(
+                trainer, options.sweep, options.seeds, chunk, metrics, scored)
             rows.extend(chunk_rows)
             if writer:
                 outputs.write_rows(options.out_dir, rows)
-                streams.write(chunk_rows)
+                streams.write(lane_rows(chunk_rows, options.seeds))
             if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                 try:
                     save_checkpoint(manager, chunk, state, options.checkpoint_replay,
@@ -208,7 +239,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
             seconds[chunk] = time.perf_counter() - begun
             if writer:
                 outputs.write_chunk_seconds(options.out_dir, seconds)
-            bar.update(min((chunk + 1) * steps_per_chunk, total), options.seeds,
+            bar.update(min((chunk + 1) * steps_per_chunk, total), options.lanes,
                        float(np.mean(np.asarray(metrics.eval_return)[:, scored])),
                        learning=chunk * steps_per_chunk >= learning_from)
     finally:

@@ -86,7 +86,8 @@ def compiled_temp_bytes(compiled: Any) -> int:
 
 
 def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
-                     temp_bytes: int = 0, config: Any = None) -> tuple[int, int]:
+                     temp_bytes: int = 0, config: Any = None, settings: int = 1
+                     ) -> tuple[int, int]:
     """Refuse (ValueError, one line) before allocating when a run cannot fit; returns the
     training state's bytes and the run's estimated peak (:func:`estimate_peak`).
 
@@ -95,7 +96,8 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
     (:func:`compiled_temp_bytes`). With the seeds split over ``seed_shards`` devices each
     holds ``1 / seed_shards`` of the state. The message states the estimate's parts and how
     it was calibrated, and what to lower (:func:`fit_hint`; with the run's ``config``, the
-    flags that apply to its learner and scenario).
+    flags that apply to its learner and scenario). A sweep's ``seeds`` are its lanes,
+    ``settings`` x seeds per setting (:mod:`jaxmarl_accel.trainer.sweep`).
     """
     state = tree_leaf_bytes(abstract_state)
     on_host = "host" in available_bytes()[1]
@@ -110,8 +112,10 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
     else:
         how = (f"per device: the state {per_device / 2**30:.2f} GiB + "
                f"{DEVICE_MARGIN:.0%} for XLA's temporaries{temps}")
-    ensure_fits(needed, f"the run of {seeds} seed(s) ({how})",
-                lambda: fit_hint(config, temp_bytes))
+    what = (f"the run of {seeds} seed(s)" if settings == 1 else
+            f"the sweep of {settings} settings x {seeds // settings} seed(s)")
+    fewer = "; or sweep fewer settings" if settings > 1 else ""
+    ensure_fits(needed, f"{what} ({how})", lambda: fit_hint(config, temp_bytes) + fewer)
     return state, needed
 
 

@@ -40,6 +40,7 @@ from typing import Any
 from jaxmarl_accel.cli import flags, loggers
 from jaxmarl_accel.cli.outputs import CONFIG_NAME
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
+from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, sweep_from_args
 
 PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
@@ -121,6 +122,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "wandb); pip install -e '.[loggers]' installs both (default: csv)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_compile_cache_flag(run)
+    add_sweep_flags(parser.add_argument_group("sweep (jaxmarl_accel.trainer.sweep)"))
     devices = parser.add_argument_group("devices (jaxmarl_accel.trainer.sharding)")
     devices.add_argument("--devices", default="auto", metavar="{auto,N}",
                          help="devices to shard the seeds over: a count, or 'auto' for the most "
@@ -307,6 +309,10 @@ def options_from_args(parser: argparse.ArgumentParser,
         spec = make_trainer(config).env.spec
     except (ValueError, TypeError) as error:
         parser.error(flags.flag_message(str(error), parser.fields))
+    try:
+        sweep = sweep_from_args(config, args.sweep, args.sweep_samples, args.seed)
+    except ValueError as error:
+        parser.error(str(error).replace("sweep:", "--sweep:", 1))
     from jaxmarl_accel.cli.summary import default_baseline_episodes
 
     baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,
@@ -319,7 +325,8 @@ def options_from_args(parser: argparse.ArgumentParser,
                               baseline_episodes=baselines,
                               checkpoint_every=args.checkpoint_every,
                               checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
-                              devices=devices, env_shards=args.env_shards, loggers=args.logger)
+                              devices=devices, env_shards=args.env_shards, loggers=args.logger,
+                              sweep=sweep)
 
 
 def check_loggers(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:

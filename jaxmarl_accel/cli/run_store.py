@@ -26,6 +26,7 @@ from jaxmarl_accel.cli.checkpoint import (
 from jaxmarl_accel.trainer.sharding import (
     ShardedTrainer,
 )
+from jaxmarl_accel.trainer.sweep import Sweep
 
 STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers",
                   "checkpoint_replay")
@@ -70,6 +71,8 @@ class RunOptions:
       env_shards: devices each seed's envs are split over (None: chosen automatically).
       loggers: the metric streams (:data:`jaxmarl_accel.cli.loggers.LOGGERS`); ``metrics.csv`` is
         written whatever they are.
+      sweep: the settings of a sweep (:class:`~jaxmarl_accel.trainer.sweep.Sweep`), each run
+        for ``seeds`` seeds in the same program; ``None`` for one setting.
     """
 
     seeds: int
@@ -85,6 +88,12 @@ class RunOptions:
     devices: int | str = 1
     env_shards: int | None = None
     loggers: tuple[str, ...] = ("csv",)
+    sweep: Any = None
+
+    @property
+    def lanes(self) -> int:
+        """The program's lanes: settings x seeds (``seeds`` without a sweep)."""
+        return self.seeds * (1 if self.sweep is None else self.sweep.num_settings)
 
 
 class Started(NamedTuple):
@@ -222,8 +231,11 @@ def state_from_items(abstract: Any, items: dict[str, Any]) -> Any:
 
 def run_record(config: cfg.TrainConfig, options: RunOptions) -> dict[str, Any]:
     """What ``config.json`` stores: the training config and the :data:`STORED_OPTIONS`."""
+    sweep = options.sweep
     return {"train": cfg.config_to_dict(config),
-            **{name: getattr(options, name) for name in STORED_OPTIONS}}
+            **{name: getattr(options, name) for name in STORED_OPTIONS},
+            **({} if sweep is None else {"sweep": {"names": list(sweep.names),
+                                                   "values": [list(v) for v in sweep.values]}})}
 
 
 def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
@@ -236,8 +248,12 @@ def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
     except (TypeError, KeyError, AttributeError) as error:
         raise ValueError(f"{os.path.join(out_dir, outputs.CONFIG_NAME)}: the training config "
                          f"cannot be read ({error})") from None
-    return config, {name: tuple(record[name]) if isinstance(record[name], list) else record[name]
-                    for name in STORED_OPTIONS}
+    stored = {name: tuple(record[name]) if isinstance(record[name], list) else record[name]
+              for name in STORED_OPTIONS}
+    if record.get("sweep"):
+        stored["sweep"] = Sweep(tuple(record["sweep"]["names"]),
+                                tuple(tuple(row) for row in record["sweep"]["values"]))
+    return config, stored
 
 
 def check_folder_free(options: RunOptions) -> None:
@@ -323,10 +339,10 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
             del fresh
             continue
         rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
-        if len(rows) != (step + 1) * options.seeds:
+        if len(rows) != (step + 1) * options.lanes:
             raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
                              f"{len(rows)} rows up to chunk {step}, not "
-                             f"{(step + 1) * options.seeds} ({options.seeds} seeds)")
+                             f"{(step + 1) * options.lanes} ({options.lanes} seeds)")
         for newer in (s for s in steps if s > step):
             manager.delete(newer)
         items = fill_added_later(target, items)

@@ -166,7 +166,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
     scored = scored_agents(config, spec)
-    updates = [int(sum(r["updates"] for r in rows if r["seed"] == seed))
+    updates = [int(sum(r["updates"] for r in rows  # a sweep's settings share the schedule
+                       if r["seed"] == seed and r.get("setting", 0) == 0))
                for seed in range(options.seeds)]
     log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
         "episodes each)...")

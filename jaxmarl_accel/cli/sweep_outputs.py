@@ -1,0 +1,171 @@
+"""A sweep's outputs in its one run folder: ``metrics.csv`` rows with a ``setting`` column,
+``sweep.json`` (each setting's values, median and IQR of its final score over seeds, the
+best setting), ``sweep.png`` (a curve per setting; for a grid of two fields, a heatmap of
+the final median score) and ``marl_eval.json`` with one algorithm entry per setting, so
+marl-eval's tools compare the settings as they compare algorithms."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmarl_accel.cli import marl_eval, outputs
+from jaxmarl_accel.cli.summary import exploration_rates
+from jaxmarl_accel.trainer.sweep import Sweep, format_setting, setting_config
+from jaxmarl_accel.trainer.train import Trainer
+
+SWEEP_NAME = "sweep.json"
+SWEEP_PLOT_NAME = "sweep.png"
+
+
+def sweep_rows(trainer: Trainer, sweep: Sweep, seeds: int, chunk: int, metrics: Any,
+               scored: np.ndarray | None = None) -> list[dict[str, float]]:
+    """One ``metrics.csv`` row per lane from host-side ``ChunkMetrics`` with a leading lane
+    axis ``[K * S]`` (setting-major): ``setting`` ``k`` and ``seed`` ``s`` (within the
+    setting) first, then :func:`~jaxmarl_accel.cli.outputs.metric_rows`' columns, the
+    exploration rate at setting ``k``'s own schedule."""
+    rows = []
+    for k in range(sweep.num_settings):
+        own = jax.tree.map(lambda x, k=k: np.asarray(x)[k * seeds:(k + 1) * seeds], metrics)
+        alone = trainer._replace(config=setting_config(trainer.config, sweep, k))
+        rows += [{"setting": k, **row} for row in outputs.metric_rows(
+            chunk, own, scored, exploration_rates(alone, chunk))]
+    return rows
+
+
+def lane_rows(rows: Sequence[dict[str, float]], seeds: int) -> list[dict[str, float]]:
+    """``rows`` keyed by lane for the per-seed streams (TensorBoard ``seed_<lane>``, one W&B
+    run per lane): ``seed`` becomes the lane ``setting * seeds + seed``, ``setting`` goes."""
+    return [{**{k: v for k, v in row.items() if k != "setting"},
+             "seed": int(row.get("setting", 0)) * seeds + int(row["seed"])} for row in rows]
+
+
+def final_scores(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
+                 random_return: float, scripted_return: float | None
+                 ) -> tuple[str, np.ndarray]:
+    """``(score name, [K, S] final scores)``: the normalized score against the baselines
+    when defined (``outputs.undefined_score_note``), else the evaluation return."""
+    last = max(int(row["chunk"]) for row in rows)
+    table = np.full((sweep.num_settings, seeds), np.nan)
+    for row in rows:
+        if int(row["chunk"]) == last:
+            table[int(row.get("setting", 0)), int(row["seed"])] = row["eval_return"]
+    if scripted_return is None or outputs.undefined_score_note(
+            random_return, scripted_return, table.ravel().tolist()) is not None:
+        return "eval_return", table
+    return "normalized_score", np.vectorize(
+        lambda v: outputs.normalized_score(v, random_return, scripted_return))(table)
+
+
+def sweep_summary(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
+                  random_return: float, scripted_return: float | None) -> dict[str, Any]:
+    """What ``sweep.json`` holds: ``settings`` (one ``{field: value}`` per setting, in the
+    order of the ``setting`` column), the score used, each setting's ``final`` scores over
+    seeds with their ``median`` and ``iqr``, and the ``best`` setting (highest median)."""
+    score, table = final_scores(rows, sweep, seeds, random_return, scripted_return)
+    q25, q50, q75 = np.percentile(table, [25, 50, 75], axis=1)
+    best = int(np.nanargmax(q50))
+    return {"names": list(sweep.names), "settings": sweep.settings(), "seeds": seeds,
+            "score": score, "median": q50.tolist(), "iqr": np.stack([q25, q75], 1).tolist(),
+            "final": table.tolist(), "best": best, "best_setting": sweep.setting(best),
+            "random_return": random_return, "scripted_return": scripted_return}
+
+
+def read_sweep(out_dir: str) -> dict[str, Any] | None:
+    """The ``sweep.json`` of the run in ``out_dir`` (None: not a finished sweep)."""
+    path = os.path.join(out_dir, SWEEP_NAME)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def write_sweep(out_dir: str, rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
+                config: Any, spec: Any) -> dict[str, Any]:
+    """Write ``sweep.json``, ``sweep.png`` and the per-setting ``marl_eval.json`` after
+    the run's summary (whose baseline returns score the settings); returns the summary."""
+    with open(os.path.join(out_dir, outputs.SUMMARY_NAME)) as handle:
+        run = json.load(handle)
+    summary = sweep_summary(rows, sweep, seeds, run["random_return"],
+                            run.get("scripted_return"))
+    with open(os.path.join(out_dir, SWEEP_NAME), "w") as handle:
+        json.dump(summary, handle, indent=2)
+    plot_sweep(os.path.join(out_dir, SWEEP_PLOT_NAME), rows, sweep, summary,
+               f"{config.algo} on {config.env} ({seeds} seed{'s' if seeds > 1 else ''} each)")
+    env, task, algo = marl_eval.export_names(config, spec.num_agents)
+    runs = {}
+    for k in range(sweep.num_settings):
+        own = [row for row in rows if int(row["setting"]) == k]
+        name = f"{algo} {format_setting(sweep.setting(k)).replace(', ', ' ')}"
+        runs[name] = marl_eval.run_export((env, task, name), own,
+                                          spec.episode_stats)[env][task][name]
+    marl_eval.write(os.path.join(out_dir, outputs.MARL_EVAL_NAME), {env: {task: runs}})
+    return summary
+
+
+def grid_shape(sweep: Sweep) -> tuple[list[float], list[float]] | None:
+    """The two axes' values when ``sweep`` is a full grid of two fields, else None."""
+    if len(sweep.names) != 2:
+        return None
+    rows = sorted({v[0] for v in sweep.values})
+    cols = sorted({v[1] for v in sweep.values})
+    if len(rows) * len(cols) != sweep.num_settings:
+        return None
+    return rows, cols
+
+
+def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
+               summary: dict[str, Any], title: str) -> str:
+    """``sweep.png``: the median evaluation return over seeds per setting against env
+    steps, and beside it, for a two-field grid, the heatmap of the final median score."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    axes_values = grid_shape(sweep)
+    fig, axes = plt.subplots(1, 2 if axes_values else 1,
+                             figsize=(13 if axes_values else 7.5, 4.8), squeeze=False)
+    curve = axes[0][0]
+    colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, sweep.num_settings))
+    for k in range(sweep.num_settings):
+        points = outputs.curve_points([r for r in rows if int(r["setting"]) == k])
+        curve.plot([p.env_steps for p in points], [p.median for p in points],
+                   color=colors[k], lw=2.5 if k == summary["best"] else 1.2,
+                   label=format_setting(sweep.setting(k)))
+    curve.set_xlabel("environment steps per seed")
+    curve.set_ylabel("evaluation return (median over seeds)")
+    curve.set_title(title)
+    if sweep.num_settings <= 12:
+        curve.legend(fontsize=7, loc="lower right")
+    if axes_values:
+        heat = axes[0][1]
+        row_values, col_values = axes_values
+        grid = np.full((len(row_values), len(col_values)), math.nan)
+        for k, (a, b) in enumerate(sweep.values):
+            grid[row_values.index(a), col_values.index(b)] = summary["median"][k]
+        image = heat.imshow(grid, cmap="viridis", origin="lower", aspect="auto")
+        heat.set_xticks(range(len(col_values)), [f"{v:g}" for v in col_values])
+        heat.set_yticks(range(len(row_values)), [f"{v:g}" for v in row_values])
+        heat.set_xlabel(sweep.names[1])
+        heat.set_ylabel(sweep.names[0])
+        middle = np.nanmean(grid)
+        for (i, j), value in np.ndenumerate(grid):
+            heat.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
+                      color="k" if value > middle else "w")
+        heat.set_title(f"final median {summary['score'].replace('_', ' ')}")
+        fig.colorbar(image, ax=heat)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "final_scores", "grid_shape", "lane_rows",
+           "plot_sweep", "read_sweep", "sweep_rows", "sweep_summary", "write_sweep"]

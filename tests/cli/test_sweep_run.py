@@ -1,0 +1,89 @@
+"""``run --sweep``: one run folder for a grid of settings x seeds, its outputs, exact resume,
+and one-line refusals of sweeps that cannot run."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jaxmarl_accel.cli import memory, run
+from jaxmarl_accel.cli.sweep_outputs import read_sweep
+from tests.cli.test_run import (
+    TINY,
+    assert_same_outputs,
+    exit_code,
+    interrupt_after_chunk_1,
+    one_line,
+)
+
+pytestmark = pytest.mark.xdist_group("sweep_run")
+
+SWEEP = ["--sweep", "actor_lr=0.01,0.001", "--sweep", "tau=0.01,0.005"]
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("sweep") / "run")
+    assert run.main([*TINY, *SWEEP, "--out", out]) == 0
+    return out
+
+
+def test_a_sweep_writes_one_folder_with_a_setting_column(sweep_run):
+    for name in ("config.json", "metrics.csv", "summary.json", "sweep.json", "sweep.png",
+                 "marl_eval.json", "learning_curve.png"):
+        assert os.path.getsize(os.path.join(sweep_run, name)) > 0, name
+    lines = Path(sweep_run, "metrics.csv").read_text().strip().splitlines()
+    assert lines[0].startswith("setting,seed,chunk,")
+    assert len(lines) == 1 + 3 * 4 * 2  # header + chunks x settings x seeds
+    sweep = read_sweep(sweep_run)
+    assert sweep["settings"] == [{"actor_lr": 0.01, "tau": 0.01}, {"actor_lr": 0.01, "tau": 0.005},
+                                 {"actor_lr": 0.001, "tau": 0.01},
+                                 {"actor_lr": 0.001, "tau": 0.005}]
+    assert sweep["score"] == "normalized_score" and np.asarray(sweep["final"]).shape == (4, 2)
+    assert sweep["best"] == int(np.argmax(sweep["median"]))
+    assert sweep["best_setting"] == sweep["settings"][sweep["best"]]
+    for median, (low, high) in zip(sweep["median"], sweep["iqr"], strict=True):
+        assert low <= median <= high
+    stored = json.loads(Path(sweep_run, "config.json").read_text())
+    assert stored["sweep"]["names"] == ["actor_lr", "tau"]
+    algos = json.loads(Path(sweep_run, "marl_eval.json").read_text())["mpe"]["simple_spread_3ag"]
+    assert sorted(algos) == sorted(f"matd3 actor_lr={a:g} tau={t:g}" for a in (0.01, 0.001)
+                                   for t in (0.01, 0.005))  # one algorithm entry per setting
+
+
+def test_a_resumed_sweep_writes_the_same_files(sweep_run, monkeypatch, tmp_path, capsys):
+    out = str(tmp_path / "interrupted")
+    interrupt_after_chunk_1(monkeypatch)
+    assert run.main([*TINY, *SWEEP, "--out", out]) == 130
+    monkeypatch.undo()
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    assert_same_outputs(sweep_run, out)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sweep", "actor_lrr=0.1,0.2"], "'actor_lrr' is not a field of ActorCriticConfig"),
+    (["--sweep", "actor_lr=abc"], "--sweep actor_lr: 'abc' is not a number"),
+    (["--sweep", "actor_lr="], "--sweep actor_lr: no values"),
+    (["--sweep", "actor_lr"], "--sweep takes NAME=V1,V2,..."),
+    (["--sweep", "hidden_sizes=16,32"], "'hidden_sizes' changes an array shape"),
+    (["--sweep", "tau=0.5,2"], "sweep setting 1 (tau=2): tau must lie in [0, 1]"),
+    (["--sweep-samples", "4"], "--sweep-samples draws settings from --sweep ranges"),
+    (["--sweep", "tau=0.1,0.2", "--sweep-samples", "4"], "the --sweep flags given are lists"),
+    (["--sweep", "actor_lr=log:1e-4:1e-2"], "is a range: give --sweep-samples K"),
+    (["--sweep", "actor_lr=log:0:1", "--sweep-samples", "2"], "needs 0 < LOW <= HIGH"),
+    (["--sweep", "tau=0.1", "--sweep", "tau=0.2"], "--sweep names tau more than once"),
+])
+def test_bad_sweeps_are_one_line_with_status_2(argv, message, tmp_path, capsys):
+    assert exit_code([*TINY, *argv, "--out", str(tmp_path / "bad")]) == 2
+    assert message in one_line(capsys.readouterr().err)
+    assert not os.path.exists(tmp_path / "bad")
+
+
+def test_the_memory_refusal_counts_settings_x_seeds(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(memory, "available_bytes", lambda: (2**20, "test host memory"))
+    assert run.main([*TINY, *SWEEP, "--out", str(tmp_path / "big")]) == 2
+    assert "the sweep of 4 settings x 2 seed(s)" in one_line(capsys.readouterr().err)
