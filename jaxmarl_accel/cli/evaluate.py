@@ -16,7 +16,8 @@ and against scripted agents in the other teams), ``--marl-eval`` (default
 RUN_DIR/marl_eval.json: the run's curve from ``metrics.csv`` in marl-eval's format, with this
 evaluation's episodes as its ``absolute_metrics``) and, with ``--render``, seed 0's greedy
 episode as a GIF and PNG beside ``--out`` (``evaluation.gif``, ``evaluation.png``). Nothing
-else in RUN_DIR changes.
+else in RUN_DIR changes. Of a sweep (``run --sweep``) it evaluates the seeds of one setting,
+``--setting K`` (default: the best of ``sweep.json``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                         help="the checkpoint to restore: a folder name under RUN_DIR/checkpoints, "
                              "the evaluation period (chunk, from 0) after which it was saved "
                              "(default: the newest)")
+    parser.add_argument("--setting", metavar="K", type=flags.parse_int, default=None,
+                        help="a sweep's setting to evaluate, its index in sweep.json's settings "
+                             "(the metrics.csv column) (default: the best)")
     parser.add_argument("--episodes", type=flags.parse_int, default=EPISODES,
                         help=f"greedy episodes per seed (default: {EPISODES})")
     parser.add_argument("--render", action="store_true",
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         marl_eval_path = (None if args.marl_eval == "none" else
                           args.marl_eval or os.path.join(run_dir, outputs.MARL_EVAL_NAME))
         evaluate_run(run_dir, args.checkpoint, args.episodes, out, marl_eval_path,
-                     args.render)
+                     args.render, args.setting)
         if mirror is not None:
             _log(f"uploaded {mirror.push()} file(s) to {mirror.url}")
     except ValueError as error:
@@ -111,7 +115,8 @@ def _log(*parts: Any) -> None:
 
 
 def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
-                 marl_eval_path: str | None = None, render: bool = False) -> dict[str, Any]:
+                 marl_eval_path: str | None = None, render: bool = False,
+                 setting: int | None = None) -> dict[str, Any]:
     """Restore the run in ``run_dir`` (its ``checkpoint``, or the newest), evaluate every
     seed's greedy policy over ``episodes`` episodes against the run's baselines, and
     write the result to ``out`` (JSON), the marl-eval export to ``marl_eval_path`` (None:
@@ -125,7 +130,8 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
 
     config, stored = load_run(run_dir)
     trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
-                                                       checkpoint)
+                                                       checkpoint, stored.get("sweep"))
+    trainer, state, rows, chosen = sweep_setting(run_dir, stored, trainer, state, setting)
     spec, seeds = trainer.env.spec, stored["seeds"]
     env_steps = [int(v) for v in np.asarray(jax.device_get(state.env_steps))]
     _log(f"restored the checkpoint after chunk {step} of {run_dir} ({env_steps[0]:,} env steps "
@@ -136,7 +142,6 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
          "each)...")
     base = summary.baseline_returns(trainer, jax.random.PRNGKey(stored["seed"] + 1),
                                       stored["baseline_episodes"])
-    rows = outputs.read_rows(run_dir)
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
     scored = summary.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
@@ -157,7 +162,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                **scripted,
                "run_eval_return_per_seed": [own[s]["eval_return"] if s in own else None
                                             for s in range(seeds)],
-               "run_eval_episodes": config.eval_episodes})
+               "run_eval_episodes": config.eval_episodes, **chosen})
     if "baseline_warning" in result:
         _log(f"warning: {result['baseline_warning']}")
     if "median_normalized_score" in result:
@@ -215,19 +220,53 @@ def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
     return run_store.stored_run(run_dir)
 
 
-def restore_checkpoint(run_dir: str, config: Any, seeds: int,
-                       step: int | None) -> tuple[Any, Any, Any, int]:
+def sweep_setting(run_dir: str, stored: dict[str, Any], trainer: Any, state: Any,
+                  setting: int | None) -> tuple[Any, Any, list[dict[str, float]], dict[str, Any]]:
+    """What the evaluation scores: for a sweep, setting ``setting`` (None: ``sweep.json``'s
+    best; 0 before the sweep has finished), as ``(its own Trainer, the state with its seeds'
+    learners [S, ...] and clocks, its metric rows, {"setting": k, "setting_values": ...})``;
+    else the run's own (and ``{}``). ``ValueError`` (one line) for a setting the run lacks."""
+    import jax
+
+    from jaxmarl_accel.cli.sweep_outputs import read_sweep
+    from jaxmarl_accel.trainer.sweep import setting_config
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    rows, sweep = outputs.read_rows(run_dir), stored.get("sweep")
+    if sweep is None:
+        if setting is not None:
+            raise ValueError(f"--setting {setting}: {run_dir} holds one setting, not a sweep")
+        return trainer, state, rows, {}
+    if setting is None:
+        finished = read_sweep(run_dir)
+        setting = 0 if finished is None else int(finished["best"])
+    if not 0 <= setting < sweep.num_settings:
+        raise ValueError(f"--setting {setting}: the sweep in {run_dir} has settings 0 to "
+                         f"{sweep.num_settings - 1}")
+    lanes = slice(setting * stored["seeds"], (setting + 1) * stored["seeds"])
+    state = state.replace(algo=jax.tree.map(lambda x: x[lanes], state.algo),
+                          env_steps=state.env_steps[lanes])
+    _log(f"setting {setting} of the sweep: {sweep.setting(setting)}")
+    return (make_trainer(setting_config(trainer.config, sweep, setting)), state,
+            [r for r in rows if int(r["setting"]) == setting],
+            {"setting": setting, "setting_values": sweep.setting(setting)})
+
+
+def restore_checkpoint(run_dir: str, config: Any, seeds: int, step: int | None,
+                       sweep: Any = None) -> tuple[Any, Any, Any, int]:
     """Restore checkpoint ``step`` (None: the newest) of the run in ``run_dir`` on one device.
 
     Returns ``(trainer, sharded, state, step)``: the run's ``Trainer``, its
     ``ShardedTrainer`` for ``seeds`` seeds, and the restored state, each leaf with a leading
-    seed axis ``[S, ...]``. The replay is not read: its leaves stay ``ShapeDtypeStruct``, so
+    seed axis ``[S, ...]`` (a ``sweep``'s: its lanes ``[K * S, ...]``, settings x seeds, and
+    the base config's trainer). The replay is not read: its leaves stay ``ShapeDtypeStruct``, so
     evaluating needs the memory of the learners, not of the training state. ``ValueError``
     (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
     them, or it does not restore."""
     from jaxmarl_accel.cli import host_loop, run_store
     from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
     from jaxmarl_accel.trainer.sharding import make_sharded_trainer
+    from jaxmarl_accel.trainer.sweep import make_sweep_trainer
     from jaxmarl_accel.trainer.train import make_trainer
 
     folder = os.path.join(run_dir, outputs.CHECKPOINTS_NAME)
@@ -242,9 +281,13 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int,
     elif step not in steps:
         raise ValueError(f"--checkpoint {step}: {folder} holds checkpoint(s) "
                          f"{', '.join(map(str, steps))}")
-    trainer = make_trainer(config)
+    trainer, init_lanes = make_trainer(config), None
+    if sweep is not None:
+        lanes = make_sweep_trainer(config, sweep, seeds)
+        trainer, init_lanes, seeds = lanes.trainer, lanes.init_lanes, lanes.lanes
     sharded = make_sharded_trainer(
-        trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds)
+        trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds,
+        init_lanes=init_lanes)
     abstract = sharded.abstract_state
     target = run_store.checkpoint_items(abstract)
     replay = {name: leaf for name, leaf in target.items() if name.startswith(run_store.REPLAY)}

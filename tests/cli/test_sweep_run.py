@@ -87,3 +87,24 @@ def test_the_memory_refusal_counts_settings_x_seeds(monkeypatch, tmp_path, capsy
     monkeypatch.setattr(memory, "available_bytes", lambda: (2**20, "test host memory"))
     assert run.main([*TINY, *SWEEP, "--out", str(tmp_path / "big")]) == 2
     assert "the sweep of 4 settings x 2 seed(s)" in one_line(capsys.readouterr().err)
+
+
+def test_evaluate_scores_one_setting_the_best_by_default(sweep_run, tmp_path, capsys):
+    from jaxmarl_accel.cli import evaluate
+
+    best = read_sweep(sweep_run)["best"]
+    chosen = evaluate.evaluate_run(sweep_run, None, 2, str(tmp_path / "best.json"), None)
+    assert chosen["setting"] == best and chosen["setting_values"] == read_sweep(
+        sweep_run)["best_setting"]
+    assert len(chosen["final_eval_return_per_seed"]) == 2
+    other = 1 - best if best < 2 else 0
+    assert evaluate.main([sweep_run, "--setting", str(other), "--episodes", "2", "--out",
+                          str(tmp_path / "other.json"), "--marl-eval", "none"]) == 0
+    result = json.loads((tmp_path / "other.json").read_text())
+    assert result["setting"] == other
+    rows = [line.split(",") for line in Path(sweep_run, "metrics.csv").read_text().splitlines()]
+    last = [float(r[4]) for r in rows[1:] if r[0] == str(other) and r[2] == "2"]
+    assert result["run_eval_return_per_seed"] == pytest.approx(last)
+    capsys.readouterr()
+    assert evaluate.main([sweep_run, "--setting", "4", "--episodes", "2"]) == 2
+    assert "the sweep in" in one_line(capsys.readouterr().err)
