@@ -39,6 +39,8 @@ SUBCOMMANDS = {
              "and rollout alone",
     "tag_scale": "A2C and PPO at 1,000 agents on Tag and MPE tag: rollout and end-to-end env "
                  "steps/s, compiled memory and measured peak per env count",
+    "sweep": "a 3 x 3 hyperparameter sweep in one program against its nine runs one after the "
+             "other: compile seconds and end-to-end wall time",
     "warpdrive": "our Tag envs (vmapped) against WarpDrive's numpy Tag envs, env steps/s at 5 "
                  "and 1,000 agents (paper 003)",
 }
