@@ -22,6 +22,7 @@ from jaxmarl_accel import config as cfg
 from jaxmarl_accel.cli import loggers, outputs
 from jaxmarl_accel.cli.checkpoint import Checkpoints
 from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
+from jaxmarl_accel.cli.pbt_run import PbtSteps, plot_values
 from jaxmarl_accel.cli.progress import ProgressBar
 from jaxmarl_accel.cli.remote import Mirror
 from jaxmarl_accel.cli.run_store import (
@@ -152,6 +153,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
         log(f"best setting {best['best']} ({format_setting(best['best_setting'])}): median "
             f"{best['score'].replace('_', ' ')} {best['median'][best['best']]:.3f}; "
             f"{SWEEP_NAME}, {SWEEP_PLOT_NAME}")
+        if options.pbt_every:
+            plot_values(options.out_dir, finished.rows)
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
@@ -208,6 +211,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     # the seconds of the chunks the restored state holds (those after it are run again)
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
         options.out_dir).items() if chunk < started.start} if options.resume else {}
+    pbt = PbtSteps(config, options.seed, options.pbt_every, trainer.num_chunks, options.out_dir,
+                   writer) if options.pbt_every else None
     try:
         for chunk in range(started.start, trainer.num_chunks):
             begun = time.perf_counter()
@@ -223,6 +228,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                                              exploration_rates(trainer, chunk)
                                              ) if options.sweep is None else sweep_rows(
                 trainer, options.sweep, options.seeds, chunk, metrics, scored)
+            if pbt is not None:  # the worst lanes copy the best before the checkpoint
+                state = pbt.after_chunk(chunk, state, chunk_rows)
             rows.extend(chunk_rows)
             if writer:
                 outputs.write_rows(options.out_dir, rows)

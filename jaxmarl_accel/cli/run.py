@@ -40,7 +40,7 @@ from typing import Any
 from jaxmarl_accel.cli import flags, loggers
 from jaxmarl_accel.cli.outputs import CONFIG_NAME
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
-from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, sweep_from_args
+from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, pbt_from_args, sweep_from_args
 
 PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
@@ -311,6 +311,7 @@ def options_from_args(parser: argparse.ArgumentParser,
         parser.error(flags.flag_message(str(error), parser.fields))
     try:
         sweep = sweep_from_args(config, args.sweep, args.sweep_samples, args.seed)
+        pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
     except ValueError as error:
         parser.error(str(error).replace("sweep:", "--sweep:", 1))
     from jaxmarl_accel.cli.summary import default_baseline_episodes
@@ -326,7 +327,7 @@ def options_from_args(parser: argparse.ArgumentParser,
                               checkpoint_every=args.checkpoint_every,
                               checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
                               devices=devices, env_shards=args.env_shards, loggers=args.logger,
-                              sweep=sweep)
+                              sweep=sweep, pbt_every=pbt_every)
 
 
 def check_loggers(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:

@@ -73,6 +73,8 @@ class RunOptions:
         written whatever they are.
       sweep: the settings of a sweep (:class:`~jaxmarl_accel.trainer.sweep.Sweep`), each run
         for ``seeds`` seeds in the same program; ``None`` for one setting.
+      pbt_every: with a sweep, population-based training of its lanes after every this
+        many chunks (:mod:`jaxmarl_accel.trainer.pbt`); 0: none.
     """
 
     seeds: int
@@ -89,6 +91,7 @@ class RunOptions:
     env_shards: int | None = None
     loggers: tuple[str, ...] = ("csv",)
     sweep: Any = None
+    pbt_every: int = 0
 
     @property
     def lanes(self) -> int:
@@ -235,7 +238,8 @@ def run_record(config: cfg.TrainConfig, options: RunOptions) -> dict[str, Any]:
     return {"train": cfg.config_to_dict(config),
             **{name: getattr(options, name) for name in STORED_OPTIONS},
             **({} if sweep is None else {"sweep": {"names": list(sweep.names),
-                                                   "values": [list(v) for v in sweep.values]}})}
+                                                   "values": [list(v) for v in sweep.values]}}),
+            **({"pbt_every": options.pbt_every} if options.pbt_every else {})}
 
 
 def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
@@ -253,6 +257,8 @@ def stored_run(out_dir: str) -> tuple[cfg.TrainConfig, dict[str, Any]]:
     if record.get("sweep"):
         stored["sweep"] = Sweep(tuple(record["sweep"]["names"]),
                                 tuple(tuple(row) for row in record["sweep"]["values"]))
+    if record.get("pbt_every"):
+        stored["pbt_every"] = int(record["pbt_every"])
     return config, stored
 
 

@@ -85,6 +85,15 @@ def add_sweep_flags(group: Any) -> None:
     group.add_argument(
         "--sweep-samples", type=int, default=None, metavar="K",
         help="settings drawn at random from the --sweep ranges (with --seed) (default: none)")
+    group.add_argument(
+        "--pbt", action="store_true",
+        help="population-based training of the sweep's settings x seeds: after every "
+             "--pbt-every evaluation periods the worst quarter of them (by evaluation return) "
+             "copy the learners of one of the best quarter and its values, each times 0.8 or "
+             "1.25; the lineage in pbt.json, the values over time in pbt.png")
+    group.add_argument(
+        "--pbt-every", type=int, default=None, metavar="CHUNKS",
+        help="evaluation periods between two population-based training steps (default: 1)")
 
 
 def sweep_from_args(config: Any, entries: list[SweepArg] | None, samples: int | None,
@@ -121,4 +130,21 @@ def sweep_from_args(config: Any, entries: list[SweepArg] | None, samples: int | 
     return sweep
 
 
-__all__ = ["RANGE_KINDS", "SweepArg", "add_sweep_flags", "parse_sweep", "sweep_from_args"]
+def pbt_from_args(pbt: bool, every: int | None, sweep: Any) -> int:
+    """``RunOptions.pbt_every`` of ``--pbt`` and ``--pbt-every`` (0: no population-based
+    training); a one-line ValueError for flags that do not make one."""
+    if not pbt:
+        if every is not None:
+            raise ValueError("--pbt-every applies to --pbt")
+        return 0
+    if sweep is None:
+        raise ValueError("--pbt trains a population of --sweep settings x --seeds; give "
+                         "--sweep")
+    every = 1 if every is None else every
+    if every < 1:
+        raise ValueError(f"--pbt-every must be >= 1, got {every}")
+    return every
+
+
+__all__ = ["RANGE_KINDS", "SweepArg", "add_sweep_flags", "parse_sweep", "pbt_from_args",
+           "sweep_from_args"]

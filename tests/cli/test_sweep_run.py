@@ -108,3 +108,27 @@ def test_evaluate_scores_one_setting_the_best_by_default(sweep_run, tmp_path, ca
     capsys.readouterr()
     assert evaluate.main([sweep_run, "--setting", "4", "--episodes", "2"]) == 2
     assert "the sweep in" in one_line(capsys.readouterr().err)
+
+
+def test_population_based_training_records_its_lineage_and_resumes_exactly(monkeypatch,
+                                                                          tmp_path, capsys):
+    """--pbt: after each chunk but the last the worst quarter of the 8 lanes copy the best;
+    pbt.json holds the two steps, every row the values its lane trained with, and a run
+    interrupted after chunk 1 resumes to the same files."""
+    whole = str(tmp_path / "whole")
+    assert run.main([*TINY, *SWEEP, "--pbt", "--out", whole]) == 0
+    lineage = json.loads(Path(whole, "pbt.json").read_text())["lineage"]
+    assert [step["chunk"] for step in lineage] == [0, 1]
+    assert all(len(step["replaced"]) == 2 for step in lineage)
+    header = Path(whole, "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "hp_actor_lr" in header and "hp_tau" in header
+    assert os.path.getsize(os.path.join(whole, "pbt.png")) > 0
+    out = str(tmp_path / "interrupted")
+    interrupt_after_chunk_1(monkeypatch)
+    assert run.main([*TINY, *SWEEP, "--pbt", "--out", out]) == 130
+    monkeypatch.undo()
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    assert_same_outputs(whole, out)
+    capsys.readouterr()
+    assert exit_code([*TINY, "--pbt", "--out", str(tmp_path / "bad")]) == 2
+    assert "--pbt trains a population of --sweep settings" in one_line(capsys.readouterr().err)

@@ -1,0 +1,99 @@
+"""``run --sweep ... --pbt``: population-based training of a sweep's lanes between chunks
+(:mod:`jaxmarl_accel.trainer.pbt`), with ``pbt.json`` (the lineage: at each step, which lane
+copied which, their scores and values) and ``pbt.png`` (each lane's values over env steps).
+Every lane's ``metrics.csv`` rows carry the values it trained the chunk with
+(``hp_<field>``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxmarl_accel.trainer.pbt import as_float32, exploit_explore, lineage_entry, make_apply
+
+PBT_NAME = "pbt.json"
+PBT_PLOT_NAME = "pbt.png"
+HYPER_PREFIX = "hp_"
+
+
+def read_lineage(out_dir: str) -> list[dict[str, Any]]:
+    """The lineage ``pbt.json`` holds so far (empty without one)."""
+    path = os.path.join(out_dir, PBT_NAME)
+    if not os.path.isfile(path):
+        return []
+    with open(path) as handle:
+        return list(json.load(handle)["lineage"])
+
+
+class PbtSteps:
+    """The host loop's population-based training: after every ``every`` chunks (none after
+    the last), the worst lanes copy the best."""
+
+    def __init__(self, config: Any, seed: int, every: int, num_chunks: int, out_dir: str,
+                 writer: bool) -> None:
+        self.config, self.seed, self.every, self.num_chunks = config, seed, every, num_chunks
+        self.out_dir, self.writer = out_dir, writer
+        self.apply = make_apply()
+
+    def after_chunk(self, chunk: int, state: Any, rows: Sequence[dict[str, Any]]) -> Any:
+        """Mark ``rows`` (the chunk's, one per lane in lane order) with the values each lane
+        trained the chunk with; on a step's chunk, exploit and explore and record it in
+        ``pbt.json``. Returns the state to continue from."""
+        hyper = {name: np.asarray(v) for name, v in jax.device_get(state.hyper).items()}
+        for lane, row in enumerate(rows):
+            row.update({f"{HYPER_PREFIX}{name}": as_float32(v[lane])
+                        for name, v in hyper.items()})
+        if (chunk + 1) % self.every or chunk + 1 >= self.num_chunks:
+            return state
+        scores = [float(row["eval_return"]) for row in rows]
+        exploit = exploit_explore(self.config, scores, hyper,
+                                  np.random.default_rng([self.seed, chunk]))
+        state = self.apply(state, np.asarray(exploit.parents, np.int32), exploit.hyper)
+        if self.writer:
+            kept = [e for e in read_lineage(self.out_dir) if e["chunk"] < chunk]
+            self.write(kept + [lineage_entry(chunk, exploit, hyper, scores)])
+        return state
+
+    def write(self, lineage: list[dict[str, Any]]) -> None:
+        """Write ``pbt.json``."""
+        with open(os.path.join(self.out_dir, PBT_NAME), "w") as handle:
+            json.dump({"every_chunks": self.every, "lineage": lineage}, handle, indent=2)
+
+
+def plot_values(out_dir: str, rows: Sequence[dict[str, Any]]) -> str | None:
+    """``pbt.png``: each lane's values (one panel per field, log scale) over env steps;
+    None when the rows carry none."""
+    names = sorted(k[len(HYPER_PREFIX):] for k in rows[0] if k.startswith(HYPER_PREFIX))
+    if not names:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(names), figsize=(5.5 * len(names), 4), squeeze=False)
+    lanes = sorted({(int(r.get("setting", 0)), int(r["seed"])) for r in rows})
+    for ax, name in zip(axes[0], names, strict=True):
+        for lane in lanes:
+            own = sorted((r for r in rows if (int(r.get("setting", 0)), int(r["seed"])) == lane),
+                         key=lambda r: r["env_steps"])
+            values = [r[HYPER_PREFIX + name] for r in own]  # held during each chunk
+            ax.step([0] + [r["env_steps"] for r in own], values[:1] + values, where="pre",
+                    lw=1, alpha=0.7)
+        ax.set_yscale("log")
+        ax.set_xlabel("environment steps per seed")
+        ax.set_title(f"{name} of each member")
+    fig.tight_layout()
+    path = os.path.join(out_dir, PBT_PLOT_NAME)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+__all__ = ["HYPER_PREFIX", "PBT_NAME", "PBT_PLOT_NAME", "PbtSteps", "plot_values",
+           "read_lineage"]
