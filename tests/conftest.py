@@ -36,6 +36,7 @@ import sys
 import tempfile
 
 import jax
+import pytest
 
 from jaxmarl_accel.trainer.compiling import CPU_OPTIONS
 from tests.fingerprint import FUSION_EMITTERS
@@ -101,3 +102,20 @@ def pytest_unconfigure(config) -> None:
     ``-n``, after its workers have ended)."""
     for folder in _made_cache:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Marks ``slow`` every case but the first ``n`` of a test marked
+    ``pytest.mark.fast_cases(n)`` (cases in collection order), before ``-m`` selects: the
+    fast tier keeps one cheap instance of a parametrized check and the slow tier runs the
+    rest, each compiling its own program."""
+    seen: dict[tuple[str, str], int] = {}
+    for item in items:
+        mark = item.get_closest_marker("fast_cases")
+        if mark is None:
+            continue
+        key = (str(item.path), item.nodeid.split("[", 1)[0])
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > mark.args[0]:
+            item.add_marker(pytest.mark.slow)

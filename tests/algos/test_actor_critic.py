@@ -42,6 +42,7 @@ TAU = SMALL.tau
 
 
 @pytest.mark.parametrize(("name", "n", "continuous"), CASES)
+@pytest.mark.fast_cases(1)
 def test_act_and_update_shapes(name, n, continuous):
     spec = spec_for(n, continuous)
     fns = compiled(name, spec, config_for(name, continuous))
@@ -145,6 +146,7 @@ def _skeleton_agent_and_batch(name: str, n: int, continuous: bool, i: int):
 
 
 @pytest.mark.parametrize(("name", "n", "continuous"), [("maddpg", 3, False), ("masac", 3, True)])
+@pytest.mark.fast_cases(1)
 def test_agent_critic_step_is_one_optimizer_step_on_the_critic_loss(name, n, continuous):
     sk, agent, batch = _skeleton_agent_and_batch(name, n, continuous, i=1)
     y = jax.random.normal(jax.random.key(2), (BATCH,))
@@ -160,6 +162,7 @@ def test_agent_critic_step_is_one_optimizer_step_on_the_critic_loss(name, n, con
 
 
 @pytest.mark.parametrize(("name", "n", "continuous"), [("matd3", 3, False), ("masac", 3, True)])
+@pytest.mark.fast_cases(1)
 def test_agent_actor_step_moves_only_the_actor_and_temperature(name, n, continuous):
     sk, agent, batch = _skeleton_agent_and_batch(name, n, continuous, i=2)
     step = jax.jit(functools.partial(ac.agent_actor_step, sk))
@@ -175,6 +178,7 @@ def test_agent_actor_step_moves_only_the_actor_and_temperature(name, n, continuo
     *[(name, n, continuous, "parallel", False) for name, n, continuous in CASES],
     ("matd3", 3, False, "sequential", False), ("masac", 3, True, "parallel", True),
 ])
+@pytest.mark.fast_cases(1)
 def test_linear_actor_step_equals_the_full_one(name, n, continuous, learners, per_agent):
     """``config.actor_step`` picks the skeleton's ``joint_q``; the linear and the full actor
     steps move every agent's actor (and temperature) alike, within 1e-5 relative."""
@@ -267,6 +271,7 @@ def _train(fns, spec, action_vec: np.ndarray, reward: np.ndarray) -> tuple:
 
 
 @pytest.mark.parametrize("name", ["maddpg", "masac"])
+@pytest.mark.fast_cases(1)
 def test_discrete_matrix_game_finds_optimum(name):
     spec = make_spec(2, continuous=False, obs_dim=2, action_sizes=(5, 4))
     fns = compiled(name, spec)
@@ -285,6 +290,7 @@ def test_discrete_matrix_game_finds_optimum(name):
 
 
 @pytest.mark.parametrize("name", ["maddpg", "matd3"])
+@pytest.mark.fast_cases(1)
 def test_continuous_quadratic_game_finds_optimum(name):
     spec = make_spec(2, continuous=True, obs_dim=2, act_dim=2)
     fns = compiled(name, spec, ActorCriticConfig())
@@ -296,6 +302,7 @@ def test_continuous_quadratic_game_finds_optimum(name):
 
 
 @pytest.mark.parametrize("name", ["maddpg", "matd3"])
+@pytest.mark.fast_cases(1)
 def test_gumbel_softmax_continuous_actor_moves_mass_to_the_paying_component(name):
     # the original MADDPG code's treatment of MPE's move vector: soft samples on the simplex
     spec = make_spec(2, continuous=True, obs_dim=2, act_dim=5)

@@ -26,6 +26,7 @@ B = 256
     ("maddpg", 3, False, False), ("matd3", 3, False, False), ("masac", 3, True, False),
     ("maddpg", 6, True, True),
 ])
+@pytest.mark.fast_cases(1)
 def test_analytic_flops_match_xla_cost_analysis(name, n, continuous, per_agent, actor_step):
     spec = make_spec(n, continuous, obs_dim=18)
     config = dataclasses.replace(SMALL, policy_delay=1, actor_step=actor_step)

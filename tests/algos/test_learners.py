@@ -58,6 +58,7 @@ def test_parallel_and_sequential_compute_the_same_step(per_agent):
     ("maddpg", 6, True, False), ("matd3", 3, False, False), ("masac", 3, True, False),
     ("matd3", 3, False, True),
 ])
+@pytest.mark.fast_cases(1)
 def test_parallel_equals_sequential(name, n, continuous, per_agent):
     """No agent reads another's new parameters in one update, so vmap == scan."""
     spec = spec_for(n, continuous)

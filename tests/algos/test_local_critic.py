@@ -49,6 +49,7 @@ def _init_and_samples(sk, batch, weight):
     ("simple_tag", {"num_predators": 10, "num_prey": 3, "k_nearest": 5, "num_obstacles": 2,
                     "k_nearest_landmarks": 2}, 5, slice(8, 18)),
 ])
+@pytest.mark.fast_cases(1)
 def test_neighbours_from_the_observation_are_the_ones_the_env_observes(name, kwargs, k, rel):
     env, params = make(name, **kwargs)
     obs = _states(env, params, jax.random.PRNGKey(3))
@@ -101,6 +102,7 @@ def _np_neighbours(pos, i, k):
     ("agent", "knearest", "joint_steps"), ("team", "meanfield", "joint_steps"),
     ("team", "knearest", "joint_steps"), ("agent", "pic", "joint_steps"),
     ("team", "pic", "pairs")])
+@pytest.mark.fast_cases(1)
 def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
     """y_i = r_i + gamma (1 - d_i) Q'_g(i)(o'_i, a'_i, a'_nb (, o'_nb)), computed agent by
     agent with numpy neighbours (MADDPG, deterministic continuous actors: no sampling
@@ -140,6 +142,7 @@ def test_critic_targets_match_a_loop_over_agents(sharing, critic, batch):
 
 
 @pytest.mark.parametrize("critic", ["knearest", "pic"])
+@pytest.mark.fast_cases(1)
 def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
     env, params = make("simple_tag", num_predators=6, num_prey=2, k_nearest=3)
     config = ActorCriticConfig(sharing="team", critic=critic, critic_k=3, shared_batch="pairs")
@@ -165,6 +168,7 @@ def test_pairs_draw_one_agent_of_each_team_per_joint_step(critic):
                 assert s.neighbour_obs is None and s.next_neighbour_obs is None
 
 
+@pytest.mark.slow
 def test_team_loss_is_the_mean_of_its_agents_losses():
     """Shared parameters: the team's critic gradient is the mean of its agents' gradients."""
     env, params = make("simple_spread", num_agents=5, k_nearest=2)
@@ -191,6 +195,7 @@ def test_team_loss_is_the_mean_of_its_agents_losses():
     ("masac", "team", "knearest", "joint_steps"),
     ("matd3", "team", "pic", "pairs"),
 ])
+@pytest.mark.fast_cases(1)
 def test_trains_under_jit(algo, sharing, critic, batch):
     config = TrainConfig(
         algo=algo, env="simple_tag", env_kwargs=(("k_nearest", 3), ("num_predators", 5)),
@@ -255,6 +260,7 @@ def test_neighbourhood_larger_than_the_agents_is_refused(critic):
 
 
 @pytest.mark.parametrize("critic", ["knearest", "pic"])
+@pytest.mark.fast_cases(1)
 def test_team_sharing_keeps_parameters_independent_of_the_agents(critic):
     small, _ = make("simple_spread", num_agents=4, k_nearest=3)
     large, _ = make("simple_spread", num_agents=40, k_nearest=3)

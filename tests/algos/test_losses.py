@@ -104,6 +104,7 @@ def test_actor_loss_matches_a_hand_computation(form):
 
 @pytest.mark.parametrize("form", ACTOR_STEPS)
 @pytest.mark.parametrize("index", [0, 2])
+@pytest.mark.fast_cases(1)
 def test_actor_loss_gradient_flows_only_through_the_own_action(index, form):
     """The replayed own action does not enter (the linear form cancels it up to rounding)."""
     setup = _actor_setup()
@@ -130,6 +131,7 @@ HEADS = [(False, "auto", True, "sigmoid"), (False, "auto", False, "sigmoid"),
 
 @pytest.mark.parametrize("num_critics", [1, 2])
 @pytest.mark.parametrize(("continuous", "policy", "straight_through", "default"), HEADS)
+@pytest.mark.fast_cases(1)
 def test_linear_actor_loss_equals_the_full_one(continuous, policy, straight_through, default,
                                                num_critics):
     """``joint_q_linear`` gives ``joint_q_full``'s actor loss and actor gradient within 1e-5

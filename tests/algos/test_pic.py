@@ -73,6 +73,7 @@ def test_agent_i_is_not_one_of_its_neighbours():
 
 
 @pytest.mark.parametrize("sharing", ["agent", "team"])
+@pytest.mark.fast_cases(1)
 def test_parameters_do_not_grow_with_the_agents(sharing):
     config = ActorCriticConfig(critic="pic", critic_k=3, sharing=sharing, hidden_sizes=(16, 16))
     per_group = []
@@ -107,6 +108,7 @@ def _batch(env, params, key: jax.Array, bsz: int) -> Transition:
     ("masac", "team", "joint_steps"),
     ("masac", "agent", "joint_steps"),
 ])
+@pytest.mark.fast_cases(1)
 def test_one_update_of_each_algorithm_is_finite_and_compiles_once(algo, sharing, batch):
     env, params = make("simple_spread", num_agents=6, k_nearest=3, continuous_actions=True)
     config = ActorCriticConfig(critic="pic", critic_k=3, sharing=sharing, shared_batch=batch,
@@ -147,6 +149,7 @@ def test_actor_step_moves_only_its_own_action():
     assert float(jnp.abs(by_obs).sum()) > 0
 
 
+@pytest.mark.slow
 def test_trains_from_the_cli(tmp_path):
     out = tmp_path / "pic"
     argv = ["--env", "simple_spread", "--agents", "6", "--env-kwargs", "k_nearest=3",

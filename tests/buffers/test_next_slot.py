@@ -129,6 +129,7 @@ SAMPLERS = [
 @settings(max_examples=4, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**31), rounds=st.floats(0.8, 3.0),
        min_length=st.sampled_from([None, 3]))
+@pytest.mark.fast_cases(1)
 def test_samples_equal_the_stored_modes_bit_for_bit(
         sampler, kwargs, config, capacity, num_envs, seed, rounds, min_length):
     buffers = pair(sampler, kwargs, capacity, num_envs, min_length, **config)
@@ -162,6 +163,7 @@ def sample_in_lockstep(buffers, examples, batches, seed: int) -> int:
     return samples
 
 
+@pytest.mark.slow
 def test_an_overwritten_side_entry_is_never_returned():
     # the side ring is sized for episodes of >= 10 steps, but every step ends one
     capacity, num_envs = 40, 2

@@ -93,6 +93,7 @@ def pair(sampler: str, kwargs: tuple, capacity: int, num_envs: int, next_obs: st
 @settings(max_examples=3, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**31), rounds=st.floats(0.8, 3.0),
        min_length=st.sampled_from([None, 3]))
+@pytest.mark.fast_cases(1)
 def test_samples_equal_the_observation_replays_bit_for_bit(
         sampler, kwargs, config, next_obs, chunk, seed, rounds, min_length):
     capacity, num_envs = 20, 3  # chunk 3: the 8 (24 per-agent) joint steps in a scan

@@ -93,6 +93,7 @@ def window_of(window: int | None, basis: str, size: int) -> int:
 @pytest.mark.parametrize(("layout", "window", "basis", "ratio", "decay", "rewrite"), CASES)
 @settings(max_examples=3, deadline=None, phases=NO_SHRINK)
 @given(seed=st.integers(0, 2**16), adds=st.lists(st.integers(0, 3), min_size=12, max_size=12))
+@pytest.mark.fast_cases(1)
 def test_reuse_follows_alg1_window_by_window(layout, window, basis, ratio, decay, rewrite,
                                              seed, adds):
     """A numpy model of Alg. 1 next to the jitted buffer, items added between updates so the

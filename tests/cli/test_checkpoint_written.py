@@ -247,6 +247,7 @@ def finished(tmp_path_factory):
     return get
 
 
+@pytest.mark.slow
 def test_checkpoint_size_grows_with_the_fill_not_the_capacity(finished):
     """A run keeps its last two checkpoints: after chunks 1 (400 env steps) and 2 (600)."""
     small, large = finished("transition"), finished("agent-major, large")
@@ -264,6 +265,7 @@ def test_checkpoint_size_grows_with_the_fill_not_the_capacity(finished):
     ("transition wrapped", 1, 1, (250, 250)),
     ("episode", 0, 1, (10, 16)),
 ])
+@pytest.mark.fast_cases(1)
 def test_a_run_resumed_from_a_written_part_repeats_the_uninterrupted_run(
         finished, tmp_path, name, step, axis, fill):
     out = finished(name)

@@ -81,6 +81,7 @@ def test_tree_bytes_counts_abstract_leaves():
     assert tree_leaf_bytes(tree) == 3 * 4 * 4 + 5
 
 
+@pytest.mark.slow
 def test_the_compiled_chunks_temporaries_enter_the_estimate():
     """A team learner's update over every agent of its joint steps needs temporaries that
     grow with the batch: the run's check counts them after compiling, before the state

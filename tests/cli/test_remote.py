@@ -97,6 +97,7 @@ def test_only_the_runs_own_files_are_ever_deleted(memory_mirror, tmp_path):
     assert other.push() == 0  # a pulled copy is in step with the remote
 
 
+@pytest.mark.slow
 def test_interrupted_remote_run_resumes_from_the_remote_copy(tmp_path, monkeypatch, capsys):
     """Ctrl-C after chunk 1's checkpoint: the remote holds the run so far; resumed from the
     URL into a fresh stage, it ends with the files of the uninterrupted local run."""

@@ -231,6 +231,7 @@ def test_interrupted_and_resumed_run_writes_the_same_files(finished_run, monkeyp
 
 
 @pytest.mark.parametrize("damage", ["truncated data", "empty index", "no orbax data"])
+@pytest.mark.fast_cases(1)
 def test_resume_skips_a_corrupt_latest_checkpoint(finished_run, damage, tmp_path, capsys):
     out = str(tmp_path / "corrupt")
     shutil.copytree(finished_run, out)
@@ -260,6 +261,7 @@ def test_resume_fails_in_one_line_when_no_checkpoint_restores(finished_run, tmp_
     assert lines == [lines[0]] and f"no checkpoint in {out}/checkpoints can be restored" in lines[0]
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_checkpoint_of_another_config(finished_run, tmp_path, capsys):
     out = str(tmp_path / "other")
     shutil.copytree(finished_run, out)
@@ -426,6 +428,7 @@ def test_accmer_sampler_settings_out_of_range_are_one_line(kwargs, message, tmp_
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_path):
     out = str(tmp_path / "accmer")
     argv = [*VALUE_TINY, "--algo", "accmer", "--qstar-hidden", "8", "--qstar-layers", "1",
@@ -446,6 +449,7 @@ def test_accmer_trains_from_the_cli_with_macpo_weights_and_the_reuse_table(tmp_p
         assert 1 <= int(window) <= int(filled) // 4  # floor(d / b) at a re-rank
 
 
+@pytest.mark.slow
 def test_accmer_trains_from_the_cli_with_the_authors_reuse(tmp_path):
     """--sampler reuse_block: per seed, the table's counter has advanced one block of b
     slots per write (every third update, the first included) and the written blocks hold
@@ -467,6 +471,7 @@ def test_accmer_trains_from_the_cli_with_the_authors_reuse(tmp_path):
         assert untouched.sum() == 16 - 4 * min(count, 4) and np.all(table > 0)
 
 
+@pytest.mark.slow
 def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finished_run, tmp_path,
                                                                          capsys):
     """--checkpoint-replay false: the checkpoints hold no replay array; resuming after
@@ -489,6 +494,7 @@ def test_a_run_checkpointed_without_its_replay_refills_it_after_resuming(finishe
                                                    strict=True))
 
 
+@pytest.mark.slow
 def test_with_scripted_prey_the_predators_are_scored(tmp_path):
     """``--prey scripted``: returns, baselines and scores average over the predators (the
     learners) only; with their own-contact reward the prey's penalties would cancel them."""

@@ -42,6 +42,7 @@ def read(folder: str, name: str) -> dict:
         return json.load(handle)
 
 
+@pytest.mark.slow
 def test_the_summary_reports_the_steps_taken_and_why(stag_run):
     out, _ = stag_run
     record = read(out, outputs.SUMMARY_NAME)

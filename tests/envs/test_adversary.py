@@ -25,6 +25,7 @@ def _mpe2_goal(world, state):
 
 
 @pytest.mark.parametrize(("num_good", "continuous"), [(2, False), (3, True)])
+@pytest.mark.fast_cases(1)
 def test_parity_with_jaxmarl(num_good, continuous):
     env, params = make("simple_adversary", num_good=num_good, continuous_actions=continuous)
     ref = SimpleAdversaryMPE(num_good_agents=num_good, num_obs=num_good,

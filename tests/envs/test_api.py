@@ -34,6 +34,7 @@ def _check_padding(spec, obs):
 
 
 @pytest.mark.parametrize("num_agents", [1, 3, 12, 48])
+@pytest.mark.fast_cases(1)
 def test_spread_shapes(num_agents):
     env, params = make("simple_spread", num_agents=num_agents)
     spec = env.spec
@@ -48,6 +49,7 @@ def test_spread_shapes(num_agents):
 
 
 @pytest.mark.parametrize("counts", [(1, 1, 0), (3, 1, 2), (12, 4, 1), (36, 12, 3)])
+@pytest.mark.fast_cases(1)
 def test_tag_shapes_and_padding(counts):
     n_pred, n_prey, n_obs = counts
     env, params = make("simple_tag", num_predators=n_pred, num_prey=n_prey,

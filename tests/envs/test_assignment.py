@@ -48,6 +48,7 @@ def test_assignment_is_optimal_up_to_eight(rows, extra_cols, seed):
 @settings(max_examples=8, deadline=None)  # each example compiles its own shape
 @given(st.integers(1, 40), st.integers(0, 12), st.integers(1, 12), st.integers(1, 8),
        st.integers(0, 2**31 - 1))
+@pytest.mark.slow
 def test_greedy_equals_sequential_on_distinct_costs(rows, extra_cols, num_candidates,
                                                     refill_rows, seed):
     cost = _distinct_costs(np.random.default_rng(seed), rows, rows + extra_cols)

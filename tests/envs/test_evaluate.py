@@ -96,6 +96,7 @@ def test_returns_stop_after_the_first_episode_and_stats_are_summed():
     assert evaluate_policy(env, params, random_policy(env), jax.random.PRNGKey(0), 2).stats == {}
 
 
+@pytest.mark.slow
 def test_batches_run_the_same_episodes():
     env, params = make("stag_hunt", num_agents=2, num_stags=1, grid_size=4, episode_length=6)
     policy, key = random_policy(env), jax.random.PRNGKey(3)

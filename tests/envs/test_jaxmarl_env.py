@@ -38,6 +38,7 @@ def reference(env_id: str, kwargs: dict):
 
 @pytest.mark.parametrize("env_id,kwargs,steps", CASES,
                          ids=["smax_3m", "mpe_spread", "hanabi"])
+@pytest.mark.fast_cases(1)
 def test_steps_equal_jaxmarls_own_env_under_random_actions(env_id, kwargs, steps):
     env, params = make(f"jaxmarl:{env_id}", **kwargs)
     ref = reference(env_id, kwargs)
@@ -255,6 +256,7 @@ SMAX_TINY = (("max_steps", 6), ("scenario", "3m"))
 
 
 @pytest.mark.parametrize("algo", ["qmix", pytest.param("matd3", marks=pytest.mark.slow)])
+@pytest.mark.slow
 def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
     """The value family (QMIX; VDN and IQL differ only in the mixer, which the stag hunt's
     tests cover) and the actor-critic family (MATD3)."""
@@ -299,6 +301,7 @@ def test_command_line_takes_jaxmarl_envs_and_their_keywords():
         scenario_kwargs("jaxmarl:HeuristicEnemySMAX", (("bogus", 1),), None)
 
 
+@pytest.mark.slow
 def test_qmix_collects_the_same_smax_episodes_with_the_early_stopping_loop():
     """Battles end long before SMAX's limit: the collection stops in the block in which the
     last one ended, and QMIX's exploring agents collect bit for bit the episodes of the full

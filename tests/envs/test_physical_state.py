@@ -39,6 +39,7 @@ def assert_observed(got, want, exact: bool) -> None:
 
 
 @pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
+@pytest.mark.fast_cases(1)
 def test_recomputed_observations_equal_the_envs_under_jit(name, kwargs):
     env, params = make(name, episode_length=4, **kwargs)
     spec, num_envs = env.spec, 5
@@ -94,6 +95,7 @@ def test_envs_without_a_physical_state_have_none():
 
 
 @pytest.mark.parametrize(("name", "kwargs"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
+@pytest.mark.fast_cases(1)
 def test_observing_some_agents_gives_their_rows_bit_for_bit(name, kwargs):
     """``observe_physical_at`` (k-nearest rows from ``[M, N]`` distances) equals the rows of
     ``observe_physical``, for any agents (repeated, out of order), under jit and vmap."""

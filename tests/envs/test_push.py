@@ -29,6 +29,7 @@ def _mpe2_goal(world, state):
 
 
 @pytest.mark.parametrize(("num_good", "continuous"), [(1, False), (2, True)])
+@pytest.mark.fast_cases(1)
 def test_parity_with_jaxmarl(num_good, continuous):
     """Half the seeds random, half scripted (the scripted adversary bumps into the agent)."""
     env, params = make("simple_push", num_good=num_good, continuous_actions=continuous)

@@ -27,6 +27,7 @@ def _mpe2_goal(world, state):
 
 
 @pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.fast_cases(1)
 def test_parity_with_jaxmarl(continuous):
     env, params = make("simple_reference", continuous_actions=continuous)
     ref = SimpleReferenceMPE(action_type="Continuous" if continuous else "Discrete")

@@ -19,6 +19,7 @@ SEEDS = [0, 1, 2]
 
 
 @pytest.mark.parametrize("num_agents", [1, 3, 6])
+@pytest.mark.fast_cases(1)
 def test_spread_matches_jaxmarl(num_agents):
     env, params = make("simple_spread", num_agents=num_agents)
     ref = SimpleSpreadMPE(num_agents=num_agents, num_landmarks=num_agents)

@@ -34,6 +34,7 @@ def test_tag_3v1_matches_jaxmarl():
 @pytest.mark.parametrize(
     "num_predators,num_prey,num_obstacles,continuous",
     [(1, 1, 0, False), (4, 3, 1, False), (6, 2, 3, True)])
+@pytest.mark.fast_cases(1)
 def test_tag_matches_mpe2(num_predators, num_prey, num_obstacles, continuous):
     env, params = make("simple_tag", num_predators=num_predators, num_prey=num_prey,
                        num_obstacles=num_obstacles, continuous_actions=continuous)
@@ -87,6 +88,7 @@ def _still_state(env, params, key, pos):
 
 
 @pytest.mark.parametrize("arena", [0.5, 3.0])
+@pytest.mark.fast_cases(1)
 def test_arena_scales_the_start_box_and_the_prey_boundary(arena):
     env, params = make("simple_tag", num_predators=40, num_prey=20, num_obstacles=10,
                        arena=arena)

@@ -42,6 +42,7 @@ def test_train_bench_records_throughput_and_matmul_share(tmp_path):
     assert record["share_of_matmul_rate"] > 0
 
 
+@pytest.mark.slow
 def test_accmer_bench_times_the_sampling_phase_of_all_three_sides(tmp_path, capsys):
     path = tmp_path / "accmer.json"
     main(["accmer", "--json", str(path), "--settings", "p1.5", "--capacity", "256",
@@ -108,6 +109,7 @@ def test_update_profile_splits_an_update_into_loops_mixer_and_the_rest(tmp_path,
     assert "qmix update:" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_update_profile_smax_profiles_qmix_smax_run_with_its_overrides(tmp_path, capsys):
     path = tmp_path / "profile.json"
     main(["update_profile", "--smax", "3m", "--set", "hidden=16", "--set", "batch_size=4",
@@ -122,6 +124,7 @@ def test_update_profile_smax_profiles_qmix_smax_run_with_its_overrides(tmp_path,
     assert "qmix update:" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_update_profile_gru_path_forces_the_unroll_and_restores_the_limit(tmp_path):
     from jaxmarl_accel.algos.value import networks
     limit = networks.SAVED_GATES_BYTES

@@ -34,6 +34,7 @@ def test_tiny_run_writes_records(tmp_path, capsys):
     assert "spread" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_stag_hunt_runs_ours_only(tmp_path):
     path = tmp_path / "bench.json"
     bench.main(_args("--scenarios", "stag_hunt", "--agents", "3", "--envs", "2", "--steps",

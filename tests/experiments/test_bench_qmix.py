@@ -101,6 +101,7 @@ def test_bad_flags_raise(argv):
         main(["qmix", *argv])
 
 
+@pytest.mark.slow
 def test_reference_is_not_run_vmapped_over_seeds_on_cpu(tmp_path, monkeypatch, capsys):
     """JaxMARL's program hangs vmapped over seeds on CPU: at 2 seeds the bench times ours
     alone and says why, without ever building the reference's program."""

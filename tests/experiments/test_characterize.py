@@ -29,6 +29,7 @@ def _batch(key, b, n, obs_dim, adim):
                       next_obs=jax.random.normal(k2, (b, n, obs_dim)), done=jnp.zeros((b, n)))
 
 
+@pytest.mark.slow
 def test_phases_compose_to_algo_update():
     """target_q -> critic_step -> actor_step (with the new critic) -> target_update, the
     phases the characterization times, give exactly algo.update's new state (parallel

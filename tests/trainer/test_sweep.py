@@ -68,6 +68,7 @@ SWEEPS = {
 
 
 @pytest.mark.parametrize("algo", sorted(SWEEPS))
+@pytest.mark.fast_cases(1)
 def test_each_setting_of_a_sweep_trains_as_its_own_run(algo):
     """Setting k's lanes (one program for K=2 settings x 2 seeds) against a run of setting k
     alone at the same seeds: parameters and learning curves within float32 rounding."""
@@ -99,6 +100,7 @@ def test_each_setting_of_a_sweep_trains_as_its_own_run(algo):
 
 
 @pytest.mark.parametrize("algo", registered_algos())
+@pytest.mark.fast_cases(1)
 def test_every_declared_field_is_a_value_of_the_program(algo):
     """Every field a learner declares sweepable traces as an array (no concretization, no
     Python branch on it): one chunk of a lane with all of them traced at once."""
@@ -151,6 +153,7 @@ def test_grids_and_samples_are_the_settings_asked_for():
                                   50)
 
 
+@pytest.mark.slow
 def test_the_sweep_trainer_lanes_start_as_the_seeds_of_each_setting():
     config, sweep = tiny("matd3"), grid({"tau": (0.01, 0.02)})
     trainer = make_sweep_trainer(config, sweep, seeds=2)

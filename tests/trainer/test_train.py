@@ -95,6 +95,7 @@ def test_an_episode_learner_without_a_recurrent_carry_is_refused(monkeypatch):
         make_trainer(tiny_config())
 
 
+@pytest.mark.slow
 def test_a_shorter_last_chunk_stops_at_total_env_steps(whole_run):
     """500 env steps with an evaluation every 200: the third chunk runs 2 of its 4 rounds,
     in the same compiled chunk program; the first two chunks are those of the 600-step run."""

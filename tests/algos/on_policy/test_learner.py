@@ -46,6 +46,7 @@ def random_minibatch(key, spec, batch=6):
 
 
 @pytest.mark.parametrize("name", ["a2c", "ppo"])
+@pytest.mark.fast_cases(1)
 def test_one_team_per_network_and_gradients_stay_within_a_team(name):
     spec = spec_with_teams(False)
     config = SMALL if name == "ppo" else dataclasses.replace(SMALL, epochs=4, minibatches=4)
@@ -128,6 +129,7 @@ def large_reward_rollout(spec, scale: float):
                    terminated=jnp.zeros((t, e)), ended=jnp.zeros((t, e)))
 
 
+@pytest.mark.slow
 def test_normalized_values_keep_the_value_loss_small_and_map_back():
     spec = spec_with_teams(False)
     losses_of = {}
@@ -158,6 +160,7 @@ def test_normalized_values_keep_the_value_loss_small_and_map_back():
     assert losses_of[False] > 1e6 and losses_of[True] < 10.0
 
 
+@pytest.mark.slow
 def test_factored_actions_draw_each_choice_from_its_own_head():
     spec = dataclasses.replace(spec_with_teams(False), num_actions=12, action_sizes=(12,) * 5,
                                action_factors=(3, 4))

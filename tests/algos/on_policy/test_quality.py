@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.config import TrainConfig
@@ -14,6 +15,7 @@ from jaxmarl_accel.envs.policies import random_policy
 from jaxmarl_accel.trainer.train import make_trainer
 
 
+@pytest.mark.slow
 def test_ppo_beats_random_on_spread():
     config = TrainConfig(env="simple_spread", env_kwargs=(("num_agents", 3),), algo="ppo",
                          num_envs=16, total_env_steps=20_000, eval_every=20_000,

@@ -47,6 +47,7 @@ def run_two_chunks(config: TrainConfig, resume: bool):
     ("ppo", "simple_tag", (("num_obstacles", 0), ("num_predators", 2))),
     ("a2c", "simple_spread", (("continuous_actions", True), ("num_agents", 2))),
 ])
+@pytest.mark.fast_cases(1)
 def test_a_tiny_run_trains_every_team_under_jit_and_vmap(algo, env, env_kwargs):
     config = tiny(algo, env, env_kwargs=env_kwargs)
     trainer, start, final, chunks = run_two_chunks(config, resume=algo == "ppo")
@@ -108,6 +109,7 @@ def test_help_groups_the_on_policy_flags():
     assert "0.98 for the on-policy family" in text  # --gamma's default for a2c and ppo
 
 
+@pytest.mark.slow
 def test_training_episodes_count_the_envs_statistics_across_rounds():
     """Episodes of 20 steps span rollouts of 3: the running counters carry from round to
     round and restart with each episode. On a field where the taggers always tag every

@@ -44,6 +44,7 @@ def test_qstar_has_its_own_agent_network_and_a_state_value():
 
 
 @pytest.mark.parametrize("double_q", [True, False])
+@pytest.mark.fast_cases(1)
 def test_targets_bootstrap_from_the_target_qstar_at_qmix_greedy_next_actions(double_q):
     """One-step targets (lambda 0): ``y_t = r_t + gamma (1 - term_t) Q*^-(s_{t+1}, u^g_{t+1})``
     with ``u^g`` the greedy available actions of the online (double Q) or target QMIX

@@ -55,6 +55,7 @@ def test_value_learners_declare_their_replay_and_protocol(name, agent):
 
 
 @pytest.mark.parametrize("name", ["qmix", "vdn", "iql"])
+@pytest.mark.fast_cases(1)
 def test_repeated_updates_on_one_batch_lower_the_loss(name):
     spec = value_spec()
     c = compiled(name, spec, dataclasses.replace(SMALL, lr=1e-2))
@@ -214,6 +215,7 @@ def test_feedforward_form_acts_over_valid_actions_and_learns_one_step_targets():
 
 
 @pytest.mark.parametrize("algo_name", ["qmix", "owqmix"])
+@pytest.mark.fast_cases(1)
 def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
     """``reward_scale`` k gives the targets (and the loss) of the batch whose team reward is k
     times as large, for QMIX's targets and for Q*'s."""
@@ -245,6 +247,7 @@ def _update_outputs(algo_name: str, config: ValueConfig, batch: Episode):
 
 
 @pytest.mark.parametrize("algo_name", ["qmix", "owqmix", "macpo"])
+@pytest.mark.fast_cases(1)
 def test_train_rows_past_every_episode_change_nothing(algo_name):
     """With ``train_rows`` at or past every episode's bootstrap row, only padding rows are
     dropped: the update (parameters, metrics, priorities) is the full-length one."""
@@ -259,6 +262,7 @@ def test_train_rows_past_every_episode_change_nothing(algo_name):
 
 
 @pytest.mark.parametrize("algo_name", ["qmix", "owqmix"])
+@pytest.mark.fast_cases(1)
 def test_train_rows_cut_a_longer_episode_as_a_truncated_one(algo_name):
     """An episode running past ``train_rows`` = K is learned as the same episode truncated
     after K steps (rows K.. unfilled, not terminated), bootstrapped from row K."""

@@ -56,6 +56,7 @@ def _run(name: str, sampler: str):
 
 
 @pytest.mark.parametrize("name", ["qmix", "vdn"])
+@pytest.mark.fast_cases(1)
 def test_feedforward_learners_train_on_spread_through_the_transition_path(name):
     before, learned = _run(name, "uniform")
     assert np.isfinite(float(learned.metrics["loss"]))
@@ -66,6 +67,7 @@ def test_feedforward_learners_train_on_spread_through_the_transition_path(name):
 
 
 @pytest.mark.parametrize("sampler", SAMPLERS)
+@pytest.mark.fast_cases(1)
 def test_feedforward_qmix_learns_from_every_sampler(sampler):
     env, _ = make("simple_spread", num_agents=3, episode_length=5)
     algo = make_algo("qmix", env.spec, SMALL_MLP)

@@ -44,6 +44,7 @@ def path(request, monkeypatch):
     return request.param
 
 
+@pytest.mark.fast_cases(1)
 def test_unroll_equals_step_by_step_calls_from_a_zero_state(path):
     agent = networks.make_agent("rnn", H, A)
     params = networks.init_agent(agent, jax.random.key(1), OBS + N + A)
@@ -97,6 +98,7 @@ def test_agents_without_ids_cannot_tell_agents_with_equal_inputs_apart(path):
     assert not np.allclose(q[:, :, 0], q[:, :, 1])
 
 
+@pytest.mark.fast_cases(1)
 def test_clamped_q_values_lie_in_the_bounds_and_have_no_gradient_outside(path):
     """The authors' clamped agent (``torch.clamp(q, -5, 2)``): values outside the bounds
     are the bounds, and the parameters get no gradient through them."""

@@ -60,6 +60,7 @@ def test_weights_are_one_or_w_and_a_higher_target_never_lowers_them(seed, w, rai
 
 
 @pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
+@pytest.mark.fast_cases(1)
 def test_the_weighted_loss_by_hand(name):
     spec = value_spec(2, 3)
     config = dataclasses.replace(TINY, wqmix_w=0.1)
@@ -92,6 +93,7 @@ def test_the_weighted_loss_by_hand(name):
 
 
 @pytest.mark.parametrize("name", ["owqmix", "cwqmix"])
+@pytest.mark.fast_cases(1)
 def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
     spec = value_spec(2, 3)
     config = dataclasses.replace(TINY, wqmix_w=1.0)
