@@ -22,6 +22,9 @@ start as subprocesses:
   change the last bits of results, so the fingerprint turns the fusion emitters back on for
   its own programs (:func:`tests.fingerprint.compile_options`). An ``XLA_FLAGS`` that already
   sets a level is left as it is;
+* the two tiers: ``pytest`` runs the tests not marked ``slow`` by default (``addopts`` in
+  ``pyproject.toml``), and ``pytest.mark.fast_cases(n)`` keeps only the first ``n`` cases of
+  a parametrized test out of the slow tier (:func:`pytest_collection_modifyitems`);
 * under ``-n N`` (``--dist loadgroup``, the project's default), a module marked
   ``pytestmark = pytest.mark.xdist_group(...)`` runs on one worker
   (:mod:`tests.xdist_groups`), so its module fixtures are computed once.
