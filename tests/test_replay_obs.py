@@ -32,6 +32,7 @@ def spread_config(**overrides) -> TrainConfig:
 
 
 @pytest.mark.parametrize("next_obs", ["stored", "next_slot"])
+@pytest.mark.fast_cases(1)
 def test_without_updates_the_replay_recomputes_the_stored_observations_bit_for_bit(next_obs):
     # no update: the same actions and env steps in both modes, so the replays hold the same
     # joint steps (rewards may differ in the last bit: the env step is compiled without
@@ -73,6 +74,7 @@ def test_a_run_learns_the_same_to_float_rounding():
 @pytest.mark.parametrize(("algo", "critic", "sharing", "batch"), [
     ("matd3", "knearest", "team", "pairs"), ("masac", "pic", "team", "pairs"),
     ("maddpg", "meanfield", "team", "joint_steps")])
+@pytest.mark.fast_cases(1)
 def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, critic, sharing,
                                                                        batch):
     """The replay hands a neighbourhood learner the packed physical states, and it observes

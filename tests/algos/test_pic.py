@@ -128,6 +128,7 @@ def test_one_update_of_each_algorithm_is_finite_and_compiles_once(algo, sharing,
     assert moved(new.critic, state.critic) and moved(new.actor, state.actor)
 
 
+@pytest.mark.slow
 def test_actor_step_moves_only_its_own_action():
     """The neighbours' observations and actions are replayed data in the actor's loss: its
     gradient reaches the actor, and the loss depends on the neighbours' observations."""

@@ -54,6 +54,7 @@ def test_the_summary_reports_the_steps_taken_and_why(stag_run):
     assert max(row["env_steps"] for row in rows) == 200
 
 
+@pytest.mark.slow
 def test_metrics_show_the_exploration_rate_the_episodes_were_collected_at(stag_run):
     out, _ = stag_run
     rows = outputs.read_rows(out)

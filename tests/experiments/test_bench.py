@@ -60,6 +60,7 @@ def test_accmer_bench_times_the_sampling_phase_of_all_three_sides(tmp_path, caps
     assert "p1.5 sampling: accmer/macpo" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_scale_bench_times_team_learners_and_the_rollout_alone(tmp_path, capsys):
     path = tmp_path / "scale" / "scale.json"
     main(["scale", "--json", str(path), "--envs", "simple_tag", "--agents", "6",

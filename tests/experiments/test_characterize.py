@@ -104,6 +104,7 @@ def test_value_flags_give_one_line_errors(capsys):
         assert err.startswith("characterize: error:") and "\n" not in err, err
 
 
+@pytest.mark.slow
 def test_tiny_qmix_run_times_every_phase_of_the_round(tmp_path):
     """--algo qmix on a small stag hunt: every value phase timed, the round's shares sum to
     1, phase sums within a sane factor of the whole update step and the whole round."""

@@ -8,6 +8,7 @@ import pytest
 from experiments import seed_width
 
 
+@pytest.mark.slow
 def test_tiny_probe_is_deterministic_per_width_and_differs_only_by_rounding(tmp_path):
     path = tmp_path / "width.json"
     result = seed_width.main(["--agents", "2", "--chunks", "1", "--chunk-steps", "1600",
