@@ -150,8 +150,8 @@ def silent_return(env_kwargs: dict[str, Any]) -> float:
     from jaxmarl_accel.envs.mpe.simple_speaker_listener import silent_policy
 
     env, params = make("simple_speaker_listener", **env_kwargs)
-    policy = silent_policy(env.spec.continuous)
-    result = evaluate_policy(env, params, policy, jax.random.PRNGKey(0), SILENT_EPISODES)
+    result = evaluate_policy(env, params, silent_policy(env), jax.random.PRNGKey(0),
+                             SILENT_EPISODES)
     return float(result.agent_returns.mean())
 
 

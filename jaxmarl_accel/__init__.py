@@ -10,7 +10,7 @@ is loaded from its module on first use, so ``import jaxmarl_accel`` stays cheap:
 
     env, env_params = jm.make("simple_spread", num_agents=3)          # Env, params pytree
     buffer = jm.make_buffer("uniform", capacity=10_000, batch_size=256)  # Buffer of pure fns
-    algo = jm.make_algo("matd3", env.spec, jm.ActorCriticConfig())  # Algo: init/act/update
+    algo = jm.make_algo("matd3", env.spec, jm.ActorCriticConfig())  # Algo: init/policy/update
     train = jm.make_train(jm.TrainConfig(algo="matd3"))                 # key -> (state, metrics)
     state, metrics = jax.jit(jax.vmap(train))(jax.random.split(jax.random.PRNGKey(0), 8))
 
@@ -44,7 +44,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # data path
     "jaxmarl_accel.types": ("Transition", "Episode"),
     "jaxmarl_accel.trainer.steps": ("transition_step", "collect_episodes", "learn_step"),
-    "jaxmarl_accel.envs.policies": ("learner_policy",),
+    "jaxmarl_accel.trainer.policy": ("learner_policy",),
     # devices
     "jaxmarl_accel.trainer.sharding": ("plan_layout", "DeviceLayout", "make_sharded_trainer",
                                        "ShardedTrainer"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -10,6 +11,15 @@ from flax import struct
 PyTree = Any
 """Any pytree of arrays (a learner's parameters, an env's state, a replay's storage): the
 one alias every module annotates pytrees with."""
+
+Policy = Callable[[PyTree, PyTree, jax.Array, Any, Any], tuple[jax.Array, jax.Array, PyTree]]
+"""The one signature of a joint policy of ONE environment, a learner's
+(:attr:`~jaxmarl_accel.algos.Algo.policy`) or the env's scripted, random or team-mixed ones
+(:mod:`jaxmarl_accel.envs.policies`): ``(algo_state, carry, key, obs, avail) -> (env_action,
+action_vec [N, action_dim], carry)``. ``obs`` is ``[N, obs_dim]`` for a learner's policy and
+an :class:`~jaxmarl_accel.envs.policies.EnvObs` (observations, env state, params) for a
+policy run in an environment; ``avail`` is ``[N, A]`` bool; ``env_action`` ``[N]`` int32 or
+``[N, act_dim]`` float32; ``carry`` is ``()`` for a policy without memory."""
 
 
 @struct.dataclass

@@ -90,7 +90,7 @@ def _parse_teams(text: str) -> tuple[int, int]:
 def _ours(case: Case) -> Side:
     """Our env for ``case``: vmapped reset and step over E envs with shared params."""
     from jaxmarl_accel.envs import make
-    from jaxmarl_accel.envs.policies import random_policy
+    from jaxmarl_accel.envs.policies import EnvObs, available_actions, random_policy
 
     if case.scenario == "spread":
         env, params = make("simple_spread", num_agents=case.num_agents)
@@ -103,7 +103,9 @@ def _ours(case: Case) -> Side:
         env, params = make(f"simple_{case.scenario}")
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-    masked = jax.vmap(random_policy(env), in_axes=(0, 0, 0, None))
+    uniform = random_policy(env)
+    masked = jax.vmap(lambda key, obs, state: uniform(
+        (), (), key, EnvObs(obs, state, params), available_actions(env, state, params))[0])
 
     def init(key: jax.Array) -> Carry:
         obs, state = reset(jax.random.split(key, case.num_envs), params)
@@ -113,7 +115,7 @@ def _ours(case: Case) -> Side:
         keys = jax.random.split(key, case.num_envs)
         if env.avail_actions is not None:  # uniform over the available actions
             act_keys = jax.random.split(jax.random.fold_in(key, 1), case.num_envs)
-            actions = masked(act_keys, carry.obs, carry.state, params)
+            actions = masked(act_keys, carry.obs, carry.state)
         obs, state, reward, _, _, _ = step(keys, carry.state, actions, params)
         return Carry(state, obs, carry.reward_sum + jnp.sum(reward))
 

@@ -29,7 +29,7 @@ from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
-from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.steps import transition_step
 from jaxmarl_accel.trainer.train import make_trainer
 

@@ -20,7 +20,8 @@ from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.envs.policies import EnvObs, available_actions
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.steps import learn_step, transition_step
 from jaxmarl_accel.types import PyTree, Transition
 
@@ -66,8 +67,12 @@ def make_bench(args: argparse.Namespace, spec: EnvSpec, algo: Algo, trainer: Any
              for form in args.actor_steps}
 
     def act(a_state, obs, e_state, key):
-        return jax.vmap(behaviour, in_axes=(None, 0, 0, 0, None))(
-            a_state, jax.random.split(key, e), obs, e_state, params)
+        def one(key, obs, e_state):
+            env_action, action_vec, _ = behaviour(a_state, (), key, EnvObs(obs, e_state, params),
+                                                  available_actions(env, e_state, params))
+            return env_action, action_vec
+
+        return jax.vmap(one)(jax.random.split(key, e), obs, e_state)
 
     def step(e_state, env_action, key):
         return env_step(jax.random.split(key, e), e_state, env_action, params)

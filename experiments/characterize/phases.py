@@ -29,7 +29,7 @@ VALUE_INNER_PHASES = ("agent_forward",)
 one episode round (``jaxmarl_accel.trainer.rounds.episode``) with E envs, N agents, episodes of
 up to T steps and batches of B episodes:
 
-* every env step (T times a round): ``action_selection`` (the recurrent ``algo.act`` of E
+* every env step (T times a round): ``action_selection`` (the recurrent ``algo.policy`` of E
   envs with their available-action masks: GRU step, Q-values, epsilon-greedy) and
   ``env_step`` (E envs' ``env.step`` and the global state and available actions after it,
   ``steps.env_views``);

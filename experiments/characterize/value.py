@@ -183,13 +183,13 @@ def time_rollout(ph: dict[str, cp.Timing], timer: Any, env: Any, params: PyTree,
         jax.random.split(jax.random.key(0), e), params)
     views = jax.vmap(env_views, in_axes=(None, 0, 0, None))
     gstate, avail = views(env, env_state, obs, params)
-    act = jax.vmap(algo.act, in_axes=(None, 0, 0, 0, 0, None))
+    act = jax.vmap(algo.policy(True), in_axes=(None, 0, 0, 0, 0))
     carry = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (e, *leaf.shape)),
                          algo.initial_carry())
 
     def act_body(running, consts, key):
         a_state, obs, avail = consts
-        action, memory = act(a_state, running[1], obs, avail, jax.random.split(key, e), True)
+        action, _, memory = act(a_state, running[1], jax.random.split(key, e), obs, avail)
         return action, memory
 
     ph["action_selection"], (action, _) = timer(

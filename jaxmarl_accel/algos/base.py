@@ -1,15 +1,20 @@
 """The learner protocol every learner family satisfies, and what a learner declares it needs.
 
-A learner is an :class:`Algo`: a bundle of pure functions ``init / act / update`` plus the
+A learner is an :class:`Algo`: a bundle of pure functions ``init / policy / update`` plus the
 ``phases`` its update is composed of (to run or time apart), and a :class:`Needs`
-declaration of what it needs from the replay and from the environment. The trainer picks
-its round from ``needs.replay`` (:data:`jaxmarl_accel.trainer.rounds.ROUNDS`). The actor-critic
-family (MADDPG, MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic.learner`) replays single
-transitions and needs nothing else from the env; the value-based family (QMIX, VDN, IQL:
-recurrent agents on whole episodes, paper 004) declares ``replay="episode"``, the env's
-available-action masks and its global state; the on-policy family (A2C, PPO: one network
-per team, paper 003) declares ``replay="rollout"``: it learns from the rollout it just
-collected.
+declaration of the replay it learns from. The trainer picks its round from ``needs.replay``
+(:data:`jaxmarl_accel.trainer.rounds.ROUNDS`). The actor-critic family (MADDPG, MATD3,
+MASAC: :mod:`jaxmarl_accel.algos.actor_critic.learner`) replays single transitions; the
+value-based family (QMIX, VDN, IQL: recurrent agents on whole episodes, paper 004) declares
+``replay="episode"``; the on-policy family (A2C, PPO: one network per team, paper 003)
+declares ``replay="rollout"``: it learns from the rollout it just collected. The available
+actions and the global state a learner reads, the trainer takes from the env whenever the
+env has them.
+
+Every learner acts through one policy signature (:data:`~jaxmarl_accel.types.Policy`):
+``algo.policy(explore)`` is ``(state, carry, key, obs, avail) -> (env_action, action_vec,
+carry)`` for one env, and ``algo.initial_carry()`` its carry at an episode's start, ``()``
+for a learner without memory; nothing outside a learner asks whether it is recurrent.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from jaxmarl_accel.types import PyTree
+from jaxmarl_accel.types import Policy, PyTree
 
 REPLAY_KINDS = ("transition", "episode", "rollout")
 
@@ -44,9 +49,15 @@ class Algo(NamedTuple):
     Attributes:
       init: ``key -> state`` (the family's learner state, e.g.
         :class:`~jaxmarl_accel.algos.actor_critic.state.ActorCriticState`).
-      act: ``(state, obs [..., N, obs_dim], key, explore: bool) -> (env_action,
-        action_vec [..., N, action_dim])``; ``env_action`` is ``[..., N]`` int32 (discrete)
-        or ``[..., N, act_dim]`` float32 in ``[0, 1]`` (continuous). ``explore`` is static.
+      policy: ``explore -> policy`` (``explore`` static: exploration or greedy actions), the
+        learner's policy of ONE env (:data:`~jaxmarl_accel.types.Policy`): ``(state, carry,
+        key, obs [N, obs_dim], avail [N, A] bool) -> (env_action, action_vec [N,
+        action_dim], carry)``; ``env_action`` is ``[N]`` int32 (discrete) or
+        ``[N, act_dim]`` float32 in ``[0, 1]`` (continuous), ``action_vec`` the vector the
+        replay stores (one-hot, or the continuous action itself). ``avail`` is the env's
+        available actions (``spec.action_mask`` when it has none); a learner may act over
+        the valid actions alone (the actor-critic family and the feed-forward value agents,
+        whose replay stores no masks, do).
       update: ``(state, batch, weights, key) -> (state, metrics, td_errors)``. For
         transition replay ``batch`` leaves are ``[B, N, ...]`` (one batch for all agents;
         weights ``[B]``; td_errors ``[B, N]``) or ``[N, B, N, ...]`` (agent i learns from
@@ -58,12 +69,9 @@ class Algo(NamedTuple):
       phases: the steps ``update`` is composed of (e.g.
         :class:`~jaxmarl_accel.algos.actor_critic.state.Phases`), to run or time apart.
       needs: what the learner needs from the replay and the env (:class:`Needs`).
-      initial_carry: for recurrent learners (episode replay), ``() -> carry`` of one env at
-        an episode start (leaves ``[N, ...]``: hidden state, previous action); their ``act``
-        is then ``(state, carry, obs [N, obs_dim], avail [N, A] bool, key, explore: bool)
-        -> (env_action [N] int32, carry)`` for one env. On-policy learners have the empty
-        carry ``()`` and act in that form too (their policies read the available actions).
-        ``None`` for stateless policies.
+      initial_carry: ``() -> carry`` of one env at an episode's start: the recurrent value
+        agents' memory (leaves ``[N, ...]``: hidden state, previous action), ``()`` (the
+        default) for a learner without memory.
       observe: ``(state, env_steps [] int32, episodes [] int32) -> state``, told by the
         trainer how many env steps and finished episodes it has seen before acting and
         updating (for schedules such as epsilon-greedy and target updates every K
@@ -76,11 +84,11 @@ class Algo(NamedTuple):
     """
 
     init: Callable[[jax.Array], PyTree]
-    act: Callable[..., tuple[jax.Array, jax.Array]]
+    policy: Callable[[bool], Policy]
     update: Callable[..., tuple[PyTree, dict[str, jax.Array], jax.Array]]
     action_dim: int
     phases: Any
     needs: Needs = Needs()
-    initial_carry: Callable[[], PyTree] | None = None
+    initial_carry: Callable[[], PyTree] = tuple
     observe: Callable[[PyTree, jax.Array, jax.Array], PyTree] | None = None
     on_policy: Any = None

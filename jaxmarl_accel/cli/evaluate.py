@@ -349,28 +349,27 @@ def cross_play(trainer: Any, algo_states: Any, key: Any, episodes: int) -> dict[
       return per agent and episode, "<stat>_per_episode_per_seed": [S] for each env
       counter}}}``.
     """
-    import functools
-
     import jax
     import numpy as np
 
     from jaxmarl_accel.envs.evaluate import evaluate_policy
-    from jaxmarl_accel.envs.policies import against_opponents, learner_step_policy, team_rows
+    from jaxmarl_accel.envs.policies import against_opponents, team_rows
+    from jaxmarl_accel.trainer.policy import learner_policy
 
     env, params, spec = trainer.env, trainer.env_params, trainer.env.spec
     teams = tuple(dict.fromkeys(spec.teams))
     if len(teams) < 2 or trainer.config.prey == "scripted":
         return {}
-    policy = learner_step_policy(env, trainer.algo, False, explore=False)
+    greedy = learner_policy(env, trainer.algo, False, explore=False)
     matchups = {}
     for team in teams:
         rows = np.asarray(team_rows(env, team))
         for opponent in ("random", "scripted") if spec.scripted else ("random",):
-            step = against_opponents(env, policy, team, opponent)
+            mixed = against_opponents(env, greedy, team, opponent)
 
-            def one_seed(algo_state, key, step=step):
-                return evaluate_policy(env, params, functools.partial(step, algo_state), key,
-                                       episodes, initial_carry=policy.initial_carry)
+            def one_seed(algo_state, key, mixed=mixed):
+                return evaluate_policy(env, params, mixed, key, episodes, algo_state=algo_state,
+                                       carry=trainer.algo.initial_carry())
 
             result = jax.device_get(jax.jit(jax.vmap(one_seed, in_axes=(0, None)))(
                 algo_states, key))

@@ -19,14 +19,10 @@ from jaxmarl_accel.cli import marl_eval, outputs
 from jaxmarl_accel.cli.render import write_gif, write_png
 from jaxmarl_accel.cli.run_store import RunOptions
 from jaxmarl_accel.envs.evaluate import evaluate_policy
-from jaxmarl_accel.envs.policies import (
-    learner_step_policy,
-    random_policy,
-    scripted_policy,
-    scripted_team,
-)
+from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted_team
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     ShardedTrainer,
@@ -231,15 +227,10 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     ``names``."""
     env, params = trainer.env, trainer.env_params
     steps = int(params.episode_length)
-    policy = learner_step_policy(env, trainer.algo, trainer.config.prey == "scripted",
-                                 explore=False)
-
-    def policy_fn(key, obs, env_state, params, carry):
-        action, _, carry = policy.step(algo_state, carry, key, obs, env_state, params)
-        return action, carry
-
-    record = jax.jit(lambda: rollout(env, params, policy_fn, key, steps,
-                                     initial_carry=policy.initial_carry))()
+    greedy = learner_policy(env, trainer.algo, trainer.config.prey == "scripted",
+                            explore=False)
+    record = jax.jit(lambda: rollout(env, params, greedy, key, steps, algo_state=algo_state,
+                                     carry=trainer.algo.initial_carry()))()
     ended = np.asarray(record.terminated | record.truncated)
     shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
     states = jax.tree.map(lambda leaf: leaf[:shown], record.states)

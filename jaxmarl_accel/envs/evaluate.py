@@ -3,10 +3,12 @@
 The normalized score of a learned policy is ``NS = (R - R_random) / (R_scripted - R_random)``
 with every ``R`` measured by :func:`evaluate_policy` in the same scenario.
 
-A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions`` of
-one environment (:mod:`jaxmarl_accel.envs.policies` has the scripted, random and learned
-ones). Returns are per agent, summed over the first episode from a reset: its rewards stop
-counting after the step that terminates or truncates it, and at most ``num_steps`` (default
+A policy has the one signature ``(algo_state, carry, key, obs, avail) -> (env_action,
+action_vec, carry)`` of one environment, run in it: its ``obs`` is an
+:class:`~.policies.EnvObs` (:mod:`jaxmarl_accel.envs.policies` has the scripted and random
+ones, :func:`jaxmarl_accel.trainer.policy.learner_policy` a learner's). Returns are per
+agent, summed over the first episode from a reset: its rewards stop counting after the step
+that terminates or truncates it, and at most ``num_steps`` (default
 ``params.episode_length``) steps are run. The env's ``spec.episode_stats`` counters
 (``info[name]``) are summed over the same steps. Episodes run side by side in batches of
 :func:`episodes_per_batch`, which bounds memory for many agents (pairwise arrays are ``N^2``
@@ -15,14 +17,14 @@ per step).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-from jaxmarl_accel.envs.policies import PolicyFn, with_memory
+from jaxmarl_accel.envs.policies import EnvObs, available_actions
+from jaxmarl_accel.types import Policy, PyTree
 
 MAX_BATCH_PAIRS = 2**26  # agent pairs (N^2 per episode) of the episodes run side by side
 
@@ -58,7 +60,7 @@ class _Carry(NamedTuple):
     state: Any
     key: jax.Array
     ended: jax.Array  # [] bool: the first episode has terminated or been truncated
-    memory: Any = ()  # the policy's carry (a recurrent learner's), () for plain policies
+    memory: Any = ()  # the policy's carry, () for a policy without memory
 
 
 class _StepOut(NamedTuple):
@@ -69,19 +71,22 @@ class _StepOut(NamedTuple):
 def evaluate_policy(
     env: Env,
     params: Any,
-    policy_fn: PolicyFn,
+    policy: Policy,
     key: jax.Array,
     num_episodes: int,
     num_steps: int | None = None,
     batch_size: int | None = None,
-    initial_carry: Callable[[], Any] | None = None,
+    *,
+    algo_state: PyTree = (),
+    carry: PyTree = (),
 ) -> EvalResult:
     """Runs ``num_episodes`` episodes (vmapped, in batches) of ``num_steps`` steps (scanned).
 
     Args:
       env: the environment.
       params: its params pytree; episodes end after ``params.episode_length`` steps.
-      policy_fn: ``(key, obs, state, params) -> actions`` for one environment.
+      policy: ``(algo_state, carry, key, obs: EnvObs, avail [N, A] bool) -> (env_action,
+        action_vec, carry)`` for one environment (``avail``: :func:`~.available_actions`).
       key: PRNG key.
       num_episodes: number of episodes (static).
       num_steps: steps run from each reset (static), at most: rewards after the first
@@ -89,10 +94,10 @@ def evaluate_policy(
         must then be concrete (``params`` not traced).
       batch_size: episodes vmapped at once (static); batches run one after the other and
         give the same episodes. Default :func:`episodes_per_batch`.
-      initial_carry: for a policy with memory (a recurrent learner's, e.g.
-        :func:`~jaxmarl_accel.envs.policies.learner_step_policy`): ``() -> carry`` at an
-        episode's start; ``policy_fn`` is then ``(key, obs, state, params, carry) ->
-        (actions, carry)``.
+      algo_state: what the policy acts with, e.g. a learner's state (``()`` for the env's
+        policies).
+      carry: the policy's carry at each episode's start (e.g. ``algo.initial_carry()``),
+        ``()`` for a policy without memory.
 
     Returns:
       :class:`EvalResult`.
@@ -107,22 +112,22 @@ def evaluate_policy(
         except jax.errors.ConcretizationTypeError as err:
             raise ValueError("params.episode_length is traced: pass num_steps") from err
 
-    policy_fn, initial_carry = with_memory(policy_fn, initial_carry)
-
-    def one_step(carry: _Carry, _) -> tuple[_Carry, _StepOut]:
-        key, key_act, key_step = jax.random.split(carry.key, 3)
-        actions, memory = policy_fn(key_act, carry.obs, carry.state, params, carry.memory)
+    def one_step(run: _Carry, _) -> tuple[_Carry, _StepOut]:
+        key, key_act, key_step = jax.random.split(run.key, 3)
+        actions, _, memory = policy(algo_state, run.memory, key_act,
+                                    EnvObs(run.obs, run.state, params),
+                                    available_actions(env, run.state, params))
         obs, state, reward, terminated, truncated, info = env.step(
-            key_step, carry.state, actions, params)
-        live = ~carry.ended
+            key_step, run.state, actions, params)
+        live = ~run.ended
         out = _StepOut(jnp.where(live, reward, 0.0),
                        {name: jnp.where(live, info[name], 0) for name in env.spec.episode_stats})
-        return _Carry(obs, state, key, carry.ended | terminated | truncated, memory), out
+        return _Carry(obs, state, key, run.ended | terminated | truncated, memory), out
 
     def one_episode(key: jax.Array) -> _StepOut:
         key_reset, key_run = jax.random.split(key)
         obs, state = env.reset(key_reset, params)
-        start = _Carry(obs, state, key_run, jnp.zeros((), bool), initial_carry())
+        start = _Carry(obs, state, key_run, jnp.zeros((), bool), carry)
         _, steps = jax.lax.scan(one_step, start, None, length=num_steps)
         return jax.tree.map(lambda x: jnp.sum(x, axis=0), steps)
 

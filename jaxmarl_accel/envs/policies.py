@@ -1,13 +1,30 @@
-"""Joint policies of one environment: scripted, random, learned, and mixtures of them.
+"""Joint policies of one environment: scripted, random, and teams mixed from policies.
 
-A policy is a pure function ``policy_fn(key, obs [N, obs_dim], state, params) -> actions``
-of one environment, with actions ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
-:func:`scripted_policy` and :func:`random_policy` adapt an env's scripted and uniform
-policies to it; :func:`scripted_team` hands one team's rows to the scripted policy.
+Every policy in the library has one signature (:data:`~jaxmarl_accel.types.Policy`), a
+learner's (:attr:`~jaxmarl_accel.algos.Algo.policy`) as well as these::
 
-A learner's joint policy (:func:`learner_policy`) also returns the critic-facing action
-vector the replay stores: ``(algo_state, key, obs, env_state, params) -> (env_action,
-action_vec [N, action_dim])``.
+    policy(algo_state, carry, key, obs, avail) -> (env_action, action_vec, carry)
+
+for ONE environment: ``avail [N, A]`` bool the actions available to each agent (the env's
+``avail_actions``, or every valid action, ``spec.action_mask``, when it has none:
+:func:`available_actions`); ``env_action`` ``[N]`` int32 (discrete) or ``[N, act_dim]``
+float32 (continuous); ``action_vec [N, action_dim]`` the critic-facing vector a replay
+stores (:func:`action_vector`); ``carry`` the policy's memory, ``()`` for a stateless one.
+The policies here keep no memory and ignore ``algo_state`` (pass ``()``).
+
+**The env state reaches a policy in the ``obs`` position.** The scripted policies steer from
+the env state (positions, goals), which the observations do not hold, and the random policy
+samples over the state's available actions. So a policy *run in an environment* (what
+:func:`~.evaluate.evaluate_policy`, :func:`~.rollout.rollout` and
+:func:`~jaxmarl_accel.trainer.steps.transition_step` call) observes an :class:`EnvObs`, the
+agents' observations with the state and params they came from, while a learner's own policy
+observes the observations ``[N, obs_dim]`` alone and never sees the env;
+:func:`observing` lifts it to an :class:`EnvObs` (the learner's adapter,
+:func:`jaxmarl_accel.trainer.policy.learner_policy`, lives above this layer).
+
+Team mixing (:func:`mix_rows`, :func:`scripted_team`, :func:`against_opponents`) splits the
+key into the base policy's key and the mixed-in policy's key, in that order, and carries the
+base policy's memory.
 """
 
 from __future__ import annotations
@@ -19,26 +36,81 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-
-PolicyFn = Callable[[jax.Array, jax.Array, Any, Any], jax.Array]
-LearnerPolicyFn = Callable[..., tuple[jax.Array, jax.Array]]
+from jaxmarl_accel.types import Policy, PyTree
 
 
-def scripted_policy(env: Env) -> PolicyFn:
-    """The env's scripted policy as a ``policy_fn``."""
-    return lambda key, obs, state, params: env.scripted_action(key, state, params)
+class EnvObs(NamedTuple):
+    """What a policy run in one environment observes.
+
+    Attributes:
+      obs: ``[N, obs_dim]`` the agents' observations.
+      state: the env state they were observed in.
+      params: the env's params.
+    """
+
+    obs: jax.Array
+    state: PyTree
+    params: PyTree
 
 
-def random_policy(env: Env) -> PolicyFn:
-    """The env's uniform random policy as a ``policy_fn``: uniform over the actions available
-    in the state (``env.avail_actions``) when the env has them, else ``env.random_action``."""
+def observing(policy: Policy) -> Policy:
+    """``policy`` over observations ``[N, obs_dim]`` (a learner's) as a policy run in an env:
+    it reads the :attr:`EnvObs.obs` of the :class:`EnvObs` it is given, the rest unchanged."""
+
+    def run(algo_state: PyTree, carry: PyTree, key: jax.Array, obs: EnvObs,
+            avail: jax.Array) -> tuple[jax.Array, jax.Array, PyTree]:
+        return policy(algo_state, carry, key, obs.obs, avail)
+
+    return run
+
+
+def action_vector(env: Env, env_action: jax.Array) -> jax.Array:
+    """Critic-facing action vector of env actions: one-hot ``[..., N, num_actions]`` for
+    discrete actions ``[..., N]``, the float vector itself for continuous ones."""
+    if env.spec.continuous:
+        return env_action.astype(jnp.float32)
+    return jax.nn.one_hot(env_action, env.spec.num_actions, dtype=jnp.float32)
+
+
+def available_actions(env: Env, env_state: Any, params: Any) -> jax.Array:
+    """Bool ``[N, A]``: the actions available in one env state (``env.avail_actions``), or
+    every valid action (``spec.action_mask``) when the env has no such function."""
     if env.avail_actions is None:
-        return lambda key, obs, state, params: env.random_action(key)
+        return env.spec.action_mask
+    return env.avail_actions(env_state, params)
 
-    def policy(key: jax.Array, obs: jax.Array, state: Any, params: Any) -> jax.Array:
-        avail = env.avail_actions(state, params)  # [N, num_actions]
-        logits = jnp.where(avail, 0.0, -jnp.inf)
-        return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+def state_policy(env: Env, actions_of: Callable[[jax.Array, PyTree, PyTree], jax.Array]
+                 ) -> Policy:
+    """The policy of an action function of the env state, ``actions_of(key, state, params)
+    -> env_action`` (``[N]`` or ``[N, act_dim]``), run in ``env`` (it observes an
+    :class:`EnvObs`); its action vectors are :func:`action_vector`'s, its carry passes through."""
+
+    def policy(algo_state: PyTree, carry: PyTree, key: jax.Array, obs: EnvObs,
+               avail: jax.Array) -> tuple[jax.Array, jax.Array, PyTree]:
+        env_action = actions_of(key, obs.state, obs.params)
+        return env_action, action_vector(env, env_action), carry
+
+    return policy
+
+
+def scripted_policy(env: Env) -> Policy:
+    """The env's scripted policy (``env.scripted_action``) run in ``env``."""
+    return state_policy(env, env.scripted_action)
+
+
+def random_policy(env: Env, masked: bool = True) -> Policy:
+    """The env's uniform random policy run in ``env``: uniform over the available actions it
+    is given (``avail``) when the env has state-dependent ones (``env.avail_actions``) and
+    ``masked``, else ``env.random_action`` (uniform over every valid action)."""
+    if env.avail_actions is None or not masked:
+        return state_policy(env, lambda key, state, params: env.random_action(key))
+
+    def policy(algo_state: PyTree, carry: PyTree, key: jax.Array, obs: EnvObs,
+               avail: jax.Array) -> tuple[jax.Array, jax.Array, PyTree]:
+        logits = jnp.where(avail, 0.0, -jnp.inf)  # [N, num_actions]
+        env_action = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+        return env_action, action_vector(env, env_action), carry
 
     return policy
 
@@ -50,22 +122,6 @@ def team_rows(env: Env, team: str) -> jax.Array:
     return jnp.asarray([t == team for t in env.spec.teams])
 
 
-def scripted_team(env: Env, policy_fn: PolicyFn, team: str) -> PolicyFn:
-    """``policy_fn`` with the rows of ``team``'s agents replaced by the scripted policy.
-
-    E.g. random predators against scripted prey: ``scripted_team(env, random_policy(env),
-    "prey")``. Actions are ``[N]`` (discrete) or ``[N, act_dim]`` (continuous).
-    """
-    rows = team_rows(env, team)
-
-    def policy(key, obs, state, params):
-        own_key, scripted_key = jax.random.split(key)
-        actions = policy_fn(own_key, obs, state, params)
-        return script_rows(env, rows, actions, scripted_key, state, params)
-
-    return policy
-
-
 def script_rows(
     env: Env, rows: jax.Array, actions: jax.Array, key: jax.Array, state: Any, params: Any
 ) -> jax.Array:
@@ -75,120 +131,49 @@ def script_rows(
     return jnp.where(rows.reshape((-1,) + (1,) * (actions.ndim - 1)), scripted, actions)
 
 
-def action_vector(env: Env, env_action: jax.Array) -> jax.Array:
-    """Critic-facing action vector of env actions: one-hot ``[..., N, num_actions]`` for
-    discrete actions ``[..., N]``, the float vector itself for continuous ones."""
-    if env.spec.continuous:
-        return env_action.astype(jnp.float32)
-    return jax.nn.one_hot(env_action, env.spec.num_actions, dtype=jnp.float32)
+def mix_rows(policy: Policy, rows: jax.Array, other: Policy) -> Policy:
+    """``policy`` with the agents marked in ``rows`` (bool ``[N]``) acting by ``other``, a
+    policy without memory (given the carry ``()``; its carry is dropped).
 
-
-def learner_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool) -> LearnerPolicyFn:
-    """Joint policy of one environment driven by a learner's ``algo.act``:
-    ``(algo_state, key, obs [N, obs_dim], env_state, params) -> (env_action,
-    action_vec [N, action_dim])``.
-
-    With ``scripted_prey`` the prey's rows come from the scenario's scripted policy
-    instead of the learners (and their action vectors are those actions' vectors);
-    ``explore`` (static) selects the learners' exploration noise.
-    """
-    is_prey = team_rows(env, "prey") if scripted_prey else None
-
-    def policy(algo_state, key, obs, env_state, params):
-        act_key, prey_key = jax.random.split(key)
-        env_action, action_vec = algo.act(algo_state, obs, act_key, explore)
-        if is_prey is None:
-            return env_action, action_vec
-        env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
-        action_vec = jnp.where(is_prey[:, None], action_vector(env, env_action), action_vec)
-        return env_action, action_vec
-
-    return policy
-
-
-def available_actions(env: Env, env_state: Any, params: Any) -> jax.Array:
-    """Bool ``[N, A]``: the actions available in one env state (``env.avail_actions``), or
-    every valid action (``spec.action_mask``) when the env has no such function."""
-    if env.avail_actions is None:
-        return env.spec.action_mask
-    return env.avail_actions(env_state, params)
-
-
-def with_memory(policy_fn: Callable[..., Any], initial_carry: Callable[[], Any] | None
-                ) -> tuple[Callable[..., tuple[Any, Any]], Callable[[], Any]]:
-    """A policy in the carried form ``(key, obs, state, params, carry) -> (actions, carry)``
-    with its ``initial_carry``: returned as given when ``initial_carry`` is set, else a
-    plain ``policy_fn(key, obs, state, params) -> actions`` wrapped with the empty carry
-    ``()`` (same keys, same actions)."""
-    if initial_carry is not None:
-        return policy_fn, initial_carry
-    return (lambda key, obs, state, params, carry: (policy_fn(key, obs, state, params), carry),
-            tuple)
-
-
-class StepPolicy(NamedTuple):
-    """A learner's joint policy of one environment with its memory: one protocol for
-    stateless and recurrent learners (the carry of a stateless one is ``()``).
-
-    Attributes:
-      initial_carry: ``() -> carry`` of one env at an episode's start.
-      step: ``(algo_state, carry, key, obs [N, obs_dim], env_state, params) -> (env_action,
-        action_vec [N, action_dim], carry)``.
+    The key splits into ``policy``'s and ``other``'s, in that order; the actions and action
+    vectors of ``rows`` are ``other``'s, the carry is ``policy``'s.
     """
 
-    initial_carry: Callable[[], Any]
-    step: Callable[..., tuple[jax.Array, jax.Array, Any]]
+    def mixed(algo_state: PyTree, carry: PyTree, key: jax.Array, obs: Any, avail: jax.Array
+              ) -> tuple[jax.Array, jax.Array, PyTree]:
+        own_key, other_key = jax.random.split(key)
+        env_action, action_vec, carry = policy(algo_state, carry, own_key, obs, avail)
+        their_action, their_vec, _ = other(algo_state, (), other_key, obs, avail)
+        pick = lambda theirs, own: jnp.where(rows.reshape((-1,) + (1,) * (own.ndim - 1)),
+                                             theirs, own)
+        return pick(their_action, env_action), pick(their_vec, action_vec), carry
+
+    return mixed
 
 
-def learner_step_policy(env: Env, algo: Any, scripted_prey: bool, explore: bool
-                        ) -> StepPolicy:
-    """:class:`StepPolicy` of a learner: :func:`learner_policy` with an empty carry for
-    stateless learners; for recurrent ones (``algo.initial_carry`` set) its ``act`` over
-    the env's available actions (``env.avail_actions``, every valid action when the env has
-    none), carrying the learner's memory. ``scripted_prey`` as in :func:`learner_policy`."""
-    if algo.initial_carry is None:
-        policy = learner_policy(env, algo, scripted_prey, explore)
-
-        def stateless(algo_state, carry, key, obs, env_state, params):
-            return (*policy(algo_state, key, obs, env_state, params), carry)
-
-        return StepPolicy(lambda: (), stateless)
-    is_prey = team_rows(env, "prey") if scripted_prey else None
-
-    def recurrent(algo_state, carry, key, obs, env_state, params):
-        act_key, prey_key = jax.random.split(key)
-        env_action, carry = algo.act(algo_state, carry, obs,
-                                     available_actions(env, env_state, params), act_key, explore)
-        if is_prey is not None:
-            env_action = script_rows(env, is_prey, env_action, prey_key, env_state, params)
-        return env_action, action_vector(env, env_action), carry
-
-    return StepPolicy(algo.initial_carry, recurrent)
+def scripted_team(env: Env, policy: Policy, team: str) -> Policy:
+    """``policy`` (run in ``env``) with the rows of ``team``'s agents from the scripted
+    policy (:func:`mix_rows`). E.g. random predators against scripted prey:
+    ``scripted_team(env, random_policy(env), "prey")``, or learners against scripted prey."""
+    return mix_rows(policy, team_rows(env, team), scripted_policy(env))
 
 
-def against_opponents(env: Env, policy: StepPolicy, team: str, opponent: str
-                      ) -> Callable[..., tuple[jax.Array, Any]]:
-    """The learners of ``team`` (``policy``, a learner's :class:`StepPolicy`) against
-    ``opponent`` agents in every other team's rows: ``"random"`` (uniform over valid actions)
-    or ``"scripted"`` (the env's scripted policy). Cross-play for envs of several teams,
-    e.g. trained taggers against random runners.
-
-    Returns ``(algo_state, key, obs [N, obs_dim], state, params, carry) -> (actions, carry)``
-    with actions ``[N]`` or ``[N, act_dim]``; ``policy.initial_carry`` is its carry.
-    """
+def against_opponents(env: Env, policy: Policy, team: str, opponent: str) -> Policy:
+    """The agents of ``team`` acting by ``policy`` (e.g. greedy learners, run in ``env``)
+    against ``opponent`` agents in every other team's rows: ``"random"`` (uniform over
+    valid actions, ``env.random_action``) or ``"scripted"`` (the env's scripted policy).
+    Cross-play for envs of several teams, e.g. trained taggers against random runners
+    (:func:`mix_rows`: the carry is ``policy``'s)."""
     if opponent not in ("random", "scripted"):
         raise ValueError(f"opponent must be 'random' or 'scripted', got {opponent!r}")
     if team not in env.spec.teams:
         raise ValueError(f"team {team!r}: {env.spec.name} has teams "
                          f"{', '.join(dict.fromkeys(env.spec.teams))}")
-    others = ~team_rows(env, team)
+    other = (random_policy(env, masked=False) if opponent == "random"
+             else scripted_policy(env))
+    return mix_rows(policy, ~team_rows(env, team), other)
 
-    def step(algo_state, key, obs, state, params, carry):
-        own_key, other_key = jax.random.split(key)
-        actions, _, carry = policy.step(algo_state, carry, own_key, obs, state, params)
-        other = (env.random_action(other_key) if opponent == "random"
-                 else env.scripted_action(other_key, state, params))
-        return jnp.where(others.reshape((-1,) + (1,) * (actions.ndim - 1)), other,
-                         actions), carry
 
-    return step
+__all__ = ["EnvObs", "action_vector", "against_opponents", "available_actions", "mix_rows",
+           "observing", "random_policy", "script_rows", "scripted_policy", "scripted_team",
+           "state_policy", "team_rows"]

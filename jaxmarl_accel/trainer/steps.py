@@ -2,8 +2,9 @@
 
 * :func:`transition_step`: E environments take one step under a joint policy, and the step
   becomes a batch of :class:`~jaxmarl_accel.types.Transition` for the replay;
-* :func:`collect_episodes`: E environments each run one whole episode under a recurrent
-  learner, recorded as :class:`~jaxmarl_accel.types.Episode` rows for an episode replay;
+* :func:`collect_episodes`: E environments each run one whole episode under a learner's
+  policy (its carry kept per env), recorded as :class:`~jaxmarl_accel.types.Episode` rows
+  for an episode replay;
 * :func:`learn_step`: sample a mini-batch, update the learner on it, and send its TD errors
   back to the buffer as priorities.
 
@@ -21,8 +22,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.envs.base import Env
-from jaxmarl_accel.envs.policies import LearnerPolicyFn, available_actions
-from jaxmarl_accel.types import Episode, PyTree, Transition
+from jaxmarl_accel.envs.policies import EnvObs, available_actions
+from jaxmarl_accel.types import Episode, Policy, PyTree, Transition
 
 
 class EnvStep(NamedTuple):
@@ -61,7 +62,7 @@ class LearnStep(NamedTuple):
 
 
 def transition_step(
-    env: Env, env_params: PyTree, policy: LearnerPolicyFn, algo_state: PyTree,
+    env: Env, env_params: PyTree, policy: Policy, algo_state: PyTree,
     env_state: PyTree, obs: jax.Array, act_key: jax.Array, step_key: jax.Array,
     physical_state: bool = False,
 ) -> EnvStep:
@@ -70,9 +71,9 @@ def transition_step(
     Args:
       env: the environment (stepped with ``vmap`` over the E envs).
       env_params: its params pytree (shared by the envs).
-      policy: a joint policy of one env, ``(algo_state, key, obs [N, obs_dim], env_state,
-        params) -> (env_action, action_vec [N, A])`` (e.g.
-        :func:`~jaxmarl_accel.envs.policies.learner_policy`).
+      policy: a joint policy of one env without memory, run in it: ``(algo_state, (), key,
+        obs: EnvObs, avail [N, A] bool) -> (env_action, action_vec [N, A], ())`` (e.g.
+        :func:`~jaxmarl_accel.trainer.policy.learner_policy`).
       algo_state: the learner state the policy acts with.
       env_state: env states ``[E]``.
       obs: current observations ``[E, N, obs_dim]``.
@@ -88,8 +89,15 @@ def transition_step(
     """
     num_envs = obs.shape[0]
     stored_obs = jax.vmap(env.physical_state)(env_state) if physical_state else obs
-    env_action, action_vec = jax.vmap(policy, in_axes=(None, 0, 0, 0, None))(
-        algo_state, jax.random.split(act_key, num_envs), obs, env_state, env_params)
+
+    def act(key: jax.Array, obs: jax.Array, env_state: PyTree) -> tuple[jax.Array, jax.Array]:
+        env_action, action_vec, _ = policy(algo_state, (), key,
+                                           EnvObs(obs, env_state, env_params),
+                                           available_actions(env, env_state, env_params))
+        return env_action, action_vec
+
+    env_action, action_vec = jax.vmap(act)(jax.random.split(act_key, num_envs), obs,
+                                           env_state)
     next_obs, env_state, reward, terminated, truncated, info = jax.vmap(
         env.step, in_axes=(0, 0, 0, None))(
         jax.random.split(step_key, num_envs), env_state, env_action, env_params)
@@ -209,7 +217,7 @@ class _Running(NamedTuple):
     env_state: PyTree
     obs: jax.Array           # the env's current observation (after any auto-reset)
     rec: tuple               # (obs, state, avail) recorded for the row of the next step
-    carry: PyTree            # the learner's recurrent carry
+    carry: PyTree            # the learner's policy's carry
     alive: jax.Array         # bool [E]: the episode has not ended before this step
     returns: jax.Array
     stats: dict[str, jax.Array]
@@ -220,7 +228,7 @@ def collect_episodes(
     env: Env, env_params: PyTree, algo: Any, algo_state: PyTree, key: jax.Array,
     num_envs: int, explore: bool, block_steps: int | None = COLLECT_BLOCK_STEPS,
 ) -> EpisodeBatch:
-    """Run one whole episode in each of E envs under a recurrent learner's ``act``.
+    """Run one whole episode in each of E envs under a learner's policy (``algo.policy``).
 
     Every env starts from a reset; step ``t`` writes row ``t`` of its episode (the
     observation, state and available actions before the step, the action, team reward and
@@ -236,8 +244,9 @@ def collect_episodes(
       env: the environment; ``params.episode_length`` must not exceed
         ``spec.episode_length`` (the stored rows).
       env_params: its params.
-      algo: a recurrent learner (``algo.initial_carry`` set; ``act`` of one env:
-        ``(state, carry, obs, avail, key, explore) -> (action [N], carry)``).
+      algo: a learner of discrete actions (``algo.policy(explore)`` of one env: ``(state,
+        carry, key, obs, avail) -> (action [N], action_vec, carry)``, its carry starting at
+        ``algo.initial_carry()`` in every env).
       algo_state: the learner state it acts with.
       key: PRNG key.
       num_envs: E (static).
@@ -249,7 +258,7 @@ def collect_episodes(
       :class:`EpisodeBatch` with leaves ``[E, ...]``.
     """
     spec = env.spec
-    act = jax.vmap(algo.act, in_axes=(None, 0, 0, 0, 0, None))
+    act = jax.vmap(algo.policy(explore), in_axes=(None, 0, 0, 0, 0))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     template = example_episode(spec)
 
@@ -259,8 +268,8 @@ def collect_episodes(
     def one_step(run: _Running, _: None) -> tuple[_Running, Any]:
         key, act_key, step_key = jax.random.split(run.key, 3)
         rec_obs, rec_state, rec_avail = run.rec
-        action, carry = act(algo_state, run.carry, run.obs, rec_avail,
-                            jax.random.split(act_key, num_envs), explore)
+        action, _, carry = act(algo_state, run.carry, jax.random.split(act_key, num_envs),
+                               run.obs, rec_avail)
         obs, env_state, reward, terminated, truncated, info = step(
             jax.random.split(step_key, num_envs), run.env_state, action, env_params)
         alive = run.alive
@@ -345,7 +354,7 @@ def _frozen_row(end: _Running, rows: Any) -> Any:
 def _start_episodes(env: Env, env_params: PyTree, algo: Any, key: jax.Array,
                     num_envs: int) -> _Running:
     """The loop carry of :func:`collect_episodes` at the start: E envs reset, the learner's
-    initial recurrent carry broadcast to ``[E, ...]``, every episode alive."""
+    initial carry broadcast to ``[E, ...]``, every episode alive."""
     spec = env.spec
     key, reset_key = jax.random.split(key)
     obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(

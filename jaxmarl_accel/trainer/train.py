@@ -16,8 +16,8 @@ for (``algo.needs.replay``, :data:`jaxmarl_accel.trainer.rounds.ROUNDS`):
 
 The shell writes once what every kind shares: the initial state, the chunk (a scan over
 its rounds, then a greedy evaluation through
-:func:`~jaxmarl_accel.envs.evaluate.evaluate_policy` with the learner's
-:class:`~jaxmarl_accel.envs.policies.StepPolicy`), the metrics' normalization and the
+:func:`~jaxmarl_accel.envs.evaluate.evaluate_policy` with the learner's policy,
+:func:`~jaxmarl_accel.trainer.policy.learner_policy`), the metrics' normalization and the
 scan over chunks. Seeds are a ``jax.vmap`` over keys outside::
 
     train = make_train(config)
@@ -48,7 +48,7 @@ from jaxmarl_accel.algos import Algo, make_algo
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
-from jaxmarl_accel.envs.policies import learner_step_policy
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.rounds import ROUNDS, EpisodeEnds, RoundOutput, TrainState
 from jaxmarl_accel.trainer.rounds.transition import learner_observation, learner_observes
 from jaxmarl_accel.types import PyTree
@@ -127,7 +127,7 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
                          f"has rounds for {sorted(ROUNDS)}")
     plan = ROUNDS[algo.needs.replay](config, env, env_params, algo)
     buffer, num_envs, rounds = plan.buffer, config.num_envs, plan.rounds_per_chunk
-    greedy = learner_step_policy(env, algo, config.prey == "scripted", explore=False)
+    greedy = learner_policy(env, algo, config.prey == "scripted", explore=False)
     num_chunks = math.ceil(plan.total_rounds / rounds)
 
     def init(key: jax.Array) -> TrainState:
@@ -143,12 +143,8 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
                            for name in spec.episode_stats} if plan.carries_stats else {})
 
     def evaluate(algo_state: PyTree, key: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-        def policy_fn(key, obs, env_state, params, carry):
-            action, _, carry = greedy.step(algo_state, carry, key, obs, env_state, params)
-            return action, carry
-
-        result = evaluate_policy(env, env_params, policy_fn, key, config.eval_episodes,
-                                 initial_carry=greedy.initial_carry)
+        result = evaluate_policy(env, env_params, greedy, key, config.eval_episodes,
+                                 algo_state=algo_state, carry=algo.initial_carry())
         return result.agent_returns, {name: jnp.mean(v) for name, v in result.stats.items()}
 
     def run_chunk(state: TrainState, chunk_index: jax.Array) -> tuple[TrainState, ChunkMetrics]:

@@ -54,6 +54,21 @@ class Compiled(NamedTuple):
     update: Callable
 
 
+def batched_act(algo: Algo) -> Callable:
+    """``(state, obs [..., N, obs_dim], key, explore) -> (env_action, action_vec)``: the
+    learner's policy of one env (``algo.policy(explore)``, its carry ``()``, no available
+    actions) over every leading env axis of ``obs``, one key per env split from ``key``."""
+
+    def act(state, obs, key, explore):
+        lead, flat = obs.shape[:-2], obs.reshape((-1, *obs.shape[-2:]))
+        keys = jax.random.split(key, flat.shape[0])
+        env_action, vec, _ = jax.vmap(algo.policy(explore), in_axes=(None, None, 0, 0, None))(
+            state, (), keys, flat, None)
+        return env_action.reshape(lead + env_action.shape[1:]), vec.reshape(lead + vec.shape[1:])
+
+    return act
+
+
 @functools.cache
 def compiled(name: str, spec: EnvSpec, config: ActorCriticConfig = SMALL) -> Compiled:
     """Jitted functions of one (name, spec, config), cached so tests share compilations."""
@@ -61,7 +76,7 @@ def compiled(name: str, spec: EnvSpec, config: ActorCriticConfig = SMALL) -> Com
     return Compiled(
         algo=algo,
         init=jax.jit(algo.init),
-        act=jax.jit(algo.act, static_argnums=3),
+        act=jax.jit(batched_act(algo), static_argnums=3),
         update=jax.jit(algo.update),
     )
 

@@ -81,9 +81,9 @@ def test_actor_critic_learners_declare_what_they_need(name):
     assert algo.needs == Needs(replay="transition")
     assert algo.needs.replay in REPLAY_KINDS
     assert algo.phases._fields == ("target_q", "critic_step", "actor_step", "target_update")
-    assert algo._fields == ("init", "act", "update", "action_dim", "phases", "needs",
+    assert algo._fields == ("init", "policy", "update", "action_dim", "phases", "needs",
                             "initial_carry", "observe", "on_policy")
-    assert algo.initial_carry is None and algo.observe is None
+    assert algo.initial_carry() == () and algo.observe is None
 
 
 def test_make_algo_rejects_bad_arguments():

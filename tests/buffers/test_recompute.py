@@ -105,10 +105,11 @@ def test_samples_equal_the_observation_replays_bit_for_bit(
 
 
 def random_policy(env):
-    def policy(algo_state, key, obs, env_state, params):
-        del algo_state, obs, env_state, params
+    """Uniform random actions and their one-hot vectors, a policy of the one signature."""
+
+    def policy(algo_state, carry, key, obs, avail):
         action = env.random_action(key)
-        return action, jax.nn.one_hot(action, env.spec.num_actions)
+        return action, jax.nn.one_hot(action, env.spec.num_actions), carry
 
     return policy
 

@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.envs.policies import PolicyFn
 from jaxmarl_accel.envs.rollout import Rollout, rollout
+from jaxmarl_accel.types import Policy
 from tests.envs.rollouts import STEPS
 
 
@@ -75,10 +75,10 @@ def seed_keys(seeds: Sequence[int]) -> jax.Array:
     return jax.vmap(jax.random.PRNGKey)(jnp.asarray(seeds))
 
 
-def our_rollouts(env, params, keys: jax.Array, policy_fn: PolicyFn,
+def our_rollouts(env, params, keys: jax.Array, policy: Policy,
                  num_steps: int = STEPS) -> Rollout:
     """One rollout of our env per key, all in one compiled call (numpy, axes ``[S, T]``)."""
-    run = jax.jit(jax.vmap(lambda key: rollout(env, params, policy_fn, key, num_steps)))
+    run = jax.jit(jax.vmap(lambda key: rollout(env, params, policy, key, num_steps)))
     return jax.tree.map(np.asarray, run(keys))
 
 

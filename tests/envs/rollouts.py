@@ -7,20 +7,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.envs.policies import PolicyFn, random_policy, script_rows
+from jaxmarl_accel.envs.policies import random_policy, script_rows, state_policy
 from jaxmarl_accel.envs.rollout import Rollout, rollout
+from jaxmarl_accel.types import Policy
 
 STEPS = 25
 
 
-def mixed_policy(env, scripted: jax.Array) -> PolicyFn:
+def mixed_policy(env, scripted: jax.Array) -> Policy:
     """Agents marked in ``scripted`` (bool ``[N]``) follow the scripted policy, the others act at
     random; both draw with the policy's key."""
-
-    def policy(key, obs, state, params):
-        return script_rows(env, scripted, env.random_action(key), key, state, params)
-
-    return policy
+    return state_policy(env, lambda key, state, params: script_rows(
+        env, scripted, env.random_action(key), key, state, params))
 
 
 def episode(env, params, key: jax.Array, scripted: jax.Array | None = None) -> Rollout:

@@ -9,7 +9,19 @@ import pytest
 
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.evaluate import episodes_per_batch, evaluate_policy
-from jaxmarl_accel.envs.policies import random_policy, scripted_policy
+from jaxmarl_accel.envs.policies import (
+    EnvObs,
+    available_actions,
+    random_policy,
+    scripted_policy,
+    state_policy,
+)
+
+
+def _act(env, policy):
+    """``policy`` under ``jit`` as ``(key, obs, state, params) -> env_action`` (no memory)."""
+    return jax.jit(lambda key, obs, state, params: policy(
+        (), (), key, EnvObs(obs, state, params), available_actions(env, state, params))[0])
 
 
 def _evaluate_modes(env, params, modes, num_episodes=200):
@@ -19,10 +31,11 @@ def _evaluate_modes(env, params, modes, num_episodes=200):
     """
 
     def per_mode(mode):
-        def policy(key, obs, state, params):
+        def actions(key, state, params):
             scripted = env.scripted_action(key, state, params)
             return jnp.where(mode.astype(bool), scripted, env.random_action(key))
 
+        policy = state_policy(env, actions)
         return evaluate_policy(env, params, policy, jax.random.PRNGKey(0), num_episodes)
 
     return np.asarray(jax.vmap(per_mode)(jnp.asarray(modes)).agent_returns)
@@ -44,7 +57,7 @@ def test_evaluate_policy_matches_a_python_loop():
     policy = random_policy(env)
     result = evaluate_policy(env, params, policy, jax.random.PRNGKey(5), 3)
     assert result.episode_returns.shape == (3, 2) and result.agent_returns.shape == (2,)
-    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), jax.jit(policy)
+    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), _act(env, policy)
     for episode, key in enumerate(jax.random.split(jax.random.PRNGKey(5), 3)):
         key_reset, key = jax.random.split(key)
         obs, state = reset(key_reset, params)
@@ -56,7 +69,7 @@ def test_evaluate_policy_matches_a_python_loop():
             total += np.asarray(rew)
         np.testing.assert_allclose(result.episode_returns[episode], total, rtol=1e-5)
     assert float(result.mean_return) == pytest.approx(float(result.episode_returns.mean()))
-    assert scripted_policy(env)(key, obs, state, params).shape == (2,)
+    assert _act(env, scripted_policy(env))(key, obs, state, params).shape == (2,)
 
 
 def test_evaluate_policy_episode_follows_params_not_spec():
@@ -77,7 +90,7 @@ def test_returns_stop_after_the_first_episode_and_stats_are_summed():
     policy = scripted_policy(env)
     result = evaluate_policy(env, params, policy, jax.random.PRNGKey(2), 4, num_steps=60)
     assert set(result.stats) == {"captures"} and result.stats["captures"].shape == (4,)
-    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), jax.jit(policy)
+    reset, step, act_fn = jax.jit(env.reset), jax.jit(env.step), _act(env, policy)
     for episode, key in enumerate(jax.random.split(jax.random.PRNGKey(2), 4)):
         key_reset, key = jax.random.split(key)
         obs, state = reset(key_reset, params)

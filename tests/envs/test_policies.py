@@ -1,20 +1,23 @@
-"""Joint policies: learned rows, scripted rows and the action vectors the replay stores."""
+"""Policies of an env on the one signature: scripted, random, team mixing, action vectors."""
 
 from __future__ import annotations
 
-import functools
-
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.envs.policies import (
+    EnvObs,
     action_vector,
-    learner_policy,
+    against_opponents,
+    available_actions,
+    observing,
     random_policy,
+    scripted_policy,
     scripted_team,
+    team_rows,
 )
 
 
@@ -32,78 +35,97 @@ def test_action_vector_is_one_hot_or_the_action(continuous):
         np.testing.assert_array_equal(vec.sum(-1), 1.0)
 
 
+def _seen(env, params, key):
+    """A reset env's :class:`EnvObs` and available actions."""
+    obs, state = env.reset(key, params)
+    return EnvObs(obs, state, params), available_actions(env, state, params)
+
+
 @pytest.mark.parametrize("continuous", [False, True])
-def test_prey_scripted_policy_scripts_exactly_the_prey_rows(continuous):
-    env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
-                       continuous_actions=continuous)
-    algo = make_algo("maddpg", env.spec, ActorCriticConfig(hidden_sizes=(8,)))
-    algo_state = algo.init(jax.random.key(0))
-    obs, env_state = env.reset(jax.random.key(1), params)
-    key = jax.random.key(2)
-    policy = jax.jit(learner_policy(env, algo, scripted_prey=True, explore=True))
-    env_action, action_vec = policy(algo_state, key, obs, env_state, params)
-    act_key, prey_key = jax.random.split(key)
-    learned, learned_vec = algo.act(algo_state, obs, act_key, True)
-    scripted = env.scripted_action(prey_key, env_state, params)
-    prey = np.array([team == "prey" for team in env.spec.teams])
-    # the policy runs under jit, the references eagerly: equal up to float rounding
-    close = functools.partial(np.testing.assert_allclose, rtol=1e-5, atol=1e-6)
-    assert prey.sum() == 2
-    close(np.asarray(env_action)[prey], np.asarray(scripted)[prey])
-    close(np.asarray(env_action)[~prey], np.asarray(learned)[~prey])
-    close(np.asarray(action_vec)[prey],
-          np.asarray(action_vector(env, scripted))[prey])
-    close(np.asarray(action_vec)[~prey], np.asarray(learned_vec)[~prey])
-    # without the flag every row is the learners'
-    plain = jax.jit(learner_policy(env, algo, scripted_prey=False, explore=True))
-    close(
-        np.asarray(plain(algo_state, key, obs, env_state, params)[0]),
-        np.asarray(learned))
+def test_scripted_and_random_policies_read_the_env_and_pass_the_carry(continuous):
+    env, params = make("simple_tag", num_predators=2, num_prey=1, continuous_actions=continuous)
+    seen, avail = _seen(env, params, jax.random.key(0))
+    key, carry = jax.random.key(1), {"memory": jnp.arange(3)}
+    for policy, expected in ((scripted_policy(env), env.scripted_action(key, seen.state, params)),
+                             (random_policy(env), env.random_action(key))):
+        env_action, vec, out = jax.jit(policy)((), carry, key, seen, avail)
+        np.testing.assert_allclose(env_action, expected, atol=1e-6)  # jit vs eager: 1 ulp
+        np.testing.assert_array_equal(vec, action_vector(env, env_action))
+        np.testing.assert_array_equal(out["memory"], carry["memory"])
+
+
+def test_random_policy_samples_the_available_actions_unless_unmasked():
+    env, params = make("stag_hunt", num_agents=2, num_stags=1, grid_size=4)
+    seen, _ = _seen(env, params, jax.random.key(0))
+    only = jnp.zeros((2, env.spec.num_actions), bool).at[:, 3].set(True)  # one action each
+    masked, unmasked = jax.jit(random_policy(env)), jax.jit(random_policy(env, masked=False))
+    for i in range(10):
+        key = jax.random.key(i)
+        np.testing.assert_array_equal(masked((), (), key, seen, only)[0], [3, 3])
+        np.testing.assert_array_equal(unmasked((), (), key, seen, only)[0],
+                                      env.random_action(key))
+
+
+def test_observing_hands_the_observations_alone_to_a_policy_over_observations():
+    env, params = make("simple_spread", num_agents=3)
+    seen, avail = _seen(env, params, jax.random.key(0))
+    got = {}
+
+    def over_obs(algo_state, carry, key, obs, avail):
+        got.update(obs=obs, algo_state=algo_state)
+        return jnp.zeros(3, jnp.int32), jnp.zeros((3, 5)), carry + 1
+
+    _, _, carry = observing(over_obs)("learner", 1, jax.random.key(2), seen, avail)
+    assert carry == 2 and got["algo_state"] == "learner"
+    np.testing.assert_array_equal(got["obs"], seen.obs)
 
 
 @pytest.mark.parametrize("continuous", [False, True])
 def test_scripted_team_replaces_only_that_teams_rows(continuous):
     env, params = make("simple_tag", num_predators=3, num_prey=2, num_obstacles=1,
                        continuous_actions=continuous)
-    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    seen, avail = _seen(env, params, jax.random.PRNGKey(0))
     mixed = jax.jit(scripted_team(env, random_policy(env), "prey"))
     key = jax.random.PRNGKey(3)
-    actions = mixed(key, obs, state, params)
+    actions, vec, carry = mixed((), (), key, seen, avail)
     own_key, scripted_key = jax.random.split(key)
     prey = np.asarray([t == "prey" for t in env.spec.teams])
-    expected_prey = env.scripted_action(scripted_key, state, params)
+    expected_prey = env.scripted_action(scripted_key, seen.state, params)
     expected_rest = env.random_action(own_key)
     # jit vs eager rounding of the continuous scripted action: 1 ulp
     np.testing.assert_allclose(np.asarray(actions)[prey], np.asarray(expected_prey)[prey],
                                atol=1e-6)
     np.testing.assert_allclose(np.asarray(actions)[~prey], np.asarray(expected_rest)[~prey],
                                atol=1e-6)
+    np.testing.assert_array_equal(vec, action_vector(env, actions))
+    assert carry == ()
     with pytest.raises(ValueError, match="team 'goalkeeper'"):
         scripted_team(env, random_policy(env), "goalkeeper")
 
 
 @pytest.mark.parametrize("opponent", ["random", "scripted"])
 def test_against_opponents_keeps_the_teams_rows_and_replaces_the_others(opponent):
-    from jaxmarl_accel.envs.policies import StepPolicy, against_opponents, team_rows
-
     env, params = make("tag_gridworld", num_taggers=3, num_runners=2)
     marker = 4  # a learner that always plays action 4 in every row, carrying a step count
-    policy = StepPolicy(lambda: 0, lambda algo_state, carry, key, obs, state, params: (
-        jax.numpy.full((env.spec.num_agents,), marker, jax.numpy.int32), None, carry + 1))
-    step = jax.jit(against_opponents(env, policy, "tagger", opponent))
-    obs, state = env.reset(jax.random.key(0), params)
+
+    def learners(algo_state, carry, key, obs, avail):
+        action = jnp.full((env.spec.num_agents,), marker, jnp.int32)
+        return action, action_vector(env, action), carry + 1
+
+    step = jax.jit(against_opponents(env, learners, "tagger", opponent))
+    seen, avail = _seen(env, params, jax.random.key(0))
     rows = np.asarray(team_rows(env, "tagger"))
-    seen = []
+    picked = []
     for i in range(20):
         key = jax.random.key(i)
-        actions, carry = step(None, key, obs, state, params, i)
+        actions, _, carry = step(None, i, key, seen, avail)
         actions = np.asarray(actions)
         assert carry == i + 1 and (actions[rows] == marker).all()
         other_key = jax.random.split(key)[1]
         expected = (env.random_action(other_key) if opponent == "random"
-                    else env.scripted_action(other_key, state, params))
+                    else env.scripted_action(other_key, seen.state, params))
         np.testing.assert_array_equal(actions[~rows], np.asarray(expected)[~rows])
-        seen.extend(actions[~rows].tolist())
-    assert opponent == "scripted" or len(set(seen)) > 1
+        picked.extend(actions[~rows].tolist())
+    assert opponent == "scripted" or len(set(picked)) > 1
     with pytest.raises(ValueError, match="team 'prey': tag_gridworld has teams tagger, runner"):
-        against_opponents(env, policy, "prey", opponent)
+        against_opponents(env, learners, "prey", opponent)

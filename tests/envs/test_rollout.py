@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import random_policy, scripted_policy
+from jaxmarl_accel.envs.policies import EnvObs, available_actions, random_policy, scripted_policy
 from jaxmarl_accel.envs.rollout import rollout
 
 
@@ -20,12 +20,14 @@ def test_rollout_matches_a_python_loop(continuous):
     out = jax.jit(rollout, static_argnums=(0, 2, 4))(env, params, policy, key, steps)
     key_reset, key_steps = jax.random.split(key)
     obs, state = jax.jit(env.reset)(key_reset, params)
-    step, act_fn = jax.jit(env.step), jax.jit(policy)
+    step = jax.jit(env.step)
+    act_fn = jax.jit(lambda key, obs, state: policy(
+        (), (), key, EnvObs(obs, state, params), available_actions(env, state, params))[0])
     for t, step_key in enumerate(jax.random.split(key_steps, steps)):
         key_act, key_step = jax.random.split(step_key)
         np.testing.assert_array_equal(out.obs[t], obs)
         np.testing.assert_array_equal(out.states.pos[t], state.pos)
-        action = act_fn(key_act, obs, state, params)
+        action = act_fn(key_act, obs, state)
         obs, state, reward, terminated, truncated, info = step(key_step, state, action,
                                                                params)
         np.testing.assert_allclose(out.actions[t], action, atol=1e-6)

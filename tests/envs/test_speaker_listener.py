@@ -96,8 +96,8 @@ def test_silent_policy_sits_between_random_and_communicating(continuous):
     env, params = make("simple_speaker_listener", continuous_actions=continuous)
     key = jax.random.PRNGKey(3)
     returns = {name: float(evaluate_policy(env, params, fn, key, 256).agent_returns[1])
-               for name, fn in (("random", random_policy(env)), ("silent", silent_policy(
-                   continuous)), ("talking", scripted_policy(env)))}
+               for name, fn in (("random", random_policy(env)), ("silent", silent_policy(env)),
+                                ("talking", scripted_policy(env)))}
     assert returns["random"] < returns["silent"] < returns["talking"]
     # hearing the goal is worth a lot: the silent listener loses much more
     assert returns["talking"] > 0.6 * returns["silent"]

@@ -13,7 +13,7 @@ from jax.experimental import checkify
 
 from jaxmarl_accel.envs import make, stag_hunt
 from jaxmarl_accel.envs.hunt_rules import CATCH, STAY, HuntState
-from jaxmarl_accel.envs.policies import random_policy
+from jaxmarl_accel.envs.policies import EnvObs, available_actions, random_policy
 from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.envs.stag_hunt import transition
 
@@ -225,7 +225,8 @@ def test_shapes_and_specs_at_8_16_32():
 
     def two_steps(key):
         obs0, state = env.reset(key, params)
-        act = random_policy(env)(key, obs0, state, params)
+        act = random_policy(env)((), (), key, EnvObs(obs0, state, params),
+                                 available_actions(env, state, params))[0]
         out = env.step(key, state, act, params)
         return obs0, env.step(key, out[1], env.scripted_action(key, out[1], params), params)
 

@@ -62,11 +62,15 @@ def toy_env() -> tuple[Env, dict]:
 
 
 def toy_algo() -> Algo:
-    def act(state, carry, obs, avail, key, explore):
-        chex.assert_shape((obs, avail), [(N, 1), (N, A)])
-        return jnp.ones((N,), jnp.int32), {"calls": carry["calls"] + 1}
+    def policy(explore):
+        def act(state, carry, key, obs, avail):
+            chex.assert_shape((obs, avail), [(N, 1), (N, A)])
+            action = jnp.ones((N,), jnp.int32)
+            return action, jax.nn.one_hot(action, A), {"calls": carry["calls"] + 1}
 
-    return Algo(init=lambda key: {}, act=act, update=None, action_dim=A, phases=None,
+        return act
+
+    return Algo(init=lambda key: {}, policy=policy, update=None, action_dim=A, phases=None,
                 needs=Needs(replay="episode"),
                 initial_carry=lambda: {"calls": jnp.zeros((N,), jnp.int32)})
 

@@ -11,7 +11,7 @@ import numpy as np
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
 
 E = 3

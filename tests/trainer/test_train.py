@@ -85,16 +85,6 @@ def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):
         make_trainer(tiny_config())
 
 
-def test_an_episode_learner_without_a_recurrent_carry_is_refused(monkeypatch):
-    from jaxmarl_accel.trainer import train
-
-    real = train.make_algo
-    monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(
-        needs=real(*a, **k).needs._replace(replay="episode")))
-    with pytest.raises(ValueError, match="replays episodes but has no initial_carry"):
-        make_trainer(tiny_config())
-
-
 @pytest.mark.slow
 def test_a_shorter_last_chunk_stops_at_total_env_steps(whole_run):
     """500 env steps with an evaluation every 200: the third chunk runs 2 of its 4 rounds,

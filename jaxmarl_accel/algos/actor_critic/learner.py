@@ -56,7 +56,7 @@ from jaxmarl_accel.algos.actor_critic.state import (
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Transition
+from jaxmarl_accel.types import Policy, Transition
 
 
 def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
@@ -79,7 +79,8 @@ def init(sk: Skeleton, key: jax.Array) -> ActorCriticState:
 
 def act(sk: Skeleton, state: ActorCriticState, obs: jax.Array, key: jax.Array,
         explore: bool) -> tuple[jax.Array, jax.Array]:
-    """Every agent's action at ``obs [..., N, obs_dim]`` (see :attr:`Algo.act`)."""
+    """Every agent's ``(env_action, action_vec)`` at ``obs [..., N, obs_dim]``, explored or
+    greedy (``explore``, static): what the learner's policy returns (:attr:`Algo.policy`)."""
     chex.assert_axis_dimension(obs, -2, sk.spec.num_agents)
     chex.assert_axis_dimension(obs, -1, sk.spec.obs_dim)
     out = networks.apply_actors(sk.actor_mlp, state.actor, obs)
@@ -261,16 +262,23 @@ def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callab
     """The :class:`Algo` of a transition-replay learner whose ``init_of(sk, key)``,
     ``act_of(sk, state, obs, key, explore)`` and ``update_of(sk, state, batch, weights,
     key)`` take its static skeleton ``sk`` first (which has the action distribution
-    ``sk.dist``): the three with ``sk`` bound, as plain functions."""
+    ``sk.dist``): the three with ``sk`` bound, as plain functions; ``act_of`` behind the
+    policy signature (:attr:`Algo.policy`: no memory, the carry ``()``; the valid actions
+    ``sk.mask`` apply, ``avail`` is not read)."""
 
     def init_fn(key: jax.Array) -> ActorCriticState:
         return init_of(sk, key)
 
-    def act_fn(state: ActorCriticState, obs: jax.Array, key: jax.Array, explore: bool):
-        return act_of(sk, state, obs, key, explore)
+    def policy_fn(explore: bool) -> Policy:
+        def policy(state: ActorCriticState, carry: tuple, key: jax.Array, obs: jax.Array,
+                   avail: jax.Array) -> tuple[jax.Array, jax.Array, tuple]:
+            del avail
+            return (*act_of(sk, state, obs, key, explore), carry)
+
+        return policy
 
     def update_fn(state: ActorCriticState, batch: Transition, weights: jax.Array, key: jax.Array):
         return update_of(sk, state, batch, weights, key)
 
-    return Algo(init=init_fn, act=act_fn, update=update_fn, action_dim=sk.dist.action_dim,
-                phases=phases, needs=Needs(replay="transition"))
+    return Algo(init=init_fn, policy=policy_fn, update=update_fn,
+                action_dim=sk.dist.action_dim, phases=phases, needs=Needs(replay="transition"))

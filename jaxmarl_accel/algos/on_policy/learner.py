@@ -52,7 +52,7 @@ from jaxmarl_accel.algos.on_policy.config import (
     team_learning_rates,
 )
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import PyTree
+from jaxmarl_accel.types import Policy, PyTree
 
 
 @struct.dataclass
@@ -234,19 +234,33 @@ def value(s: Skeleton, state: OnPolicyState, obs: jax.Array) -> jax.Array:
         s.policy, state.params, obs)[1]), -1)
 
 
-def act(s: Skeleton, state: OnPolicyState, carry: tuple, obs: jax.Array, avail: jax.Array,
-        key: jax.Array, explore: bool) -> tuple[jax.Array, tuple]:
-    """The env actions of ``obs [..., N, obs_dim]``: sampled, or each distribution's mode
-    (the Gaussian's mean clipped to [0, 1]); the carry is ``()``."""
-    teams = s.policy.teams
-    if explore:
-        return sample(s, state, obs, avail, key).env_action, carry
-    outs, _ = nets.forward(s.policy, state.params, obs)
-    if s.spec.continuous:
-        return jnp.clip(nets.merge_teams(teams, outs, -2), 0.0, 1.0), carry
-    modes = [nets.distribution(s.policy, state.params[k], outs[k], team_mask(s, k, avail)).mode()
-             for k in range(len(teams.names))]
-    return nets.merge_teams(teams, modes, -1), carry
+def make_policy(s: Skeleton, explore: bool) -> Policy:
+    """The learner's policy of one env (:attr:`~jaxmarl_accel.algos.Algo.policy`): ``(state,
+    carry, key, obs [N, obs_dim], avail [N, A] bool or None) -> (env_action, action_vec [N,
+    action_dim], carry)``. Actions sampled (``explore``, static) or each distribution's mode
+    (the Gaussian's mean clipped to [0, 1]) over ``avail`` (the spec's valid actions when
+    None); ``action_vec`` their one-hot, or the continuous action itself; the carry ``()``."""
+    teams, spec = s.policy.teams, s.spec
+
+    def actions(state: OnPolicyState, key: jax.Array, obs: jax.Array,
+                avail: jax.Array | None) -> jax.Array:
+        if explore:
+            return sample(s, state, obs, avail, key).env_action
+        outs, _ = nets.forward(s.policy, state.params, obs)
+        if spec.continuous:
+            return jnp.clip(nets.merge_teams(teams, outs, -2), 0.0, 1.0)
+        return nets.merge_teams(teams, [nets.distribution(
+            s.policy, state.params[k], outs[k], team_mask(s, k, avail)).mode()
+            for k in range(len(teams.names))], -1)
+
+    def policy(state: OnPolicyState, carry: tuple, key: jax.Array, obs: jax.Array,
+               avail: jax.Array | None) -> tuple[jax.Array, jax.Array, tuple]:
+        env_action = actions(state, key, obs, avail)
+        vec = (env_action.astype(jnp.float32) if spec.continuous
+               else jax.nn.one_hot(env_action, spec.num_actions, dtype=jnp.float32))
+        return env_action, vec, carry
+
+    return policy
 
 
 def advantages(s: Skeleton, state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
@@ -359,9 +373,9 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` with ``needs.replay == "rollout"`` (its
       policies mask the actions an env reports unavailable: the rollout round hands them
-      over, :attr:`Rollout.avail`), an empty carry (``initial_carry() == ()``, so greedy
-      evaluation passes the available actions to ``act``) and :class:`OnPolicyFns` as
-      ``on_policy``; each function is this module's with its :class:`Skeleton` bound.
+      over, :attr:`Rollout.avail`, and its policy reads them), no memory (the carry
+      ``()``) and :class:`OnPolicyFns` as ``on_policy``; each function is this module's
+      with its :class:`Skeleton` bound.
     """
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
     ppo = name == "ppo"
@@ -372,10 +386,10 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
                                                 else (1, 1)),
               config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
     bind = functools.partial
-    return Algo(init=bind(init, s), act=bind(act, s), update=bind(update, s),
+    return Algo(init=bind(init, s), policy=bind(make_policy, s), update=bind(update, s),
                 action_dim=spec.act_dim if spec.continuous else spec.num_actions,
                 phases=Phases(bind(advantages, s), bind(minibatch_step, s)),
-                needs=Needs(replay="rollout"), initial_carry=tuple,
+                needs=Needs(replay="rollout"),
                 on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
 
 

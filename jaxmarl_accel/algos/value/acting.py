@@ -17,7 +17,7 @@ from jaxmarl_accel.algos.networks import MLP
 from jaxmarl_accel.algos.value import networks, targets
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import PyTree
+from jaxmarl_accel.types import Policy, PyTree
 
 
 class Carry(NamedTuple):
@@ -85,4 +85,30 @@ def act_feedforward(agent: MLP, spec: EnvSpec, config: ValueConfig, agent_params
     return action, jax.nn.one_hot(action, spec.num_actions, dtype=jnp.float32)
 
 
-__all__ = ["Carry", "act_feedforward", "act_recurrent", "choose", "initial_carry"]
+def make_policy(agent: networks.RNNAgent | MLP, spec: EnvSpec, config: ValueConfig,
+                recurrent: bool, explore: bool) -> Policy:
+    """The value learner's policy of one env (:attr:`~jaxmarl_accel.algos.Algo.policy`):
+    ``(state, carry, key, obs [N, obs_dim], avail [N, A] bool) -> (env_action [N] int32,
+    one-hot [N, A] float32, carry)``, epsilon-greedy (``explore``, static) or greedy.
+
+    The recurrent agent (:func:`act_recurrent`) acts over ``avail`` and carries its
+    :class:`Carry`; the feed-forward one (:func:`act_feedforward`, carry ``()``) acts over
+    the valid actions (``spec.action_mask``), the actions its transition replay learns over.
+    """
+    if recurrent:
+        def policy(state: PyTree, carry: Carry, key: jax.Array, obs: jax.Array,
+                   avail: jax.Array) -> tuple[jax.Array, jax.Array, Carry]:
+            action, carry = act_recurrent(agent, spec, config, state.params.agent,
+                                          state.env_steps, carry, obs, avail, key, explore)
+            return action, carry.prev_action, carry  # prev_action: the action's one-hot
+    else:
+        def policy(state: PyTree, carry: tuple, key: jax.Array, obs: jax.Array,
+                   avail: jax.Array) -> tuple[jax.Array, jax.Array, tuple]:
+            del avail
+            return (*act_feedforward(agent, spec, config, state.params.agent, state.env_steps,
+                                     obs, key, explore), carry)
+    return policy
+
+
+__all__ = ["Carry", "act_feedforward", "act_recurrent", "choose", "initial_carry",
+           "make_policy"]

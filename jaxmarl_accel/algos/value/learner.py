@@ -46,11 +46,11 @@ from flax import struct
 
 from jaxmarl_accel.algos.base import Algo, Needs
 from jaxmarl_accel.algos.value import batches, central, networks, targets
-from jaxmarl_accel.algos.value.acting import Carry, act_feedforward, act_recurrent, initial_carry
+from jaxmarl_accel.algos.value.acting import Carry, initial_carry, make_policy
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.value.mixers import Mixer
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Episode, PyTree, Transition
+from jaxmarl_accel.types import Episode, Policy, PyTree, Transition
 
 
 @struct.dataclass
@@ -350,8 +350,9 @@ def update(sk: Skeleton, state: ValueState, batch: Episode | Transition, weights
 def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
           weighting: central.Weighting | None = None) -> Algo:
     """The value learner with ``mixer`` (QMIX, VDN or IQL) as an :class:`Algo`: episode
-    replay and recurrent ``act`` for ``config.agent == "rnn"``, transition replay and the
-    stateless ``act`` for ``"mlp"``; its ``phases`` are :class:`Phases`. With a
+    replay and a recurrent policy (:func:`~.acting.make_policy`, the carry of
+    :func:`~.acting.initial_carry`) for ``config.agent == "rnn"``, transition replay and a
+    policy without memory for ``"mlp"``; its ``phases`` are :class:`Phases`. With a
     ``weighting`` (QMIX's mixer only) it learns weighted QMIX's ``Q*`` beside QMIX and
     weights QMIX's loss by it (OW-/CW-QMIX, MAC-PO, AccMER; module docstring)."""
     sk = make_skeleton(spec, config, mixer, weighting)
@@ -379,22 +380,12 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
 
     phases = Phases(agent_q=agent_q_fn, targets=targets_fn, loss_and_grad=loss_and_grad_fn,
                     apply=apply_fn, target_update=target_update_fn)
-    common = dict(init=init_fn, update=update_fn, action_dim=spec.num_actions, phases=phases,
-                  observe=observe)
-    if not sk.recurrent:
-        def act_fn(state: ValueState, obs: jax.Array, key: jax.Array, explore: bool):
-            return act_feedforward(sk.agent, spec, config, state.params.agent,
-                                   state.env_steps, obs, key, explore)
+    def policy_fn(explore: bool) -> Policy:
+        return make_policy(sk.agent, spec, config, sk.recurrent, explore)
 
-        return Algo(act=act_fn, needs=Needs(replay="transition"), **common)
+    def initial_carry_fn() -> Carry | tuple:
+        return initial_carry(spec, config) if sk.recurrent else ()
 
-    def act_rnn_fn(state: ValueState, carry: Carry, obs: jax.Array, avail: jax.Array,
-                   key: jax.Array, explore: bool):
-        return act_recurrent(sk.agent, spec, config, state.params.agent, state.env_steps,
-                             carry, obs, avail, key, explore)
-
-    def initial_carry_fn() -> Carry:
-        return initial_carry(spec, config)
-
-    return Algo(act=act_rnn_fn, needs=Needs(replay="episode"), initial_carry=initial_carry_fn,
-                **common)
+    return Algo(init=init_fn, policy=policy_fn, update=update_fn, action_dim=spec.num_actions,
+                phases=phases, needs=Needs(replay="episode" if sk.recurrent else "transition"),
+                initial_carry=initial_carry_fn, observe=observe)

@@ -43,6 +43,8 @@ from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env
+from jaxmarl_accel.envs.policies import state_policy
+from jaxmarl_accel.types import Policy
 
 NUM_LANDMARKS = 3
 DIM_C = 3
@@ -63,8 +65,9 @@ class SpeakerListenerParams:
     episode_length: jax.Array
 
 
-def silent_policy(continuous_actions: bool = False):
-    """The best scripted play without communication, as a ``policy_fn`` for evaluation.
+def silent_policy(env: Env) -> Policy:
+    """The best scripted play without communication, a policy run in ``env`` (a
+    ``simple_speaker_listener`` env; :mod:`~jaxmarl_accel.envs.policies`) for evaluation.
 
     A listener that hears nothing cannot tell the goal from the other landmarks; since the
     goal is uniform, the expected reward ``-E|p - g|^2 = -|p - c|^2 - const`` is highest at
@@ -73,20 +76,20 @@ def silent_policy(continuous_actions: bool = False):
     speaker's message: it is the threshold for "learned to communicate".
 
     Returns:
-      ``policy_fn(key, obs, state, params) -> actions`` of one environment (``[2]`` int32,
-      or ``[2, 5]`` float32 with ``continuous_actions``).
+      The policy; its actions are ``[2]`` int32, or ``[2, 5]`` float32 with continuous
+      actions.
     """
-    n = 2
+    n, continuous_actions = 2, env.spec.continuous
 
-    def policy_fn(key: jax.Array, obs: jax.Array, state: core.MPEState, params) -> jax.Array:
-        del key, obs, params
+    def actions(key: jax.Array, state: core.MPEState, params) -> jax.Array:
+        del key, params
         centroid = jnp.mean(state.pos[n:], axis=0, keepdims=True)
         move = moves.seek_action(centroid, state.pos[1:2], state.vel[1:2], continuous_actions)
         if continuous_actions:
             return jnp.concatenate([jnp.zeros((1, moves.NUM_MOVES)), move]).astype(jnp.float32)
         return jnp.concatenate([jnp.zeros((1,), jnp.int32), move]).astype(jnp.int32)
 
-    return policy_fn
+    return state_policy(env, actions)
 
 
 def make(

@@ -83,10 +83,9 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
       config: the run; ``buffer_capacity`` and ``batch_size`` count episodes,
         ``learning_starts`` and the step budgets count env steps on the run's clock.
       env, env_params: the environment (``spec.episode_length`` = T rows per episode).
-      algo: a learner with ``needs.replay == "episode"`` and ``initial_carry``.
+      algo: a learner with ``needs.replay == "episode"`` (its policy runs from
+        ``algo.initial_carry()`` in every episode).
     """
-    if algo.initial_carry is None:
-        raise ValueError(f"algo {config.algo!r} replays episodes but has no initial_carry")
     num_envs = config.num_envs
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout="episode",

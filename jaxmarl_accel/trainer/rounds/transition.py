@@ -20,7 +20,7 @@ from jaxmarl_accel.algos import Algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.compact_rows import observe_chunk
 from jaxmarl_accel.envs import Env
-from jaxmarl_accel.envs.policies import learner_policy
+from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
@@ -34,7 +34,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     zeros_like_shapes,
 )
 from jaxmarl_accel.trainer.steps import example_transition, learn_step, transition_step
-from jaxmarl_accel.types import PyTree
+from jaxmarl_accel.types import Policy, PyTree
 
 
 def next_obs_kwargs(config: cfg.TrainConfig, spec: Any) -> dict[str, Any]:
@@ -111,7 +111,7 @@ def make_transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
 
 
 def _transition_round(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Algo,
-                      buffer: Buffer, behaviour: Callable[..., tuple]) -> RoundFn:
+                      buffer: Buffer, behaviour: Policy) -> RoundFn:
     """``(state, round_index) -> (state, RoundOutput)``: ``iters_per_round`` steps of all
     E envs under the ``behaviour`` policy (every transition added to the replay), then
     ``updates_per_round`` learner updates once ``max(learning_starts, batch_size)`` env

@@ -82,10 +82,12 @@ def test_actions_respect_availability_and_the_unit_interval():
     assert step.env_action.shape == (4, spec.num_agents) and step.value.shape == (4, 5)
     np.testing.assert_array_equal(step.env_action, 2)
     np.testing.assert_allclose(step.log_prob, 0.0, atol=1e-6)
-    greedy, carry = jax.jit(algo.act, static_argnums=5)(state, (), obs[0], avail[0],
-                                                        jax.random.PRNGKey(3), False)
-    np.testing.assert_array_equal(greedy, 2)
-    assert carry == () and algo.initial_carry() == ()
+    for explore in (False, True):
+        chosen, vec, carry = jax.jit(algo.policy(explore))(state, (), jax.random.PRNGKey(3),
+                                                           obs[0], avail[0])
+        np.testing.assert_array_equal(chosen, 2)
+        np.testing.assert_array_equal(vec, jax.nn.one_hot(chosen, spec.num_actions))
+        assert carry == () and algo.initial_carry() == ()
 
     continuous = spec_with_teams(True)
     algo = make_algo("a2c", continuous, dataclasses.replace(SMALL, epochs=4, minibatches=4,
@@ -96,6 +98,9 @@ def test_actions_respect_availability_and_the_unit_interval():
     assert step.action.shape == (4, 5, continuous.act_dim)
     assert float(jnp.min(step.env_action)) >= 0.0 and float(jnp.max(step.env_action)) <= 1.0
     assert bool(jnp.any(step.action != step.env_action))  # stored unclipped for log pi
+    greedy, vec, _ = jax.jit(algo.policy(False))(state, (), jax.random.PRNGKey(3), obs[0], None)
+    assert greedy.shape == (5, continuous.act_dim) and bool(jnp.all((greedy >= 0) & (greedy <= 1)))
+    np.testing.assert_array_equal(vec, greedy)
 
 
 def test_each_team_learns_at_its_own_rate():

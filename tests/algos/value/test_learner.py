@@ -18,7 +18,7 @@ from jaxmarl_accel.algos.base import Needs
 from jaxmarl_accel.algos.value import Carry, ValueConfig, central, mixers, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
-from tests.algos.helpers import Compiled, assert_trees_close
+from tests.algos.helpers import Compiled, assert_trees_close, batched_act
 from tests.algos.value.helpers import SMALL, SMALL_MLP, random_episodes, value_spec
 
 LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
@@ -27,8 +27,11 @@ LENGTHS, TERMINATED = (6, 3, 4, 1), (False, True, False, True)
 @functools.cache
 def compiled(name: str, spec: EnvSpec, config: ValueConfig = SMALL) -> Compiled:
     algo = make_algo(name, spec, config)
-    static = 5 if config.agent == "rnn" else 3
-    return Compiled(algo, jax.jit(algo.init), jax.jit(algo.act, static_argnums=static),
+
+    def act(state, carry, key, obs, avail, explore):  # the policy of one env
+        return algo.policy(explore)(state, carry, key, obs, avail)
+
+    return Compiled(algo, jax.jit(algo.init), jax.jit(act, static_argnums=5),
                     jax.jit(algo.update))
 
 
@@ -46,7 +49,7 @@ def test_value_learners_declare_their_replay_and_protocol(name, agent):
                                    "target_update")
     assert algo.observe is not None
     if agent == "mlp":
-        assert algo.needs == Needs(replay="transition") and algo.initial_carry is None
+        assert algo.needs == Needs(replay="transition") and algo.initial_carry() == ()
         return
     assert algo.needs == Needs(replay="episode")
     carry = algo.initial_carry()
@@ -146,7 +149,7 @@ def test_targets_are_copied_once_every_k_finished_episodes():
 
 
 def test_greedy_acting_from_the_initial_carry_reproduces_the_unrolled_q():
-    """The GRU state starts from zeros at every episode: stepping ``act`` from
+    """The GRU state starts from zeros at every episode: stepping the policy from
     ``initial_carry`` chooses the greedy actions of the network unrolled over the episode."""
     spec = value_spec()
     c = compiled("qmix", spec)
@@ -154,8 +157,9 @@ def test_greedy_acting_from_the_initial_carry_reproduces_the_unrolled_q():
     ep = _episodes(spec, seed=4)
     actions, carry = [], c.algo.initial_carry()
     for t in range(ep.filled.shape[1]):
-        action, carry = c.act(state, carry, ep.obs[0, t], ep.avail[0, t], jax.random.key(t),
-                              False)
+        action, vec, carry = c.act(state, carry, jax.random.key(t), ep.obs[0, t],
+                                   ep.avail[0, t], False)
+        np.testing.assert_array_equal(vec, jax.nn.one_hot(action, spec.num_actions))
         actions.append(action)
         assert bool(jnp.all(jnp.take_along_axis(ep.avail[0, t], action[:, None], -1)))
     actions = jnp.stack(actions)  # [T + 1, N]
@@ -173,12 +177,12 @@ def test_exploration_follows_the_observed_env_steps():
     state, carry = c.init(jax.random.key(7)), c.algo.initial_carry()
     obs = jax.random.normal(jax.random.key(8), (3, spec.obs_dim))
     avail = jnp.array([[True, False, True, False, True]] * 3)
-    act = jax.vmap(c.algo.act, in_axes=(None, None, None, None, 0, None))
+    explore = jax.jit(jax.vmap(c.algo.policy(True), in_axes=(None, None, 0, None, None)))
     keys = jax.random.split(jax.random.key(9), 200)
-    greedy, _ = c.act(state, carry, obs, avail, keys[0], False)
-    early = jax.jit(act, static_argnums=5)(state, carry, obs, avail, keys, True)[0]
+    greedy = c.act(state, carry, keys[0], obs, avail, False)[0]
+    early = explore(state, carry, keys, obs, avail)[0]
     late_state = c.algo.observe(state, jnp.int32(100), jnp.int32(4))
-    late = jax.jit(act, static_argnums=5)(late_state, carry, obs, avail, keys, True)[0]
+    late = explore(late_state, carry, keys, obs, avail)[0]
     assert bool(jnp.all(late == greedy))
     assert set(np.unique(np.asarray(early))) == {0, 2, 4}
 
@@ -189,7 +193,8 @@ def test_feedforward_form_acts_over_valid_actions_and_learns_one_step_targets():
     c = compiled("vdn", spec, SMALL_MLP)
     state = c.init(jax.random.key(10))
     obs = jax.random.normal(jax.random.key(11), (64, 3, spec.obs_dim))
-    env_action, vec = c.act(state, obs, jax.random.key(12), True)
+    env_action, vec = jax.jit(batched_act(c.algo), static_argnums=3)(state, obs,
+                                                                    jax.random.key(12), True)
     assert env_action.shape == (64, 3) and env_action.dtype == jnp.int32
     np.testing.assert_array_equal(vec, jax.nn.one_hot(env_action, 4))
     assert bool(jnp.all(jnp.take_along_axis(spec.action_mask[None], env_action[..., None], -1)))
@@ -308,6 +313,6 @@ def test_the_agent_options_reach_acting_updates_and_qstar():
     assert float(jnp.min(q)) == pytest.approx(-0.01) or float(jnp.max(q)) == pytest.approx(0.01)
     state, metrics, _ = c.update(state, ep, jnp.ones(len(LENGTHS)), jax.random.key(1))
     assert all(np.isfinite(np.asarray(v)).all() for v in jax.tree.leaves(metrics))
-    action, _ = c.act(state, c.algo.initial_carry(), ep.obs[0, 0], ep.avail[0, 0],
-                      jax.random.key(2), False)
+    action, _, _ = c.act(state, c.algo.initial_carry(), jax.random.key(2), ep.obs[0, 0],
+                         ep.avail[0, 0], False)
     assert action.shape == (spec.num_agents,)

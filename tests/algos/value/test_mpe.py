@@ -14,8 +14,8 @@ import pytest
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.buffers import SAMPLERS, make_buffer
 from jaxmarl_accel.envs import make
-from jaxmarl_accel.envs.policies import learner_policy
 from jaxmarl_accel.trainer import steps
+from jaxmarl_accel.trainer.policy import learner_policy
 from tests.algos.helpers import random_batch
 from tests.algos.value.helpers import SMALL, SMALL_MLP
 
