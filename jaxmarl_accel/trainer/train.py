@@ -122,9 +122,9 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
                          f"{sorted(set(spec.teams))}")
     algo = make_algo(config.algo, spec, config.learner,
                      learner_observation(config, env, env_params), sampler=config.sampler)
-    if algo.needs.replay not in ROUNDS:
-        raise ValueError(f"algo {config.algo!r} needs {algo.needs.replay!r} replay; the trainer "
-                         f"has rounds for {sorted(ROUNDS)}")
+    if algo.needs.replay != cfg.replay_of(config):
+        raise ValueError(f"algo {config.algo!r}: its Algo needs {algo.needs.replay!r} replay, "
+                         f"but its family's record says {cfg.replay_of(config)!r} (Family.replay)")
     plan = ROUNDS[algo.needs.replay](config, env, env_params, algo)
     buffer, num_envs, rounds = plan.buffer, config.num_envs, plan.rounds_per_chunk
     greedy = learner_policy(env, algo, config.prey == "scripted", explore=False)

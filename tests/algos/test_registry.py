@@ -29,7 +29,8 @@ def test_names_are_registered_once_each_by_its_family():
     records = [registry.algo_spec(name) for name in algos.ALGOS]
     assert all(isinstance(r, AlgoSpec) and r.name == n for r, n in zip(records, algos.ALGOS,
                                                                        strict=True))
-    assert {name: registry.family_members(name) for name in registry.families()} == {
+    own = ("actor_critic", "value", "on_policy")  # user code may have registered more
+    assert {name: registry.family_members(name) for name in own} == {
         "actor_critic": ("maddpg", "matd3", "masac"),
         "value": ("qmix", "vdn", "iql", "owqmix", "cwqmix", "macpo", "accmer"),
         "on_policy": ("a2c", "ppo")}
