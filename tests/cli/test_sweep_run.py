@@ -110,7 +110,6 @@ def test_evaluate_scores_one_setting_the_best_by_default(sweep_run, tmp_path, ca
     assert "the sweep in" in one_line(capsys.readouterr().err)
 
 
-@pytest.mark.slow
 def test_population_based_training_records_its_lineage_and_resumes_exactly(monkeypatch,
                                                                           tmp_path, capsys):
     """--pbt: after each chunk but the last the worst quarter of the 8 lanes copy the best;
