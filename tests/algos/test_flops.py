@@ -49,7 +49,7 @@ def test_matd3_count_averages_the_delayed_actor_step():
     never = dataclasses.replace(SMALL, policy_delay=10**9)
     critic_only = update_matmul_flops("matd3", spec, never, B)
     assert delayed == pytest.approx((every + critic_only) / 2)
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="algo .ppo. is not assembled from a plug-in"):
         update_matmul_flops("ppo", spec, SMALL, B)
 
 
