@@ -34,6 +34,7 @@ from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.sharding import DeviceLayout, make_sharded_trainer
 from jaxmarl_accel.trainer.sweep import (
     grid,
+    lane_groups,
     lane_keys,
     lane_values,
     make_sweep_train,
@@ -48,8 +49,14 @@ TAUS = (0.01, 0.005, 0.02)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
-    parser.add_argument("--what", choices=("compile", "wall", "both", "agree"), default="both",
-                        help="agree: setting k's lanes against its own run, largest differences")
+    parser.add_argument("--what", choices=("compile", "wall", "both", "agree", "lanes"),
+                        default="both",
+                        help="agree: setting k's lanes against its own run, largest differences; "
+                             "lanes: seconds per lane of a chunk that learns, 1 setting against 9 "
+                             "in one vmap and 9 in groups, interleaved")
+    parser.add_argument("--groups", choices=("auto", "1"), default="auto",
+                        help="a sweep's lanes in one group per setting on a CPU (auto, as the "
+                             "command line runs them) or all in one vmap (1)")
     parser.add_argument("--repeats", type=int, default=2,
                         help="compiles of each side, interleaved (default: 2)")
     parser.add_argument("--seeds", type=int, default=4)
@@ -76,13 +83,55 @@ def load() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
 
-def compile_chunk(trainer: Any, lanes: int, init_lanes: Any = None) -> tuple[Any, Any, float]:
-    """The host loop's chunk program for ``lanes`` lanes on one device, compiled:
-    ``(sharded trainer, executable, seconds)`` (trace, lower and XLA together)."""
-    sharded = make_sharded_trainer(trainer, DeviceLayout(1, 1), lanes, init_lanes=init_lanes)
+GROUPS = {"auto": True}
+"""Whether sweeps run their lanes in one group per setting (``--groups auto``)."""
+
+
+def compile_chunk(trainer: Any, lanes: int, init_lanes: Any = None,
+                  groups: int = 1) -> tuple[Any, Any, float]:
+    """The host loop's chunk program for ``lanes`` lanes on one device (in ``groups`` groups
+    of lanes), compiled: ``(sharded trainer, executable, seconds)`` (trace, lower and XLA
+    together)."""
+    sharded = make_sharded_trainer(trainer, DeviceLayout(1, 1), lanes, init_lanes=init_lanes,
+                                   lane_groups=groups)
     start = time.perf_counter()
     compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
     return sharded, compiled, time.perf_counter() - start
+
+
+def groups_of(sweep: Any) -> int:
+    """The lane groups of a :class:`SweepTrainer` under ``--groups``."""
+    if not GROUPS["auto"]:
+        return 1
+    return lane_groups(sweep.sweep, jax.devices()[0].platform, 1)
+
+
+def measure_lanes(config: TrainConfig, seeds: int, repeats: int = 3) -> dict[str, Any]:
+    """Seconds per lane of one chunk that learns (the fourth; the first three fill the
+    replay, untimed): one setting's lanes, nine settings' in one vmap and in one group per
+    setting, the three timed in turn ``repeats`` times."""
+    nine = {"actor_lr": ACTOR_LRS, "tau": TAUS}
+    sides = {}
+    for name, axes, grouped in (("1_setting", {"actor_lr": ACTOR_LRS[:1]}, False),
+                                ("9_settings_one_vmap", nine, False),
+                                ("9_settings_in_groups", nine, True)):
+        sweep = make_sweep_trainer(config, grid(axes), seeds)
+        sharded, compiled, _ = compile_chunk(sweep.trainer, sweep.lanes, sweep.init_lanes,
+                                             sweep.sweep.num_settings if grouped else 1)
+        state = sharded.init(np.asarray(jax.random.PRNGKey(0)))
+        for chunk in range(3):
+            state, _ = compiled(state, np.int32(chunk))
+        sides[name] = {"compiled": compiled, "state": jax.block_until_ready(state),
+                       "lanes": sweep.lanes, "seconds": []}
+    for _ in range(repeats):
+        for side in sides.values():
+            start = time.perf_counter()
+            side["state"], _ = side["compiled"](side["state"], np.int32(3))
+            jax.block_until_ready(side["state"])
+            side["seconds"].append(time.perf_counter() - start)
+    return {name: {"lanes": side["lanes"], "chunk_s": side["seconds"],
+                   "per_lane_s": min(side["seconds"]) / side["lanes"]}
+            for name, side in sides.items()}
 
 
 def run_all(sharded: Any, compiled: Any, num_chunks: int) -> float:
@@ -107,7 +156,8 @@ def measure_compile(config: TrainConfig, seeds: int, repeats: int) -> dict[str, 
                            ("sweep_9_s", {"actor_lr": ACTOR_LRS, "tau": TAUS})):
             jax.clear_caches()
             sweep = make_sweep_trainer(config, grid(axes), seeds)
-            out[name].append(compile_chunk(sweep.trainer, sweep.lanes, sweep.init_lanes)[2])
+            out[name].append(compile_chunk(sweep.trainer, sweep.lanes, sweep.init_lanes,
+                                           groups_of(sweep))[2])
     medians = {name: float(np.median(values)) for name, values in out.items()}
     return {**out, "medians": medians,
             "ratio_9_to_one": medians["sweep_9_s"] / medians["one_setting_run_s"],
@@ -145,7 +195,8 @@ def measure_wall(config: TrainConfig, seeds: int) -> dict[str, Any]:
     jax.clear_caches()
     start = time.perf_counter()
     lanes = make_sweep_trainer(config, sweep, seeds)
-    sharded, compiled, compile_s = compile_chunk(lanes.trainer, lanes.lanes, lanes.init_lanes)
+    sharded, compiled, compile_s = compile_chunk(lanes.trainer, lanes.lanes, lanes.init_lanes,
+                                                 groups_of(lanes))
     run_s = run_all(sharded, compiled, lanes.trainer.num_chunks)
     swept = {"total_s": time.perf_counter() - start, "compile_s": compile_s, "run_s": run_s}
     print(f"sweep: {swept}", file=sys.stderr, flush=True)
@@ -168,6 +219,7 @@ def measure_wall(config: TrainConfig, seeds: int) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> None:
     """Measure, print and write the record."""
     config = base_config(args)
+    GROUPS["auto"] = args.groups == "auto"
     record: dict[str, Any] = {
         "command": "python -m experiments.bench sweep " + " ".join(sys.argv[2:]),
         "machine": f"{os.cpu_count()}-core CPU, jax {jax.__version__}, "
@@ -176,6 +228,7 @@ def main(args: argparse.Namespace) -> None:
         "settings": {"actor_lr": ACTOR_LRS, "tau": TAUS},
         "total_env_steps": config.total_env_steps, "eval_every": config.eval_every,
         "buffer_capacity": config.buffer_capacity, "batch_size": config.batch_size,
+        "lane_groups": args.groups,
         "load_before": load()}
     if args.what in ("compile", "both"):
         record["compile"] = measure_compile(config, args.seeds, args.repeats)
@@ -184,6 +237,8 @@ def main(args: argparse.Namespace) -> None:
         record["wall"] = measure_wall(config, args.seeds)
     if args.what == "agree":
         record["agree"] = measure_agreement(config, args.seeds)
+    if args.what == "lanes":
+        record["lanes"] = measure_lanes(config, args.seeds)
     record["load_after"] = load()
     text = json.dumps(record, indent=2)
     print(text)

@@ -56,7 +56,7 @@ from jaxmarl_accel.trainer.sharding import (
     make_sharded_trainer,
     plan_layout,
 )
-from jaxmarl_accel.trainer.sweep import format_setting, make_sweep_trainer
+from jaxmarl_accel.trainer.sweep import format_setting, lane_groups, make_sweep_trainer
 from jaxmarl_accel.trainer.train import Trainer, make_trainer
 
 
@@ -108,7 +108,9 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     check_folder_free(options)  # before compiling, as every refusal the user can fix
     trainer, init_lanes = lane_trainer(config, options)
     layout = choose_layout(options.lanes, config.num_envs, options.devices, options.env_shards)
-    sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes)
+    groups = lane_groups(options.sweep, jax.devices()[0].platform, layout.num_devices)
+    sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes,
+                                   lane_groups=groups)
     settings = 1 if options.sweep is None else options.sweep.num_settings
     check_state_fits(sharded.abstract_state, options.lanes, layout.seed_shards, config=config,
                      settings=settings)

@@ -235,6 +235,16 @@ class SweepTrainer(NamedTuple):
         return self.sweep.num_settings * self.seeds
 
 
+def lane_groups(sweep: Sweep | None, platform: str, num_devices: int) -> int:
+    """How many groups a chunk runs a sweep's lanes in, one group after another
+    (:func:`~jaxmarl_accel.trainer.sharding.in_groups`): on one CPU device, one group per
+    setting (each op's tensors then stay as wide as one setting's seeds, and in the
+    caches); elsewhere every lane at once (a GPU fills with the width)."""
+    if sweep is None or platform != "cpu" or num_devices != 1:
+        return 1
+    return sweep.num_settings
+
+
 def make_sweep_trainer(config: cfg.TrainConfig, sweep: Sweep, seeds: int) -> SweepTrainer:
     """The :class:`SweepTrainer` of ``sweep`` over ``config`` with ``seeds`` seeds per
     setting; a one-line ValueError for a sweep :func:`check_sweep` refuses."""
@@ -263,5 +273,5 @@ def make_sweep_trainer(config: cfg.TrainConfig, sweep: Sweep, seeds: int) -> Swe
 
 
 __all__ = ["HYPER_DTYPE", "Sweep", "SweepTrainer", "check_sweep", "combine", "format_setting",
-           "grid", "lane_keys", "lane_values", "make_sweep_train", "make_sweep_trainer",
-           "sample_ranges", "setting_config", "with_values"]
+           "grid", "lane_groups", "lane_keys", "lane_values", "make_sweep_train",
+           "make_sweep_trainer", "sample_ranges", "setting_config", "with_values"]

@@ -167,3 +167,25 @@ def test_the_sweep_trainer_lanes_start_as_the_seeds_of_each_setting():
     after, metrics = chunk(state, jnp.int32(0))
     chex.assert_shape(metrics.env_steps, (4,))
     np.testing.assert_allclose(np.asarray(after.hyper["tau"]), [0.01, 0.01, 0.02, 0.02])
+
+
+@pytest.mark.slow
+def test_lanes_in_groups_compute_what_one_vmap_computes():
+    """The CPU chunk runs a sweep's lanes one setting after another (``lax.map`` over
+    groups); the numbers are those of one vmap over every lane."""
+    from jaxmarl_accel.trainer.sharding import DeviceLayout, make_sharded_trainer
+
+    config, sweep = tiny("matd3"), grid({"actor_lr": (0.01, 0.003)})
+    lanes = make_sweep_trainer(config, sweep, seeds=2)
+    out = []
+    for groups in (1, 2):
+        sharded = make_sharded_trainer(lanes.trainer, DeviceLayout(1, 1), lanes.lanes,
+                                       init_lanes=lanes.init_lanes, lane_groups=groups)
+        state = sharded.init(np.asarray(jax.random.PRNGKey(1)))
+        for chunk in range(2):
+            state, metrics = sharded.run_chunk(state, np.int32(chunk))
+        out.append((state.algo, metrics.eval_return))
+    chex.assert_trees_all_close(out[0], out[1], rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="lane_groups"):
+        make_sharded_trainer(lanes.trainer, DeviceLayout(1, 1), lanes.lanes,
+                             init_lanes=lanes.init_lanes, lane_groups=3)
