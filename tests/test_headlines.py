@@ -1,0 +1,112 @@
+"""The README's headline table is checkable: every figure with a decimal point in a row
+(0.826, 3.48x, 13.1x-17.7x) is found, at the precision the README prints it, in the records
+that row links: the linked Markdown pages, the JSON records they link, and the JSON files the
+row names. A figure edited in the README without its record, or a record re-measured without
+the README, fails here."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import urllib.parse
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+DECIMAL = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?![.\d])")
+NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
+
+
+def headline_rows(text: str) -> list[list[str]]:
+    """The cells of each body row of the table under ``## Headline results``."""
+    section = text.split("## Headline results", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def figures(cells: list[str]) -> list[str]:
+    """The decimal figures of a row's claim, ours and peer cells (link targets left out)."""
+    text = " ".join(LINK.sub(lambda m: m.group(0).split("](")[0], cell) for cell in cells)
+    return DECIMAL.findall(text)
+
+
+def linked_files(cells: list[str], base: pathlib.Path) -> list[pathlib.Path]:
+    """The local files the cells link, without their anchors."""
+    files = []
+    for cell in cells:
+        for target in LINK.findall(cell):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+                continue
+            path = (base / urllib.parse.unquote(target.partition("#")[0])).resolve()
+            if path.is_file():
+                files.append(path)
+    return files
+
+
+def record_numbers(files: list[pathlib.Path]) -> list[Decimal]:
+    """Every number written in ``files`` and in the JSON records the Markdown pages among
+    them link."""
+    texts, seen = [], set()
+    queue = list(files)
+    while queue:
+        path = queue.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        text = path.read_text(encoding="utf-8")
+        texts.append(text)
+        if path.suffix == ".md":
+            queue += [f for f in linked_files([text], path.parent) if f.suffix == ".json"]
+    numbers = []
+    for text in texts:
+        for token in NUMBER.findall(text):
+            try:
+                numbers.append(Decimal(token.replace(",", "")))
+            except InvalidOperation:
+                continue
+    return numbers
+
+
+def matches(figure: str, numbers: list[Decimal]) -> bool:
+    """Whether a number in the records prints as ``figure`` at ``figure``'s precision
+    (either rounding of a half), or a percentage of it does. Signs are ignored: a range
+    written ``0.83-0.95`` reads as 0.83 and -0.95."""
+    printed = abs(Decimal(figure.replace(",", "")))
+    places = Decimal(1).scaleb(printed.as_tuple().exponent)
+    for number in numbers:
+        for value in (abs(number), abs(number) * 100):
+            if any(value.quantize(places, rounding=mode) == printed
+                   for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN)):
+                return True
+    return False
+
+
+def test_the_checker_finds_a_figure_and_misses_a_changed_one(tmp_path):
+    record = tmp_path / "r.json"
+    record.write_text(json.dumps({"ratio": 3.4812, "score": 0.8257}))
+    numbers = record_numbers([record])
+    assert matches("3.48", numbers) and matches("0.826", numbers) and matches("82.6", numbers)
+    assert not matches("3.49", numbers) and not matches("0.83", [Decimal("0.8249")])
+    row = ["claim", "ours 0.826 and 3.48x", "peer", "yes", f"[r]({record.name})"]
+    assert figures(row) == ["0.826", "3.48"]
+    assert linked_files(row, tmp_path) == [record.resolve()]
+
+
+ROWS = headline_rows(README.read_text(encoding="utf-8"))
+
+
+def test_the_table_has_rows_that_each_link_a_record():
+    assert len(ROWS) >= 10
+    for cells in ROWS:
+        assert linked_files(cells[-1:], README.parent), f"no record linked: {cells[0]}"
+
+
+@pytest.mark.parametrize("cells", ROWS, ids=[re.sub(r"\W+", "_", c[0])[:40] for c in ROWS])
+def test_every_headline_figure_is_in_its_records(cells):
+    numbers = record_numbers(linked_files(cells, README.parent))
+    missing = [figure for figure in figures(cells[:3]) if not matches(figure, numbers)]
+    assert not missing, f"{cells[0]}: not in the linked records: {missing}"
