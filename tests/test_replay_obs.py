@@ -60,6 +60,7 @@ def test_without_updates_the_replay_recomputes_the_stored_observations_bit_for_b
     assert bits(observe(got)) == bits(want)
 
 
+@pytest.mark.slow  # the bit-for-bit recompute test keeps the module in the fast tier
 def test_a_run_learns_the_same_to_float_rounding():
     key = jax.random.PRNGKey(3)
     config = spread_config(algo="matd3", sampler="per", replay_next_obs="next_slot")
