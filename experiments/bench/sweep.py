@@ -83,10 +83,6 @@ def load() -> list[float]:
     return [round(v, 2) for v in os.getloadavg()]
 
 
-GROUPS = {"auto": True}
-"""Whether sweeps run their lanes in one group per setting (``--groups auto``)."""
-
-
 def compile_chunk(trainer: Any, lanes: int, init_lanes: Any = None,
                   groups: int = 1) -> tuple[Any, Any, float]:
     """The host loop's chunk program for ``lanes`` lanes on one device (in ``groups`` groups
@@ -99,9 +95,10 @@ def compile_chunk(trainer: Any, lanes: int, init_lanes: Any = None,
     return sharded, compiled, time.perf_counter() - start
 
 
-def groups_of(sweep: Any) -> int:
-    """The lane groups of a :class:`SweepTrainer` under ``--groups``."""
-    if not GROUPS["auto"]:
+def groups_of(sweep: Any, grouped: bool) -> int:
+    """The lane groups of a :class:`SweepTrainer`: as the command line runs them
+    (``--groups auto``, ``grouped``) or all in one vmap (``--groups 1``)."""
+    if not grouped:
         return 1
     return lane_groups(sweep.sweep, jax.devices()[0].platform, 1)
 
@@ -145,7 +142,8 @@ def run_all(sharded: Any, compiled: Any, num_chunks: int) -> float:
     return time.perf_counter() - start
 
 
-def measure_compile(config: TrainConfig, seeds: int, repeats: int) -> dict[str, Any]:
+def measure_compile(config: TrainConfig, seeds: int, repeats: int,
+                    grouped: bool = True) -> dict[str, Any]:
     """Compile seconds (each side ``repeats`` times, interleaved, caches cleared before each):
     one setting's run, a 1-setting sweep, a 9-setting sweep; the ratio of the medians."""
     out: dict[str, list[float]] = {"one_setting_run_s": [], "sweep_1_s": [], "sweep_9_s": []}
@@ -157,7 +155,7 @@ def measure_compile(config: TrainConfig, seeds: int, repeats: int) -> dict[str, 
             jax.clear_caches()
             sweep = make_sweep_trainer(config, grid(axes), seeds)
             out[name].append(compile_chunk(sweep.trainer, sweep.lanes, sweep.init_lanes,
-                                           groups_of(sweep))[2])
+                                           groups_of(sweep, grouped))[2])
     medians = {name: float(np.median(values)) for name, values in out.items()}
     return {**out, "medians": medians,
             "ratio_9_to_one": medians["sweep_9_s"] / medians["one_setting_run_s"],
@@ -189,14 +187,14 @@ def measure_agreement(config: TrainConfig, seeds: int) -> dict[str, Any]:
     return {"settings": out}
 
 
-def measure_wall(config: TrainConfig, seeds: int) -> dict[str, Any]:
+def measure_wall(config: TrainConfig, seeds: int, grouped: bool = True) -> dict[str, Any]:
     """End-to-end seconds: the 3 x 3 grid in one program against its nine runs in turn."""
     sweep = grid({"actor_lr": ACTOR_LRS, "tau": TAUS})
     jax.clear_caches()
     start = time.perf_counter()
     lanes = make_sweep_trainer(config, sweep, seeds)
     sharded, compiled, compile_s = compile_chunk(lanes.trainer, lanes.lanes, lanes.init_lanes,
-                                                 groups_of(lanes))
+                                                 groups_of(lanes, grouped))
     run_s = run_all(sharded, compiled, lanes.trainer.num_chunks)
     swept = {"total_s": time.perf_counter() - start, "compile_s": compile_s, "run_s": run_s}
     print(f"sweep: {swept}", file=sys.stderr, flush=True)
@@ -219,7 +217,7 @@ def measure_wall(config: TrainConfig, seeds: int) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> None:
     """Measure, print and write the record."""
     config = base_config(args)
-    GROUPS["auto"] = args.groups == "auto"
+    grouped = args.groups == "auto"
     record: dict[str, Any] = {
         "command": "python -m experiments.bench sweep " + " ".join(sys.argv[2:]),
         "machine": f"{os.cpu_count()}-core CPU, jax {jax.__version__}, "
@@ -231,10 +229,10 @@ def main(args: argparse.Namespace) -> None:
         "lane_groups": args.groups,
         "load_before": load()}
     if args.what in ("compile", "both"):
-        record["compile"] = measure_compile(config, args.seeds, args.repeats)
+        record["compile"] = measure_compile(config, args.seeds, args.repeats, grouped)
         print(f"compile: {record['compile']}", file=sys.stderr, flush=True)
     if args.what in ("wall", "both"):
-        record["wall"] = measure_wall(config, args.seeds)
+        record["wall"] = measure_wall(config, args.seeds, grouped)
     if args.what == "agree":
         record["agree"] = measure_agreement(config, args.seeds)
     if args.what == "lanes":
