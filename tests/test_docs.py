@@ -38,15 +38,24 @@ def anchors(page: pathlib.Path) -> set[str]:
     return {anchor(line.lstrip("#")) for _, line in prose_lines(page) if line.startswith("#")}
 
 
+def local_target(page: pathlib.Path, target: str) -> pathlib.Path | None:
+    """The file a link ``target`` on ``page`` names (``page`` itself for an anchor alone),
+    or None for a URL with a scheme."""
+    if re.match(r"[a-z][a-z0-9+.-]*:", target):
+        return None
+    path = target.partition("#")[0]
+    return (page.parent / urllib.parse.unquote(path)).resolve() if path else page
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_relative_links_resolve(page):
     broken = []
     for number, line in prose_lines(page):
         for target in LINK.findall(line):
-            if re.match(r"[a-z][a-z0-9+.-]*:", target):
+            linked = local_target(page, target)
+            if linked is None:
                 continue
-            path, _, fragment = target.partition("#")
-            linked = (page.parent / urllib.parse.unquote(path)).resolve() if path else page
+            fragment = target.partition("#")[2]
             if not linked.exists():
                 broken.append(f"{page.name}:{number}: no file {target}")
             elif fragment and linked.suffix == ".md" and fragment not in anchors(linked):

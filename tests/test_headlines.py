@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import urllib.parse
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from tests.test_docs import LINK, REPO, local_target
+
 README = REPO / "README.md"
-LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 DECIMAL = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?![.\d])")
 NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
 
@@ -34,15 +33,13 @@ def figures(cells: list[str]) -> list[str]:
     return DECIMAL.findall(text)
 
 
-def linked_files(cells: list[str], base: pathlib.Path) -> list[pathlib.Path]:
-    """The local files the cells link, without their anchors."""
+def linked_files(cells: list[str], page: pathlib.Path) -> list[pathlib.Path]:
+    """The local files the cells of ``page`` link, without their anchors."""
     files = []
     for cell in cells:
         for target in LINK.findall(cell):
-            if re.match(r"[a-z][a-z0-9+.-]*:", target):
-                continue
-            path = (base / urllib.parse.unquote(target.partition("#")[0])).resolve()
-            if path.is_file():
+            path = local_target(page, target)
+            if path is not None and path.is_file():
                 files.append(path)
     return files
 
@@ -60,7 +57,7 @@ def record_numbers(files: list[pathlib.Path]) -> list[Decimal]:
         text = path.read_text(encoding="utf-8")
         texts.append(text)
         if path.suffix == ".md":
-            queue += [f for f in linked_files([text], path.parent) if f.suffix == ".json"]
+            queue += [f for f in linked_files([text], path) if f.suffix == ".json"]
     numbers = []
     for text in texts:
         for token in NUMBER.findall(text):
@@ -93,7 +90,7 @@ def test_the_checker_finds_a_figure_and_misses_a_changed_one(tmp_path):
     assert not matches("3.49", numbers) and not matches("0.83", [Decimal("0.8249")])
     row = ["claim", "ours 0.826 and 3.48x", "peer", "yes", f"[r]({record.name})"]
     assert figures(row) == ["0.826", "3.48"]
-    assert linked_files(row, tmp_path) == [record.resolve()]
+    assert linked_files(row, tmp_path / "page.md") == [record.resolve()]
 
 
 ROWS = headline_rows(README.read_text(encoding="utf-8"))
@@ -102,11 +99,11 @@ ROWS = headline_rows(README.read_text(encoding="utf-8"))
 def test_the_table_has_rows_that_each_link_a_record():
     assert len(ROWS) >= 10
     for cells in ROWS:
-        assert linked_files(cells[-1:], README.parent), f"no record linked: {cells[0]}"
+        assert linked_files(cells[-1:], README), f"no record linked: {cells[0]}"
 
 
 @pytest.mark.parametrize("cells", ROWS, ids=[re.sub(r"\W+", "_", c[0])[:40] for c in ROWS])
 def test_every_headline_figure_is_in_its_records(cells):
-    numbers = record_numbers(linked_files(cells, README.parent))
+    numbers = record_numbers(linked_files(cells, README))
     missing = [figure for figure in figures(cells[:3]) if not matches(figure, numbers)]
     assert not missing, f"{cells[0]}: not in the linked records: {missing}"
