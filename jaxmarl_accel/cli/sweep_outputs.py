@@ -46,16 +46,24 @@ def lane_rows(rows: Sequence[dict[str, float]], seeds: int) -> list[dict[str, fl
              "seed": int(row.get("setting", 0)) * seeds + int(row["seed"])} for row in rows]
 
 
+def final_table(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
+                column: str) -> np.ndarray:
+    """``[K, S]``: the ``column`` of each lane's row at the last evaluation (NaN where a
+    lane has no such row)."""
+    last = max(int(row["chunk"]) for row in rows)
+    table = np.full((sweep.num_settings, seeds), np.nan)
+    for row in rows:
+        if int(row["chunk"]) == last:
+            table[int(row.get("setting", 0)), int(row["seed"])] = row[column]
+    return table
+
+
 def final_scores(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
                  random_return: float, scripted_return: float | None
                  ) -> tuple[str, np.ndarray]:
     """``(score name, [K, S] final scores)``: the normalized score against the baselines
     when defined (``outputs.undefined_score_note``), else the evaluation return."""
-    last = max(int(row["chunk"]) for row in rows)
-    table = np.full((sweep.num_settings, seeds), np.nan)
-    for row in rows:
-        if int(row["chunk"]) == last:
-            table[int(row.get("setting", 0)), int(row["seed"])] = row["eval_return"]
+    table = final_table(rows, sweep, seeds, "eval_return")
     if scripted_return is None or outputs.undefined_score_note(
             random_return, scripted_return, table.ravel().tolist()) is not None:
         return "eval_return", table
@@ -63,18 +71,33 @@ def final_scores(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
         lambda v: outputs.normalized_score(v, random_return, scripted_return))(table)
 
 
+def median_iqr(table: np.ndarray) -> dict[str, Any]:
+    """Over seeds (axis 1 of ``[K, S]``): ``median`` ``[K]`` and ``iqr`` ``[K, 2]``."""
+    q25, q50, q75 = np.percentile(table, [25, 50, 75], axis=1)
+    return {"median": q50.tolist(), "iqr": np.stack([q25, q75], 1).tolist()}
+
+
 def sweep_summary(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
-                  random_return: float, scripted_return: float | None) -> dict[str, Any]:
+                  random_return: float, scripted_return: float | None,
+                  stats: Sequence[str] = ()) -> dict[str, Any]:
     """What ``sweep.json`` holds: ``settings`` (one ``{field: value}`` per setting, in the
     order of the ``setting`` column), the score used, each setting's ``final`` scores over
-    seeds with their ``median`` and ``iqr``, and the ``best`` setting (highest median)."""
+    seeds with their ``median`` and ``iqr``, and the ``best`` setting (highest median);
+    ``stats``: for each of the env's episode counters named (``spec.episode_stats``, e.g.
+    SMAX's ``won``, Tag's ``tags``) its final greedy evaluation per episode, ``final``
+    ``[K, S]`` with its ``median`` and ``iqr`` per setting."""
     score, table = final_scores(rows, sweep, seeds, random_return, scripted_return)
-    q25, q50, q75 = np.percentile(table, [25, 50, 75], axis=1)
-    best = int(np.nanargmax(q50))
+    spread = median_iqr(table)
+    best = int(np.nanargmax(spread["median"]))
+    counters = {}
+    for stat in stats:
+        if rows and f"eval_{stat}" in rows[0]:
+            own = final_table(rows, sweep, seeds, f"eval_{stat}")
+            counters[stat] = {"final": own.tolist(), **median_iqr(own)}
     return {"names": list(sweep.names), "settings": sweep.settings(), "seeds": seeds,
-            "score": score, "median": q50.tolist(), "iqr": np.stack([q25, q75], 1).tolist(),
-            "final": table.tolist(), "best": best, "best_setting": sweep.setting(best),
-            "random_return": random_return, "scripted_return": scripted_return}
+            "score": score, **spread, "final": table.tolist(), "best": best,
+            "best_setting": sweep.setting(best), "random_return": random_return,
+            "scripted_return": scripted_return, "stats": counters}
 
 
 def read_sweep(out_dir: str) -> dict[str, Any] | None:
@@ -93,7 +116,7 @@ def write_sweep(out_dir: str, rows: Sequence[dict[str, float]], sweep: Sweep, se
     with open(os.path.join(out_dir, outputs.SUMMARY_NAME)) as handle:
         run = json.load(handle)
     summary = sweep_summary(rows, sweep, seeds, run["random_return"],
-                            run.get("scripted_return"))
+                            run.get("scripted_return"), spec.episode_stats)
     with open(os.path.join(out_dir, SWEEP_NAME), "w") as handle:
         json.dump(summary, handle, indent=2)
     plot_sweep(os.path.join(out_dir, SWEEP_PLOT_NAME), rows, sweep, summary,
@@ -167,5 +190,6 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
     return path
 
 
-__all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "final_scores", "grid_shape", "lane_rows",
-           "plot_sweep", "read_sweep", "sweep_rows", "sweep_summary", "write_sweep"]
+__all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "final_scores", "final_table", "grid_shape",
+           "lane_rows", "median_iqr", "plot_sweep", "read_sweep", "sweep_rows", "sweep_summary",
+           "write_sweep"]
