@@ -139,14 +139,15 @@ def replicated(mesh: Mesh) -> NamedSharding:
 def in_groups(run_chunk: Callable[[TrainState, Any], tuple[TrainState, ChunkMetrics]],
               groups: int = 1) -> Callable[[TrainState, Any], tuple[TrainState, ChunkMetrics]]:
     """``run_chunk`` of one lane over lanes ``[L, ...]``: one ``vmap`` over all of them, or
-    (``groups`` > 1) a ``fori_loop`` over ``groups`` consecutive groups of ``L / groups``
-    lanes, each group a ``vmap``. The numbers are the same; on a CPU the groups keep each
-    op's tensors a group wide, so they stay in the caches (a 36-lane chunk of MATD3 ran
-    slower per lane than a 4-lane one on the 2-core machine, docs/sweeps.md), and the
-    temporaries are a group's. The loop carries the whole state and writes each group's
-    result back in place (``dynamic_update_slice``), so the replay is not copied: a
-    ``lax.map`` over the groups would hold its input and its stacked output at once, two
-    copies of every lane's replay."""
+    (``groups`` > 1) a loop over ``groups`` consecutive groups of ``L / groups`` lanes, each
+    group a ``vmap``. The numbers are the same; on a CPU the groups keep each op's tensors a
+    group wide, so they stay in the caches (a 36-lane chunk of MATD3 ran slower per lane
+    than a 4-lane one on the 2-core machine, docs/sweeps.md), and the temporaries are a
+    group's. The loop (a ``scan`` over the group index) carries the whole state and writes
+    each group's result back in place (``dynamic_update_slice``), so the replay is not
+    copied: a ``lax.map`` over the groups would hold its input and its stacked output at
+    once, two copies of every lane's replay. The groups' metrics are the scan's outputs
+    ``[groups, L / groups, ...]``, merged to ``[L, ...]``; the chunk is traced once."""
     lanes = jax.vmap(run_chunk, in_axes=(0, None))
     if groups == 1:
         return lanes
@@ -154,25 +155,16 @@ def in_groups(run_chunk: Callable[[TrainState, Any], tuple[TrainState, ChunkMetr
     def chunk(state: TrainState, index: Any) -> tuple[TrainState, ChunkMetrics]:
         size = jax.tree.leaves(state)[0].shape[0] // groups
 
-        def group(tree: Any, start: Any) -> Any:
-            return jax.tree.map(lambda x: jax.lax.dynamic_slice_in_dim(x, start, size), tree)
-
-        def put(tree: Any, part: Any, start: Any) -> Any:
-            return jax.tree.map(lambda x, y: jax.lax.dynamic_update_slice_in_dim(x, y, start, 0),
-                                tree, part)
-
-        shapes = jax.eval_shape(lambda part: lanes(part, index)[1], group(state, 0))
-        metrics = jax.tree.map(lambda s: jnp.zeros((groups * size, *s.shape[1:]), s.dtype),
-                               shapes)
-
-        def body(g: Any, carry: tuple[TrainState, ChunkMetrics]
-                 ) -> tuple[TrainState, ChunkMetrics]:
-            whole, out = carry
+        def body(whole: TrainState, g: Any) -> tuple[TrainState, ChunkMetrics]:
             start = g * size
-            part, part_metrics = lanes(group(whole, start), index)
-            return put(whole, part, start), put(out, part_metrics, start)
+            part, part_metrics = lanes(jax.tree.map(
+                lambda x: jax.lax.dynamic_slice_in_dim(x, start, size), whole), index)
+            whole = jax.tree.map(lambda x, y: jax.lax.dynamic_update_slice_in_dim(
+                x, y, start, 0), whole, part)
+            return whole, part_metrics
 
-        return jax.lax.fori_loop(0, groups, body, (state, metrics))
+        state, metrics = jax.lax.scan(body, state, jnp.arange(groups))
+        return state, jax.tree.map(lambda m: m.reshape(groups * size, *m.shape[2:]), metrics)
 
     return chunk
 
