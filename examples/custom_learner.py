@@ -5,10 +5,10 @@ agent's observation and its one-hot id), learns from the replay's joint transiti
 double-DQN targets (van Hasselt et al. 2016, eq. 4: the online network picks the next action,
 the target network values it), a Huber loss and a soft target update, and explores
 epsilon-greedily with epsilon annealed over its updates. No file of the package changes: the
-family is a :class:`jaxmarl_accel.Family` record (its hyperparameter dataclass, its replay
-kind, the run's replay defaults), the learner an :class:`jaxmarl_accel.AlgoSpec` whose
-``build`` returns the :class:`jaxmarl_accel.Algo` protocol (``init``, ``policy``, ``update``,
-``needs``).
+family is a :class:`jaxmarl_accel.Family` record (its hyperparameter dataclass, the replay
+kind it learns from, the run's replay defaults), the learner an :class:`jaxmarl_accel.AlgoSpec`
+whose ``build`` returns the :class:`jaxmarl_accel.Algo` protocol (``init``, ``policy``,
+``update``).
 
 Three ways to use it::
 
@@ -36,7 +36,6 @@ import optax
 from flax import struct
 
 import jaxmarl_accel as jm
-from jaxmarl_accel.algos import Needs
 from jaxmarl_accel.envs import EnvSpec
 
 
@@ -173,8 +172,7 @@ def build(spec: EnvSpec, config: IDQNConfig, context: jm.BuildContext) -> jm.Alg
         return (IDQNState(params=params, target=target, opt_state=opt_state,
                           step=state.step + 1), metrics, td)
 
-    return jm.Algo(init=init, policy=policy, update=update, action_dim=a, phases=None,
-                   needs=Needs(replay="transition"))
+    return jm.Algo(init=init, policy=policy, update=update, action_dim=a, phases=None)
 
 
 def check_run(run: Any) -> None:

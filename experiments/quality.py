@@ -35,7 +35,7 @@ import subprocess
 import sys
 from typing import Any
 
-from jaxmarl_accel.config import PAPER004
+from jaxmarl_accel.algos.value.presets import PAPER004
 
 SPREAD = ["--env", "simple_spread", "--agents", "3"]
 SUITE: dict[str, list[str]] = {

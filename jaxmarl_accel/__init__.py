@@ -39,10 +39,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     # training
     "jaxmarl_accel.config": ("TrainConfig",),
     "jaxmarl_accel.trainer.train": ("make_train", "make_trainer", "Trainer", "TrainState",
-                                    "ChunkMetrics"),
+                                    "ChunkMetrics", "Plan"),
+    "jaxmarl_accel.trainer.rounds": ("register_round", "RoundSpec", "Round", "Schedule"),
     "jaxmarl_accel.trainer.compiling": ("compiler_options",),
     # data path
-    "jaxmarl_accel.types": ("Transition", "Episode"),
+    "jaxmarl_accel.types": ("Transition", "Episode", "Rollout"),
     "jaxmarl_accel.trainer.steps": ("transition_step", "collect_episodes", "learn_step"),
     "jaxmarl_accel.trainer.policy": ("learner_policy",),
     # devices

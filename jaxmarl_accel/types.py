@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 from flax import struct
@@ -77,3 +77,32 @@ class Episode:
     reward: jax.Array
     terminated: jax.Array
     filled: jax.Array
+
+
+class Rollout(NamedTuple):
+    """``T`` steps of ``E`` envs under an on-policy learner's exploration policy (leaves
+    ``[T, E, ...]``): what the rollout round collects and hands to the learner's ``update``.
+
+    Attributes:
+      obs: ``[T, E, N, obs_dim]`` observations acted on.
+      action: ``[T, E, N]`` or ``[T, E, N, act_dim]`` (the learner's sampled actions).
+      log_prob: ``[T, E, N]`` their log-probabilities when collected.
+      value: ``[T, E, N]`` values of ``obs`` when collected.
+      reward: ``[T, E, N]``.
+      next_value: ``[T, E, N]`` values of the observation each step reached, before any
+        auto-reset (``info["final_obs"]``).
+      terminated: ``[T, E]`` float32, 1 where the episode terminated.
+      ended: ``[T, E]`` float32, 1 where it ended (terminated or truncated).
+      avail: ``[T, E, N, A]`` bool available actions of ``obs``, or ``None`` when the env
+        has no state-dependent availability (``spec.action_mask`` applies).
+    """
+
+    obs: jax.Array
+    action: jax.Array
+    log_prob: jax.Array
+    value: jax.Array
+    reward: jax.Array
+    next_value: jax.Array
+    terminated: jax.Array
+    ended: jax.Array
+    avail: jax.Array | None = None

@@ -44,10 +44,10 @@ from experiments.characterize import report as cr
 from experiments.characterize import value as cv
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.config import ACTOR_STEP_CHOICES
-from jaxmarl_accel.algos.registry import family_of, variant_of
+from jaxmarl_accel.algos.registry import family_defaults, family_of, variant_of
 from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.config import TrainConfig, family_defaults
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 
 FULL = {"agents": [3, 6, 12, 24, 48], "batch_size": 1024, "buffer_capacity": 100_000, "reps": 5,

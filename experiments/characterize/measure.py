@@ -21,8 +21,9 @@ from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
-from jaxmarl_accel.config import TrainConfig, steps_per_round
+from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.trainer.rounds.transition import steps_per_round
 from jaxmarl_accel.trainer.steps import example_transition
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.tree_util import tree_leaf_bytes

@@ -9,7 +9,7 @@ below); ``ALGOS`` lists the package's own, :func:`registered_algos` every regist
 from jaxmarl_accel.algos import _jax_compat  # noqa: F401  (before any distrax import)
 from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.algos.actor_critic.state import ActorCriticState, ActorInfo, CriticInfo, Phases
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.registry import (
     AlgoSpec,
@@ -38,6 +38,6 @@ ALGOS: tuple[str, ...] = registered_algos()
 """The package's own learners, in the order their families register them."""
 
 __all__ = ["ALGOS", "ActorCriticConfig", "ActorCriticState", "ActorInfo", "AlgoSpec", "Algo",
-           "BuildContext", "CriticInfo", "Family", "Needs", "OnPolicyConfig", "Phases",
+           "BuildContext", "CriticInfo", "Family", "OnPolicyConfig", "Phases",
            "ValueConfig", "ValueState", "algo_spec", "config_type", "family_of", "make_algo",
            "register_algo", "registered_algos"]

@@ -1,15 +1,15 @@
-"""The learner protocol every learner family satisfies, and what a learner declares it needs.
+"""The learner protocol every learner family satisfies.
 
 A learner is an :class:`Algo`: a bundle of pure functions ``init / policy / update`` plus the
-``phases`` its update is composed of (to run or time apart), and a :class:`Needs`
-declaration of the replay it learns from. The trainer picks its round from ``needs.replay``
-(:data:`jaxmarl_accel.trainer.rounds.ROUNDS`). The actor-critic family (MADDPG, MATD3,
-MASAC: :mod:`jaxmarl_accel.algos.actor_critic.learner`) replays single transitions; the
-value-based family (QMIX, VDN, IQL: recurrent agents on whole episodes, paper 004) declares
-``replay="episode"``; the on-policy family (A2C, PPO: one network per team, paper 003)
-declares ``replay="rollout"``: it learns from the rollout it just collected. The available
-actions and the global state a learner reads, the trainer takes from the env whenever the
-env has them.
+``phases`` its update is composed of (to run or time apart). What it learns from is its
+family's word, not the learner's: the family's record names its replay kind
+(:attr:`~jaxmarl_accel.algos.registry.Family.replay`), whose record builds the trainer's
+round (:class:`~jaxmarl_accel.trainer.rounds.RoundSpec`). The actor-critic family (MADDPG,
+MATD3, MASAC: :mod:`jaxmarl_accel.algos.actor_critic.learner`) replays single transitions;
+the value-based family (QMIX, VDN, IQL: recurrent agents on whole episodes, paper 004)
+whole episodes; the on-policy family (A2C, PPO: one network per team, paper 003) the
+rollout it just collected. The available actions and the global state a learner reads, the
+trainer takes from the env whenever the env has them.
 
 Every learner acts through one policy signature (:data:`~jaxmarl_accel.types.Policy`):
 ``algo.policy(explore)`` is ``(state, carry, key, obs, avail) -> (env_action, action_vec,
@@ -25,22 +25,6 @@ from typing import Any, NamedTuple
 import jax
 
 from jaxmarl_accel.types import Policy, PyTree
-
-REPLAY_KINDS = ("transition", "episode", "rollout")
-
-
-class Needs(NamedTuple):
-    """What a learner needs from the replay and the environment.
-
-    Attributes:
-      replay: ``"transition"`` (batches of single joint transitions ``[B, N, ...]``) or
-        ``"episode"`` (batches of whole episodes ``[B, T, N, ...]``) or ``"rollout"`` (no
-        replay: the ``[T, E, ...]`` steps just collected, then the update). What else a
-        learner reads (available actions, the global state) the trainer takes from the env
-        whenever the env has it.
-    """
-
-    replay: str = "transition"
 
 
 class Algo(NamedTuple):
@@ -68,7 +52,6 @@ class Algo(NamedTuple):
       action_dim: width of the action vector the replay stores.
       phases: the steps ``update`` is composed of (e.g.
         :class:`~jaxmarl_accel.algos.actor_critic.state.Phases`), to run or time apart.
-      needs: what the learner needs from the replay and the env (:class:`Needs`).
       initial_carry: ``() -> carry`` of one env at an episode's start: the recurrent value
         agents' memory (leaves ``[N, ...]``: hidden state, previous action), ``()`` (the
         default) for a learner without memory.
@@ -76,11 +59,11 @@ class Algo(NamedTuple):
         trainer how many env steps and finished episodes it has seen before acting and
         updating (for schedules such as epsilon-greedy and target updates every K
         episodes); ``None`` for learners whose schedules count their own updates.
-      on_policy: for ``needs.replay == "rollout"``, what the rollout round calls besides
-        ``update`` (:class:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns`: sampling
-        with log-probabilities and values); ``None`` for replay learners. ``update`` then
-        takes the round's :class:`~jaxmarl_accel.algos.on_policy.learner.Rollout` (leaves
-        ``[T, E, ...]``), weights ``None``, and returns td_errors ``[]`` (unused).
+      on_policy: for a learner of rollouts, what the rollout round calls besides ``update``
+        (:class:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns`: sampling with
+        log-probabilities and values); ``None`` for replay learners. ``update`` then takes
+        the round's :class:`~jaxmarl_accel.types.Rollout` (leaves ``[T, E, ...]``), weights
+        ``None``, and returns td_errors ``[]`` (unused).
     """
 
     init: Callable[[jax.Array], PyTree]
@@ -88,7 +71,6 @@ class Algo(NamedTuple):
     update: Callable[..., tuple[PyTree, dict[str, jax.Array], jax.Array]]
     action_dim: int
     phases: Any
-    needs: Needs = Needs()
     initial_carry: Callable[[], PyTree] = tuple
     observe: Callable[[PyTree, jax.Array, jax.Array], PyTree] | None = None
     on_policy: Any = None

@@ -23,7 +23,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.algos.base import REPLAY_KINDS, Algo
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.checks import choice_message
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.user_code import is_reference, load_reference
@@ -42,9 +42,12 @@ class Family:
       title: how help and errors call it, e.g. ``"actor-critic"``.
       config_type: its hyperparameter class, a frozen dataclass (hashable: a run's config is
         a static argument); the command line makes one flag per field.
-      replay: ``config -> replay kind`` the trainer runs for a learner of this family with
-        ``config``: ``"transition"`` (single joint transitions), ``"episode"`` (whole
-        episodes) or ``"rollout"`` (no replay: the rollout just collected).
+      replay: ``config -> replay kind`` a learner of this family with ``config`` learns
+        from, which names the trainer's round: the kind's record
+        (:class:`~jaxmarl_accel.trainer.rounds.RoundSpec`), its registered name
+        (``"transition"``: single joint transitions; ``"episode"``: whole episodes;
+        ``"rollout"``: no replay, the rollout just collected) or a reference
+        ``package.module:ROUND`` to one in user code.
       replay_defaults: the run's :data:`REPLAY_DEFAULTED` fields' defaults for the family
         (``buffer_capacity``, ``batch_size`` in the replay's items; ``num_envs``,
         ``total_env_steps``, ``learning_starts``).
@@ -55,6 +58,14 @@ class Family:
         program, so the family's learners read them as values: a sweep
         (:mod:`jaxmarl_accel.trainer.sweep`) vmaps several settings of them in one program.
         Each must trace (``tests/trainer/test_sweep.py`` traces every declared field).
+      observes_physical: ``config -> bool``, whether a learner with ``config`` observes the
+        packed physical states of a ``replay_obs="physical_state"`` replay itself (built
+        with :attr:`BuildContext.observe_at`: the actor-critic neighbourhood critics read
+        only the rows they sample) rather than being handed every agent's observations;
+        ``None``: never.
+      exploration: ``(config, clocks [K] int) -> name -> [K]`` the family's exploration
+        schedule on the run's clock (the value family's epsilon), which the command line
+        reports beside the metrics; ``None`` for a family without one.
     """
 
     name: str
@@ -65,6 +76,8 @@ class Family:
     help: str = ""
     choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
     sweepable: tuple[str, ...] = ()
+    observes_physical: Callable[[Any], bool] | None = None
+    exploration: Callable[[Any, Any], Mapping[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if not dataclasses.is_dataclass(self.config_type):
@@ -190,16 +203,6 @@ def config_type(name: str) -> type:
     return algo_spec(name).family.config_type
 
 
-def replay_of_learner(name: str, config: Any) -> str:
-    """The replay kind learner ``name`` with hyperparameters ``config`` learns from
-    (its family's rule: :attr:`Family.replay`)."""
-    kind = algo_spec(name).family.replay(config)
-    if kind not in REPLAY_KINDS:
-        raise ValueError(f"algo {name!r}: its family {algo_spec(name).family.name!r} asks for "
-                         f"replay {kind!r}; the trainer has rounds for {', '.join(REPLAY_KINDS)}")
-    return kind
-
-
 def variant_of(name: str, spec: EnvSpec, config: Any) -> Any:
     """The plug-in learner ``name`` is assembled from, applied to ``(spec, config)`` (e.g. an
     actor-critic learner's :class:`~jaxmarl_accel.algos.actor_critic.variant.Variant`)."""
@@ -278,7 +281,43 @@ def check_sampler(name: str, sampler: str) -> None:
                          f"{record.samplers[0]}")
 
 
-__all__ = ["REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec", "BuildContext", "Family", "algo_names",
-           "algo_spec", "check_sampler", "config_type", "default_sampler", "families",
-           "family_members", "family_of", "make_algo", "register_algo", "registered_algos",
-           "replay_of_learner", "sweepable_fields", "variant_of"]
+DEFAULT_SAMPLER = "uniform"
+"""The sampler of learners without their own (:func:`family_defaults`)."""
+
+FAMILY_DEFAULTED = ("sampler", *REPLAY_DEFAULTED)
+"""The ``TrainConfig`` fields whose default depends on the learner (``None`` resolves them)."""
+
+
+def family_defaults(name: str) -> dict[str, Any]:
+    """The values the :data:`FAMILY_DEFAULTED` fields of a ``TrainConfig`` for learner
+    ``name`` take when left ``None``: its family's ``replay_defaults`` and its sampler
+    (``"uniform"``, or the learner's own: MAC-PO's ``"per"``, AccMER's ``"reuse"``)."""
+    own = default_sampler(name)
+    return {"sampler": DEFAULT_SAMPLER if own is None else own[0],
+            **algo_spec(name).family.replay_defaults}
+
+
+def buffer_kwargs(config: Any) -> dict[str, Any]:
+    """The sampler keyword arguments a run's buffer is built with (``config``: its
+    ``TrainConfig``): the learner's defaults for its default sampler (MAC-PO with ``per``:
+    ``alpha=1.0, beta=0.0, beta_final=0.0``; AccMER: ``reuse_ratio=0.5,
+    loss_weights='ones', decay=1.0``) overridden by ``config.sampler_kwargs``."""
+    own = default_sampler(config.algo)
+    defaults = own[1] if own is not None and own[0] == config.sampler else {}
+    return {**defaults, **dict(config.sampler_kwargs)}
+
+
+def observes_physical(config: Any) -> bool:
+    """Whether a run of ``config`` (a ``TrainConfig``) with a physical-state replay hands
+    its learner packed physical states, which it observes itself
+    (:attr:`Family.observes_physical`), instead of every agent's observations."""
+    hook = algo_spec(config.algo).family.observes_physical
+    return (config.replay_obs == "physical_state" and hook is not None
+            and bool(hook(config.learner)))
+
+
+__all__ = ["DEFAULT_SAMPLER", "FAMILY_DEFAULTED", "REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec",
+           "BuildContext", "Family", "algo_names", "algo_spec", "buffer_kwargs", "check_sampler",
+           "config_type", "default_sampler", "families", "family_defaults", "family_members",
+           "family_of", "make_algo", "observes_physical", "register_algo", "registered_algos",
+           "sweepable_fields", "variant_of"]

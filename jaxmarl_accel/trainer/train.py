@@ -2,7 +2,8 @@
 
 One trainer shell for every learner family. A run is a scan over *chunks* (evaluation
 periods); a chunk is a scan over *rounds*; a round is what the learner's replay kind asks
-for (``algo.needs.replay``, :data:`jaxmarl_accel.trainer.rounds.ROUNDS`):
+for: the round of the replay kind its family names (``Family.replay``), built by that kind's
+record (:class:`~jaxmarl_accel.trainer.rounds.RoundSpec`):
 
 * the transition round (:mod:`~jaxmarl_accel.trainer.rounds.transition`; MADDPG, MATD3, MASAC):
   step all ``E`` envs ``iters_per_round`` times, add every transition, then one update
@@ -44,12 +45,19 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.algos import Algo, make_algo
+from jaxmarl_accel.algos import Algo, AlgoSpec, algo_spec, make_algo
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.trainer.policy import learner_policy
-from jaxmarl_accel.trainer.rounds import ROUNDS, EpisodeEnds, RoundOutput, TrainState
+from jaxmarl_accel.trainer.rounds import (
+    EpisodeEnds,
+    RoundOutput,
+    RoundSpec,
+    Schedule,
+    TrainState,
+    round_of,
+)
 from jaxmarl_accel.trainer.rounds.transition import learner_observation, learner_observes
 from jaxmarl_accel.types import PyTree
 
@@ -77,6 +85,21 @@ class ChunkMetrics(NamedTuple):
     train_stats: dict[str, jax.Array] = {}
 
 
+class Plan(NamedTuple):
+    """What a run resolved its config to: the records it was built from and its schedule.
+    The host reads these instead of asking the registries again.
+
+    Attributes:
+      learner: the learner's record (:class:`~jaxmarl_accel.algos.registry.AlgoSpec`).
+      round: the record of the replay kind its family names for the run's learner config.
+      schedule: the run's rounds on its clock (the round's :class:`Schedule`).
+    """
+
+    learner: AlgoSpec
+    round: RoundSpec
+    schedule: Schedule
+
+
 class Trainer(NamedTuple):
     """The compiled pieces of a run; all functions are pure and act on one seed.
 
@@ -92,6 +115,7 @@ class Trainer(NamedTuple):
       steps_per_chunk: env steps on the run's clock per chunk (the last may be shorter).
       total_steps: env steps on the run's clock of the whole run.
       first_update_step: the clock at the end of the first round that learns.
+      plan: the records the run was built from and its schedule (:class:`Plan`).
     """
 
     config: cfg.TrainConfig
@@ -107,6 +131,7 @@ class Trainer(NamedTuple):
     steps_per_chunk: int
     total_steps: int
     first_update_step: int
+    plan: Plan
 
 
 def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None) -> Trainer:
@@ -122,25 +147,24 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
                          f"{sorted(set(spec.teams))}")
     algo = make_algo(config.algo, spec, config.learner,
                      learner_observation(config, env, env_params), sampler=config.sampler)
-    if algo.needs.replay != cfg.replay_of(config):
-        raise ValueError(f"algo {config.algo!r}: its Algo needs {algo.needs.replay!r} replay, "
-                         f"but its family's record says {cfg.replay_of(config)!r} (Family.replay)")
-    plan = ROUNDS[algo.needs.replay](config, env, env_params, algo)
-    buffer, num_envs, rounds = plan.buffer, config.num_envs, plan.rounds_per_chunk
+    kind = round_of(config)
+    built = kind.make(config, env, env_params, algo)
+    schedule = built.schedule
+    buffer, num_envs, rounds = built.buffer, config.num_envs, schedule.rounds_per_chunk
     greedy = learner_policy(env, algo, config.prey == "scripted", explore=False)
-    num_chunks = math.ceil(plan.total_rounds / rounds)
+    num_chunks = math.ceil(schedule.total_rounds / rounds)
 
     def init(key: jax.Array) -> TrainState:
         algo_key, reset_key, run_key = jax.random.split(key, 3)
         obs, env_state = jax.vmap(env.reset, in_axes=(0, None))(
             jax.random.split(reset_key, num_envs), env_params)
         return TrainState(
-            algo=algo.init(algo_key), buffer=buffer.init(plan.item),
+            algo=algo.init(algo_key), buffer=buffer.init(built.item),
             env_state=env_state, obs=obs,
             episode_return=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
             key=run_key, env_steps=jnp.zeros((), jnp.int32),
             episode_stats={name: jnp.zeros((num_envs,), jnp.float32)
-                           for name in spec.episode_stats} if plan.carries_stats else {})
+                           for name in spec.episode_stats} if built.carries_stats else {})
 
     def evaluate(algo_state: PyTree, key: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
         result = evaluate_policy(env, env_params, greedy, key, config.eval_episodes,
@@ -148,12 +172,12 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
         return result.agent_returns, {name: jnp.mean(v) for name, v in result.stats.items()}
 
     def run_chunk(state: TrainState, chunk_index: jax.Array) -> tuple[TrainState, ChunkMetrics]:
-        state, out = jax.lax.scan(plan.run, state, chunk_index * rounds + jnp.arange(rounds))
+        state, out = jax.lax.scan(built.run, state, chunk_index * rounds + jnp.arange(rounds))
         key, eval_key = jax.random.split(state.key)
         state = state.replace(key=key)
         eval_return, eval_stats = evaluate(state.algo, eval_key)
         return state, chunk_metrics(state, out, eval_return, eval_stats,
-                                    plan.updates_per_round)
+                                    schedule.updates_per_round)
 
     def train(key: jax.Array) -> tuple[TrainState, ChunkMetrics]:
         state = jax.tree.map(lambda x: batched_like(x, key), init(key))
@@ -161,9 +185,10 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
 
     return Trainer(config=config, env=env, env_params=env_params, algo=algo, buffer=buffer,
                    init=init, run_chunk=run_chunk, evaluate=evaluate, train=train,
-                   num_chunks=num_chunks, steps_per_chunk=rounds * plan.steps_per_round,
-                   total_steps=plan.total_rounds * plan.steps_per_round,
-                   first_update_step=plan.first_update_step)
+                   num_chunks=num_chunks, steps_per_chunk=rounds * schedule.steps_per_round,
+                   total_steps=schedule.total_rounds * schedule.steps_per_round,
+                   first_update_step=schedule.first_update_step,
+                   plan=Plan(algo_spec(config.algo), kind, schedule))
 
 
 @custom_vmap
@@ -218,5 +243,5 @@ def make_train(config: cfg.TrainConfig) -> Callable[[jax.Array], tuple[TrainStat
     return make_trainer(config).train
 
 
-__all__ = ["ChunkMetrics", "EpisodeEnds", "RoundOutput", "TrainState", "Trainer",
+__all__ = ["ChunkMetrics", "EpisodeEnds", "Plan", "RoundOutput", "TrainState", "Trainer",
            "batched_like", "chunk_metrics", "learner_observes", "make_train", "make_trainer"]

@@ -10,7 +10,6 @@ import jaxmarl_accel.algos as algos
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo, registry
 from jaxmarl_accel.algos.actor_critic import losses
 from jaxmarl_accel.algos.actor_critic import variant as v
-from jaxmarl_accel.algos.base import REPLAY_KINDS, Needs
 from jaxmarl_accel.algos.registry import AlgoSpec, variant_of
 from tests.algos.helpers import SMALL, make_spec
 
@@ -79,10 +78,9 @@ def test_each_algorithm_chooses_its_plug_ins(name):
 @pytest.mark.parametrize("name", ["maddpg", "matd3", "masac"])
 def test_actor_critic_learners_declare_what_they_need(name):
     algo = make_algo(name, make_spec(2, continuous=False), SMALL)
-    assert algo.needs == Needs(replay="transition")
-    assert algo.needs.replay in REPLAY_KINDS
+    assert registry.algo_spec(name).family.replay(SMALL) == "transition"
     assert algo.phases._fields == ("target_q", "critic_step", "actor_step", "target_update")
-    assert algo._fields == ("init", "policy", "update", "action_dim", "phases", "needs",
+    assert algo._fields == ("init", "policy", "update", "action_dim", "phases",
                             "initial_carry", "observe", "on_policy")
     assert algo.initial_carry() == () and algo.observe is None
 

@@ -518,7 +518,7 @@ def test_with_scripted_prey_the_predators_are_scored(tmp_path):
 
 
 def test_a_preset_sets_paper_004s_settings_and_flags_beside_it_win(capsys):
-    from jaxmarl_accel.config import preset_config
+    from tests.algos.value.test_presets import preset_config
 
     def config_of(argv):
         parser = run.build_parser()

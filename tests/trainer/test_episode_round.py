@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, team_reward
 
@@ -71,7 +71,6 @@ def toy_algo() -> Algo:
         return act
 
     return Algo(init=lambda key: {}, policy=policy, update=None, action_dim=A, phases=None,
-                needs=Needs(replay="episode"),
                 initial_carry=lambda: {"calls": jnp.zeros((N,), jnp.int32)})
 
 

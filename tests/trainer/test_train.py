@@ -75,16 +75,6 @@ def test_prey_scripted_needs_a_scenario_with_prey():
         make_trainer(tiny_config(prey="scripted"))
 
 
-def test_trainer_refuses_a_learner_whose_replay_it_lacks(monkeypatch):
-    from jaxmarl_accel.trainer import train
-
-    real = train.make_algo
-    monkeypatch.setattr(train, "make_algo", lambda *a, **k: real(*a, **k)._replace(
-        needs=real(*a, **k).needs._replace(replay="sequence")))
-    with pytest.raises(ValueError, match="needs 'sequence' replay"):
-        make_trainer(tiny_config())
-
-
 @pytest.mark.slow
 def test_a_shorter_last_chunk_stops_at_total_env_steps(whole_run):
     """500 env steps with an evaluation every 200: the third chunk runs 2 of its 4 rounds,

@@ -54,7 +54,7 @@ from jaxmarl_accel.algos.actor_critic.state import (
     with_agents,
 )
 from jaxmarl_accel.algos.actor_critic.variant import Variant
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Policy, Transition
 
@@ -281,4 +281,4 @@ def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callab
         return update_of(sk, state, batch, weights, key)
 
     return Algo(init=init_fn, policy=policy_fn, update=update_fn,
-                action_dim=sk.dist.action_dim, phases=phases, needs=Needs(replay="transition"))
+                action_dim=sk.dist.action_dim, phases=phases)

@@ -34,7 +34,8 @@ FAMILY = Family(
              "shared_batch": SHARED_BATCHES},
     sweepable=("actor_lr", "critic_lr", "gamma", "tau", "grad_clip", "actor_reg",
                "gumbel_temperature", "explore_noise", "target_noise", "target_noise_clip",
-               "alpha", "alpha_lr", "log_std_min", "log_std_max"))
+               "alpha", "alpha_lr", "log_std_min", "log_std_max"),
+    observes_physical=lambda config: config.critic != "joint")
 
 
 def builder(variant: Callable[[EnvSpec, ActorCriticConfig], Variant]

@@ -2,9 +2,9 @@
 trainer): :mod:`~.config` (hyperparameters), :mod:`~.networks` (the teams' networks and
 action distributions), :mod:`~.losses` (GAE, the A2C and clipped PPO losses),
 :mod:`~.learner` (the :class:`~jaxmarl_accel.algos.base.Algo`, learning from the rollout
-round's :class:`~.learner.Rollout`)."""
+round's :class:`~jaxmarl_accel.types.Rollout`)."""
 
 from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig
-from jaxmarl_accel.algos.on_policy.learner import OnPolicyState, Rollout, build
+from jaxmarl_accel.algos.on_policy.learner import OnPolicyState, build
 
-__all__ = ["OnPolicyConfig", "OnPolicyState", "Rollout", "build"]
+__all__ = ["OnPolicyConfig", "OnPolicyState", "build"]

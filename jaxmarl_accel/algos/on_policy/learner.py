@@ -3,7 +3,7 @@
 The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`) collects ``T`` steps of ``E`` envs
 with :attr:`OnPolicyFns.sample` (actions, their log-probabilities and values) and
 :attr:`OnPolicyFns.value` (the value of each step's true next observation), then calls
-``update`` once on the :class:`Rollout`:
+``update`` once on the :class:`~jaxmarl_accel.types.Rollout`:
 
 * A2C (Mnih et al. 2016; WarpDrive's ``A2C``, paper 003): n-step returns to the rollout's
   end (:func:`~.losses.gae` with lambda 1), one gradient step on the whole rollout with
@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import losses
 from jaxmarl_accel.algos.on_policy import networks as nets
 from jaxmarl_accel.algos.on_policy.config import (
@@ -52,7 +52,7 @@ from jaxmarl_accel.algos.on_policy.config import (
     team_learning_rates,
 )
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Policy, PyTree
+from jaxmarl_accel.types import Policy, PyTree, Rollout
 
 
 @struct.dataclass
@@ -89,34 +89,6 @@ class PolicyStep(NamedTuple):
     action: jax.Array
     log_prob: jax.Array
     value: jax.Array
-
-
-class Rollout(NamedTuple):
-    """``T`` steps of ``E`` envs under the learner's exploration policy (leaves ``[T, E, ...]``).
-
-    Attributes:
-      obs: ``[T, E, N, obs_dim]`` observations acted on.
-      action: ``[T, E, N]`` or ``[T, E, N, act_dim]`` (:attr:`PolicyStep.action`).
-      log_prob: ``[T, E, N]`` their log-probabilities when collected.
-      value: ``[T, E, N]`` values of ``obs`` when collected.
-      reward: ``[T, E, N]``.
-      next_value: ``[T, E, N]`` values of the observation each step reached, before any
-        auto-reset (``info["final_obs"]``).
-      terminated: ``[T, E]`` float32, 1 where the episode terminated.
-      ended: ``[T, E]`` float32, 1 where it ended (terminated or truncated).
-      avail: ``[T, E, N, A]`` bool available actions of ``obs``, or ``None`` when the env
-        has no state-dependent availability (``spec.action_mask`` applies).
-    """
-
-    obs: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-    reward: jax.Array
-    next_value: jax.Array
-    terminated: jax.Array
-    ended: jax.Array
-    avail: jax.Array | None = None
 
 
 class OnPolicyFns(NamedTuple):
@@ -371,10 +343,10 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
       config: hyperparameters.
 
     Returns:
-      :class:`~jaxmarl_accel.algos.base.Algo` with ``needs.replay == "rollout"`` (its
-      policies mask the actions an env reports unavailable: the rollout round hands them
-      over, :attr:`Rollout.avail`, and its policy reads them), no memory (the carry
-      ``()``) and :class:`OnPolicyFns` as ``on_policy``; each function is this module's
+      :class:`~jaxmarl_accel.algos.base.Algo` learning from rollouts (its policies mask the
+      actions an env reports unavailable: the rollout round hands them over,
+      :attr:`~jaxmarl_accel.types.Rollout.avail`, and its policy reads them), no memory (the
+      carry ``()``) and :class:`OnPolicyFns` as ``on_policy``; each function is this module's
       with its :class:`Skeleton` bound.
     """
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
@@ -389,9 +361,8 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
     return Algo(init=bind(init, s), policy=bind(make_policy, s), update=bind(update, s),
                 action_dim=spec.act_dim if spec.continuous else spec.num_actions,
                 phases=Phases(bind(advantages, s), bind(minibatch_step, s)),
-                needs=Needs(replay="rollout"),
                 on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
 
 
-__all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Rollout",
-           "Skeleton", "build"]
+__all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Skeleton",
+           "build"]

@@ -44,10 +44,10 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxmarl_accel.algos.base import Algo, Needs
+from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.value import batches, central, networks, targets
 from jaxmarl_accel.algos.value.acting import Carry, initial_carry, make_policy
-from jaxmarl_accel.algos.value.config import ValueConfig, replay_kind
+from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.algos.value.mixers import Mixer
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Policy, PyTree, Transition
@@ -387,5 +387,4 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
         return initial_carry(spec, config) if sk.recurrent else ()
 
     return Algo(init=init_fn, policy=policy_fn, update=update_fn, action_dim=spec.num_actions,
-                phases=phases, needs=Needs(replay=replay_kind(config)),
-                initial_carry=initial_carry_fn, observe=observe)
+                phases=phases, initial_carry=initial_carry_fn, observe=observe)

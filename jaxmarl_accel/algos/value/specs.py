@@ -16,7 +16,7 @@ from typing import Any
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
 from jaxmarl_accel.algos.value import learner as value_learner
-from jaxmarl_accel.algos.value import macpo, mixers, wqmix
+from jaxmarl_accel.algos.value import macpo, mixers, targets, wqmix
 from jaxmarl_accel.algos.value.central import Weighting
 from jaxmarl_accel.algos.value.config import (
     AGENTS,
@@ -36,7 +36,8 @@ FAMILY = Family(
     choices={"agent": AGENTS, "macpo_normalization": NORMALIZATIONS,
              "macpo_weighting": MACPO_WEIGHTINGS},
     sweepable=("lr", "gamma", "reward_scale", "td_lambda", "grad_clip", "epsilon_start",
-               "epsilon_finish", "wqmix_w", "macpo_floor"))
+               "epsilon_finish", "wqmix_w", "macpo_floor"),
+    exploration=lambda config, clocks: {"epsilon": targets.epsilon(config, clocks)})
 
 
 def weighting_mode(config: ValueConfig, auto: str, sampler: str | None = None) -> str:

@@ -1,17 +1,24 @@
-"""The trainer's rounds, one per replay kind a learner declares (``algo.needs.replay``).
+"""The trainer's rounds, one per replay kind, each a registered record
+(:class:`~.record.RoundSpec`: name, checks, schedule, round).
 
 A round is ``(state, round_index) -> (state, RoundOutput)`` plus its replay and schedule
 (:class:`~.state.Round`); the trainer shell (:mod:`jaxmarl_accel.trainer.train`) runs chunks of
-rounds, evaluates and reports the same way for every kind. A new kind is a module with a
-``make_<kind>_round(config, env, env_params, algo) -> Round`` registered in :data:`ROUNDS`.
+rounds, evaluates and reports the same way for every kind. A learner family names the kind
+a config of it learns from (``Family.replay``); :func:`round_of` finds its record. A new
+kind is a module that registers its own record (:func:`register_round`), here or in user
+code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from jaxmarl_accel.trainer.rounds.episode import make_episode_round
-from jaxmarl_accel.trainer.rounds.rollout import make_rollout_round
+from jaxmarl_accel.trainer.rounds.record import (
+    RoundSpec,
+    Schedule,
+    register_round,
+    registered_rounds,
+    round_of,
+    round_spec,
+)
 from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
@@ -20,12 +27,22 @@ from jaxmarl_accel.trainer.rounds.state import (
     TrainState,
     within_run,
 )
-from jaxmarl_accel.trainer.rounds.transition import make_transition_round
 
-ROUNDS: dict[str, Callable[..., Round]] = {"transition": make_transition_round,
-                                           "episode": make_episode_round,
-                                           "rollout": make_rollout_round}
-"""The round of each replay kind: ``make(config, env, env_params, algo) -> Round``."""
+# isort: split
+# each round module registers its own record; this order is ROUNDS's
+from jaxmarl_accel.trainer.rounds.transition import TRANSITION, make_transition_round  # noqa: E402
 
-__all__ = ["ROUNDS", "EpisodeEnds", "Round", "RoundFn", "RoundOutput", "TrainState",
-           "make_episode_round", "make_rollout_round", "make_transition_round", "within_run"]
+# isort: split
+from jaxmarl_accel.trainer.rounds.episode import EPISODE, make_episode_round  # noqa: E402
+
+# isort: split
+from jaxmarl_accel.trainer.rounds.rollout import ROLLOUT, make_rollout_round  # noqa: E402
+
+ROUNDS: dict[str, RoundSpec] = {spec.name: spec for spec in (TRANSITION, EPISODE, ROLLOUT)}
+"""The package's own replay kinds by name; :func:`registered_rounds` lists every registered
+one, user code's too."""
+
+__all__ = ["EPISODE", "ROLLOUT", "ROUNDS", "TRANSITION", "EpisodeEnds", "Round", "RoundFn",
+           "RoundOutput", "RoundSpec", "Schedule", "TrainState", "make_episode_round",
+           "make_rollout_round", "make_transition_round", "register_round",
+           "registered_rounds", "round_of", "round_spec", "within_run"]

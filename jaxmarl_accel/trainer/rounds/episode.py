@@ -43,15 +43,17 @@ is donated), and the compiled chunk's temporaries do not grow with its capacity.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo
+from jaxmarl_accel.algos.registry import buffer_kwargs
 from jaxmarl_accel.buffers import make_buffer
-from jaxmarl_accel.envs import Env
+from jaxmarl_accel.envs import Env, EnvSpec
 from jaxmarl_accel.trainer import steps as step_fns
+from jaxmarl_accel.trainer.rounds.record import RoundSpec, Schedule, register_round
 from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
@@ -65,33 +67,37 @@ from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn
 from jaxmarl_accel.types import PyTree
 
 
-def episode_schedule(config: cfg.TrainConfig, episode_length: int) -> tuple[int, int, int, int]:
-    """``(steps_per_round, rounds_per_chunk, total_rounds, first_update_round)`` of an
-    episode-round run with episodes of ``episode_length`` (T) steps (module docstring)."""
-    steps = config.num_envs * episode_length
+def episode_schedule(config: Any, spec: EnvSpec, algo: Algo | None = None) -> Schedule:
+    """The :class:`~.record.Schedule` of an episode-round run of ``config`` (a
+    ``TrainConfig``) in an env whose episodes have ``spec.episode_length`` (T) steps (module
+    docstring): ``E x T`` steps a round, each env acting once per round on the clock."""
+    del algo
+    steps = config.num_envs * spec.episode_length
     first = max(math.ceil(config.batch_size / config.num_envs),
                 math.ceil(config.learning_starts / steps), 1) - 1
-    return (steps, math.ceil(config.eval_every / steps),
-            math.ceil(config.total_env_steps / steps), first)
+    return Schedule(steps_per_round=steps, rounds_per_chunk=math.ceil(config.eval_every / steps),
+                    total_rounds=math.ceil(config.total_env_steps / steps),
+                    updates_per_round=config.episode_updates,
+                    first_update_step=(first + 1) * steps, clock_stride=steps)
 
 
-def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
-                       algo: Algo) -> Round:
+def make_episode_round(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Round:
     """The :class:`~.state.Round` of a recurrent, episode-replay learner.
 
     Args:
       config: the run; ``buffer_capacity`` and ``batch_size`` count episodes,
         ``learning_starts`` and the step budgets count env steps on the run's clock.
       env, env_params: the environment (``spec.episode_length`` = T rows per episode).
-      algo: a learner with ``needs.replay == "episode"`` (its policy runs from
-        ``algo.initial_carry()`` in every episode).
+      algo: a learner of whole episodes (its policy runs from ``algo.initial_carry()`` in
+        every episode).
     """
     num_envs = config.num_envs
     buffer = make_buffer(config.sampler, capacity=config.buffer_capacity,
                          batch_size=config.batch_size, layout="episode",
-                         index_sharing="shared", **cfg.buffer_kwargs(config))
-    steps, rounds_per_chunk, total_rounds, first_round = episode_schedule(
-        config, env.spec.episode_length)
+                         index_sharing="shared", **buffer_kwargs(config))
+    schedule = episode_schedule(config, env.spec)
+    steps, total_rounds = schedule.steps_per_round, schedule.total_rounds
+    first_round = schedule.first_update_step // steps - 1
     observe = algo.observe or (lambda algo_state, env_steps, episodes: algo_state)
 
     def learn(algo_state: PyTree, buffer_state: PyTree, sample_key: jax.Array,
@@ -149,11 +155,42 @@ def make_episode_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
                               env_steps=(clock + steps).astype(jnp.int32))
         return state, RoundOutput(ends, learner, updated)
 
-    run = run_round if total_rounds % rounds_per_chunk == 0 else within_run(run_round,
-                                                                            total_rounds)
-    return Round(buffer=buffer, item=example_episode(env.spec), run=run, steps_per_round=steps,
-                 rounds_per_chunk=rounds_per_chunk, total_rounds=total_rounds,
-                 updates_per_round=updates, first_update_step=(first_round + 1) * steps)
+    run = (run_round if total_rounds % schedule.rounds_per_chunk == 0
+           else within_run(run_round, total_rounds))
+    return Round(buffer=buffer, item=example_episode(env.spec), run=run, schedule=schedule)
 
 
-__all__ = ["episode_schedule", "make_episode_round"]
+def check_episode_run(config: Any) -> None:
+    """What episode replay accepts (its rounds do not use ``update_every``): whole episodes
+    stored slot-major with their observations, one batch of episodes for all agents."""
+    if config.layout not in ("transition_major", "episode"):
+        raise ValueError(f"layout {config.layout!r}: episode replay stores whole episodes "
+                         "slot-major ([C, T + 1, ...]); use transition_major or episode")
+    if config.replay_next_obs != "stored":
+        raise ValueError(f"replay_next_obs {config.replay_next_obs!r}: episode replay stores "
+                         "whole episodes; use stored")
+    if config.replay_obs != "observation":
+        raise ValueError(f"replay_obs {config.replay_obs!r}: episode replay stores whole "
+                         "episodes; use observation")
+    if config.index_sharing != "shared":
+        raise ValueError(f"index_sharing {config.index_sharing!r}: episode replay draws one "
+                         "batch of episodes for all agents; use shared")
+    if config.batch_size > config.buffer_capacity:
+        raise ValueError(f"batch_size ({config.batch_size} episodes) exceeds buffer_capacity "
+                         f"({config.buffer_capacity} episodes)")
+
+
+def _one_episode_each(config: Any, schedule: Schedule) -> str:
+    length = schedule.steps_per_round // config.num_envs
+    return (f"one whole episode of {length} steps in each of the --num-envs "
+            f"{config.num_envs} envs")
+
+
+EPISODE = register_round(RoundSpec(
+    name="episode", make=make_episode_round, schedule=episode_schedule,
+    check=check_episode_run, describe=_one_episode_each,
+    summary="run E whole episodes, add them, episode_updates updates (pymarl2's schedule)"))
+"""The episode replay's record."""
+
+
+__all__ = ["EPISODE", "check_episode_run", "episode_schedule", "make_episode_round"]

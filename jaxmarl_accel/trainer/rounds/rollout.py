@@ -4,7 +4,7 @@ A round steps all ``E`` envs ``T`` times (``rollout_length``) under the learner'
 exploration policy, recording each step's observations, actions with their
 log-probabilities, values, rewards, the value of the true next observation (before any
 auto-reset, for time-limit bootstrapping) and the episode ends, then runs the learner's
-``update`` on that :class:`~jaxmarl_accel.algos.on_policy.learner.Rollout` (A2C: one
+``update`` on that :class:`~jaxmarl_accel.types.Rollout` (A2C: one
 gradient step; PPO: epochs of minibatch steps). There is no replay: the rollout lives for
 one round. Envs carry on from round to round (episodes span rounds when ``T`` is shorter
 than an episode), as in WarpDrive, where a training batch is ``train_batch_size /
@@ -17,18 +17,19 @@ every round learns.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos import Algo, algo_spec
-from jaxmarl_accel.algos.on_policy.learner import Rollout
+from jaxmarl_accel.algos.registry import family_defaults
 from jaxmarl_accel.buffers import Buffer
-from jaxmarl_accel.envs import Env
+from jaxmarl_accel.envs import Env, EnvSpec
 from jaxmarl_accel.envs.policies import available_actions
+from jaxmarl_accel.trainer.rounds.record import RoundSpec, Schedule, register_round
 from jaxmarl_accel.trainer.rounds.state import (
     EpisodeEnds,
     Round,
@@ -39,7 +40,7 @@ from jaxmarl_accel.trainer.rounds.state import (
     sum_ends,
     within_run,
 )
-from jaxmarl_accel.types import PyTree
+from jaxmarl_accel.types import PyTree, Rollout
 
 
 def no_replay() -> Buffer:
@@ -53,16 +54,19 @@ def _no_sample(state: PyTree, key: jax.Array) -> Any:
     raise ValueError("the rollout round keeps no replay to sample from")
 
 
-def rollout_schedule(config: cfg.TrainConfig, rollout_length: int) -> tuple[int, int, int]:
-    """``(steps_per_round, rounds_per_chunk, total_rounds)`` of a rollout-round run with
-    rollouts of ``rollout_length`` (T) steps in each of ``num_envs`` envs."""
-    steps = config.num_envs * rollout_length
-    return (steps, math.ceil(config.eval_every / steps),
-            math.ceil(config.total_env_steps / steps))
+def rollout_schedule(config: Any, spec: EnvSpec | None, algo: Algo) -> Schedule:
+    """The :class:`~.record.Schedule` of a rollout-round run of ``config`` (a ``TrainConfig``)
+    with ``algo``'s rollouts of ``T`` steps (``algo.on_policy.rollout_length``) in each of
+    ``num_envs`` envs: every round learns, every env acts every ``num_envs`` steps."""
+    del spec
+    steps = config.num_envs * algo.on_policy.rollout_length
+    return Schedule(steps_per_round=steps, rounds_per_chunk=math.ceil(config.eval_every / steps),
+                    total_rounds=math.ceil(config.total_env_steps / steps),
+                    updates_per_round=_updates_per_round(config), first_update_step=steps,
+                    clock_stride=config.num_envs)
 
 
-def make_collect(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Algo
-                 ) -> Any:
+def make_collect(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Any:
     """The rollout of one round: ``collect(state) -> (state, rollout, episodes)`` steps the
     ``E = num_envs`` envs of ``state`` ``T = rollout_length`` times under the learner's
     exploration policy. ``rollout``: :class:`Rollout` with leaves ``[T, E, ...]``;
@@ -114,18 +118,17 @@ def make_collect(config: cfg.TrainConfig, env: Env, env_params: PyTree, algo: Al
     return collect
 
 
-def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
-                       algo: Algo) -> Round:
+def make_rollout_round(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Round:
     """The :class:`~.state.Round` of an on-policy learner (module docstring).
 
     Args:
       config: the run (``num_envs`` = E; the step budgets count env steps).
       env, env_params: the environment.
-      algo: a learner with ``needs.replay == "rollout"`` and ``on_policy`` set.
+      algo: a learner with ``on_policy`` set.
     """
     collect = make_collect(config, env, env_params, algo)
-    steps, rounds_per_chunk, total_rounds = rollout_schedule(config,
-                                                             algo.on_policy.rollout_length)
+    schedule = rollout_schedule(config, env.spec, algo)
+    steps, total_rounds = schedule.steps_per_round, schedule.total_rounds
 
     def run_round(state: TrainState, round_index: jax.Array) -> tuple[TrainState, RoundOutput]:
         del round_index
@@ -135,19 +138,53 @@ def make_rollout_round(config: cfg.TrainConfig, env: Env, env_params: PyTree,
         state = state.replace(algo=algo_state, key=key, env_steps=state.env_steps + steps)
         return state, RoundOutput(episodes, metrics, jnp.ones((), bool))
 
-    run: RoundFn = (run_round if total_rounds % rounds_per_chunk == 0
+    run: RoundFn = (run_round if total_rounds % schedule.rounds_per_chunk == 0
                     else within_run(run_round, total_rounds))
-    return Round(buffer=no_replay(), item=(), run=run, steps_per_round=steps,
-                 rounds_per_chunk=rounds_per_chunk, total_rounds=total_rounds,
-                 updates_per_round=_updates_per_round(config), first_update_step=steps,
-                 carries_stats=True)
+    return Round(buffer=no_replay(), item=(), run=run, schedule=schedule, carries_stats=True)
 
 
-def _updates_per_round(config: cfg.TrainConfig) -> int:
+def _updates_per_round(config: Any) -> int:
     """Gradient steps per round, as the learner's record counts them (PPO's ``epochs x
     minibatches``; one by default)."""
     count = algo_spec(config.algo).updates_per_round
     return 1 if count is None else count(config.learner)
 
 
-__all__ = ["make_collect", "make_rollout_round", "no_replay", "rollout_schedule"]
+REPLAY_FIELDS = ("sampler", "sampler_kwargs", "layout", "index_sharing", "replay_next_obs",
+                 "replay_obs", "buffer_capacity", "batch_size", "update_every",
+                 "episode_updates", "learning_starts")
+"""``TrainConfig`` fields of the replay, which a run without one leaves at their defaults."""
+
+
+def check_rollout_run(config: Any) -> None:
+    """What a run without replay (its learner's own rollouts) accepts: the replay's
+    fields at their defaults (the learner family's where it gives one), every team trained."""
+    defaults = {field.name: field.default for field in dataclasses.fields(config)}
+    defaults.update(family_defaults(config.algo))
+    for name in REPLAY_FIELDS:
+        if getattr(config, name) != defaults[name]:
+            raise ValueError(f"{name} ({getattr(config, name)!r}) must keep its default: "
+                             f"algo {config.algo!r} keeps no replay and learns from its "
+                             "rollouts of rollout_length steps in num_envs envs")
+    if config.prey != "trained":
+        raise ValueError(f"prey {config.prey!r}: algo {config.algo!r} trains every team "
+                         "(scripted prey are not supported by the on-policy learners)")
+
+
+def _one_rollout_each(config: Any, schedule: Schedule) -> str:
+    length = schedule.steps_per_round // config.num_envs
+    return (f"a rollout of --rollout-length {length} steps in each of the --num-envs "
+            f"{config.num_envs} envs")
+
+
+ROLLOUT = register_round(RoundSpec(
+    name="rollout", make=make_rollout_round, schedule=rollout_schedule,
+    check=check_rollout_run, describe=_one_rollout_each,
+    summary="collect T steps of E envs, then the learner's update on them (no replay)",
+    memory_hint="lower --seeds, --num-envs or --rollout-length",
+    temporaries_hint="the temporaries grow with the rollout: num-envs x rollout-length steps"))
+"""The rollout's record (no replay)."""
+
+
+__all__ = ["REPLAY_FIELDS", "ROLLOUT", "check_rollout_run", "make_collect", "make_rollout_round",
+           "no_replay", "rollout_schedule"]

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmarl_accel.buffers import Buffer
+from jaxmarl_accel.trainer.rounds.record import Schedule
 from jaxmarl_accel.types import PyTree
 
 
@@ -86,19 +87,15 @@ vmapped over seeds), so schedules derived from it are real branches, not selects
 
 
 class Round(NamedTuple):
-    """What a replay kind plugs into the trainer shell.
+    """What a replay kind plugs into the trainer shell (its record's ``make``,
+    :class:`~.record.RoundSpec`).
 
     Attributes:
       buffer: the replay the round fills and samples.
       item: one zero replay item (leaves without the capacity axis), what ``buffer.init``
         is built from.
       run: the round (:data:`RoundFn`).
-      steps_per_round: env steps per round on the run's clock.
-      rounds_per_chunk: rounds between two evaluations.
-      total_rounds: rounds in the whole run.
-      updates_per_round: learner updates in a round that learns.
-      first_update_step: the run's clock (env steps) at the end of the first round that
-        learns.
+      schedule: the run's rounds on its clock (:class:`~.record.Schedule`).
       carries_stats: the round's episodes span rounds, so the state carries their running
         statistics (:attr:`TrainState.episode_stats`, summed by :func:`add_episode_stats`).
     """
@@ -106,11 +103,7 @@ class Round(NamedTuple):
     buffer: Buffer
     item: PyTree
     run: RoundFn
-    steps_per_round: int
-    rounds_per_chunk: int
-    total_rounds: int
-    updates_per_round: int
-    first_update_step: int
+    schedule: Schedule
     carries_stats: bool = False
 
 

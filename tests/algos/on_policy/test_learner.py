@@ -12,8 +12,9 @@ import pytest
 
 from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-from jaxmarl_accel.algos.on_policy.learner import Minibatch, Rollout
+from jaxmarl_accel.algos.on_policy.learner import Minibatch
 from jaxmarl_accel.algos.on_policy.networks import merge_teams, team_rows, teams_of
+from jaxmarl_accel.types import Rollout
 from tests.algos.helpers import make_spec
 
 SMALL = OnPolicyConfig(hidden_sizes=(8,), epochs=2, minibatches=2, rollout_length=3)

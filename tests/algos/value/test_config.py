@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jaxmarl_accel.algos import ALGOS, ActorCriticConfig, OnPolicyConfig, make_algo
-from jaxmarl_accel.algos.registry import config_type, family_of, replay_of_learner
+from jaxmarl_accel.algos.registry import algo_spec, config_type, family_of
 from jaxmarl_accel.algos.value import ValueConfig
 from tests.algos.value.helpers import SMALL, SMALL_MLP, value_spec
 
@@ -64,7 +64,10 @@ def test_make_algo_refuses_a_config_of_the_other_family():
 
 
 def test_the_replay_kind_follows_the_learner():
-    assert replay_of_learner("qmix", SMALL) == "episode"
-    assert replay_of_learner("qmix", SMALL_MLP) == "transition"
-    assert replay_of_learner("maddpg", ActorCriticConfig()) == "transition"
-    assert replay_of_learner("ppo", OnPolicyConfig()) == "rollout"
+    def replay(name, config):
+        return algo_spec(name).family.replay(config)
+
+    assert replay("qmix", SMALL) == "episode"
+    assert replay("qmix", SMALL_MLP) == "transition"
+    assert replay("maddpg", ActorCriticConfig()) == "transition"
+    assert replay("ppo", OnPolicyConfig()) == "rollout"

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import make_algo
-from jaxmarl_accel.algos.base import Needs
 from jaxmarl_accel.algos.value import Carry, ValueConfig, central, mixers, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
@@ -49,9 +48,8 @@ def test_value_learners_declare_their_replay_and_protocol(name, agent):
                                    "target_update")
     assert algo.observe is not None
     if agent == "mlp":
-        assert algo.needs == Needs(replay="transition") and algo.initial_carry() == ()
+        assert algo.initial_carry() == ()
         return
-    assert algo.needs == Needs(replay="episode")
     carry = algo.initial_carry()
     assert isinstance(carry, Carry)
     chex.assert_trees_all_equal(carry, Carry(jnp.zeros((3, SMALL.hidden)), jnp.zeros((3, 4))))
