@@ -213,7 +213,8 @@ def train_choices() -> dict[str, tuple[str, ...]]:
 def train_config_from_args(args: argparse.Namespace, **fixed: Any) -> Any:
     """The ``TrainConfig`` of the parsed flags (fields without a flag keep their defaults;
     ``fixed`` sets fields the command decides itself); ``ActorCriticConfig`` likewise."""
-    from jaxmarl_accel.config import TrainConfig, family_of
+    from jaxmarl_accel.algos.registry import family_of
+    from jaxmarl_accel.config import TrainConfig
 
     values = {**dataclass_values(TrainConfig, args), **fixed}
     algo = values.get("algo", TrainConfig.algo)
@@ -242,7 +243,7 @@ def shared_learner_fields() -> tuple[str, ...]:
 
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 """Default of the flags whose default depends on the learner family: left out of the
-parsed values, so the family's default (:func:`jaxmarl_accel.config.family_defaults`) or
+parsed values, so the family's default (:func:`jaxmarl_accel.algos.registry.family_defaults`) or
 the dataclass's applies."""
 
 def family_members(family: str) -> str:
@@ -269,7 +270,7 @@ def family_flag_defaults() -> tuple[dict[str, Any], dict[str, str]]:
     whose default depends on the learner family and the fields several families share start
     as :data:`UNSET`; their help shows each family's default."""
     from jaxmarl_accel.algos import registry
-    from jaxmarl_accel.config import DEFAULT_SAMPLER
+    from jaxmarl_accel.algos.registry import DEFAULT_SAMPLER
 
     classes = learner_classes()
     replay_defaults = {name: family.replay_defaults

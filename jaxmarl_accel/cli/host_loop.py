@@ -18,7 +18,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel import config as cfg
 from jaxmarl_accel.cli import loggers, outputs
 from jaxmarl_accel.cli.checkpoint import Checkpoints
 from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
@@ -57,7 +56,7 @@ from jaxmarl_accel.trainer.sharding import (
     plan_layout,
 )
 from jaxmarl_accel.trainer.sweep import format_setting, lane_groups, make_sweep_trainer
-from jaxmarl_accel.trainer.train import Trainer, make_trainer
+from jaxmarl_accel.trainer.train import Trainer
 
 
 class NonFiniteError(RuntimeError):
@@ -92,9 +91,9 @@ def check_finite(metrics: Any, chunk: int) -> None:
                 f"non-finite {name} in seed {seed} during chunk {chunk} (env step {step})")
 
 
-def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | None = None
-                 ) -> int:
-    """Run (or resume) a multi-seed training run; returns the process exit code.
+def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = None) -> int:
+    """Run (or resume) a multi-seed training run of ``trainer`` (built once by the caller,
+    which checked the learner against the env); returns the process exit code.
 
     Check the output folder and store the config (:func:`prepare_folder`), restore or
     initialize the state (:func:`restore_or_init`), compile one chunk, train the remaining
@@ -106,7 +105,8 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     uploaded once prepared, after every checkpoint and at the end.
     """
     check_folder_free(options)  # before compiling, as every refusal the user can fix
-    trainer, init_lanes = lane_trainer(config, options)
+    config = trainer.config
+    trainer, init_lanes = lane_trainer(trainer, options)
     layout = choose_layout(options.lanes, config.num_envs, options.devices, options.env_shards)
     groups = lane_groups(options.sweep, jax.devices()[0].platform, layout.num_devices)
     sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes,
@@ -162,14 +162,14 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
     return 0
 
 
-def lane_trainer(config: cfg.TrainConfig, options: RunOptions
+def lane_trainer(trainer: Trainer, options: RunOptions
                  ) -> tuple[Trainer, Callable[[jax.Array], Any] | None]:
-    """The run's trainer and, for a sweep (``options.sweep``), the init of its lanes
-    (settings x seeds, :func:`~jaxmarl_accel.trainer.sweep.make_sweep_trainer`); ``None``
-    for the seeds' own."""
+    """The trainer of the run's lanes and, for a sweep (``options.sweep``), the init of
+    its lanes (settings x seeds, :func:`~jaxmarl_accel.trainer.sweep.make_sweep_trainer`
+    over ``trainer``); ``trainer`` itself and ``None`` for the seeds' own."""
     if options.sweep is None:
-        return make_trainer(config), None
-    sweep = make_sweep_trainer(config, options.sweep, options.seeds)
+        return trainer, None
+    sweep = make_sweep_trainer(trainer.config, options.sweep, options.seeds, base=trainer)
     return sweep.trainer, sweep.init_lanes
 
 

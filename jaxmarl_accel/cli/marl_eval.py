@@ -34,7 +34,7 @@ RETURN = "return"
 def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
     """``(env, task, algo)`` of a run of ``config`` (a ``TrainConfig``) with ``num_agents``
     agents, lower case as marl-eval compares them."""
-    from jaxmarl_accel.config import family_defaults
+    from jaxmarl_accel.algos.registry import family_defaults
     from jaxmarl_accel.envs import agent_count_kwarg
 
     env = "mpe" if config.env.startswith("simple_") else config.env

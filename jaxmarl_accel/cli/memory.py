@@ -120,20 +120,15 @@ def check_state_fits(abstract_state: Any, seeds: int, seed_shards: int = 1,
 
 
 def fit_hint(config: Any, temp_bytes: int = 0) -> str:
-    """What to lower when a run does not fit: the replay's flags (or, for learners without
-    a replay, the rollout's), and ``use_full_observation=false`` where the scenario's
-    observations grow with the agents (:func:`observation_hint`). ``config``: the run's
-    ``TrainConfig``, or None (the replay's flags)."""
-    from jaxmarl_accel.config import replay_of
+    """What to lower when a run does not fit: its replay kind's flags
+    (``RoundSpec.memory_hint``: the replay's, or for learners without a replay the
+    rollout's), and ``use_full_observation=false`` where the scenario's observations grow
+    with the agents (:func:`observation_hint`). ``config``: the run's ``TrainConfig``, or
+    None (the replay's flags)."""
+    from jaxmarl_accel.trainer.rounds import TRANSITION, round_of
 
-    if config is not None and replay_of(config) == "rollout":
-        hint = "lower --seeds, --num-envs or --rollout-length"
-        if temp_bytes:
-            hint += " (the temporaries grow with the rollout: num-envs x rollout-length steps)"
-    else:
-        hint = "lower --buffer-capacity, --seeds or --num-envs"
-        if temp_bytes:
-            hint += " (or --batch-size, which the temporaries grow with)"
+    kind = TRANSITION if config is None else round_of(config)
+    hint = f"{kind.memory_hint} ({kind.temporaries_hint})" if temp_bytes else kind.memory_hint
     observation = observation_hint(config) if config is not None else None
     return hint if observation is None else f"{hint}; {observation}"
 

@@ -32,6 +32,7 @@ program. Several hosts: start the same command on every host with ``--distribute
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -66,7 +67,8 @@ def distributed_parser() -> argparse.ArgumentParser:
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The ``run`` command's argument parser (``prog``: its name in usage lines)."""
-    from jaxmarl_accel.config import PRESETS, TrainConfig
+    from jaxmarl_accel.algos.value.presets import PRESETS
+    from jaxmarl_accel.config import TrainConfig
 
     parser = flags.Parser(
         prog=prog, description=flags.plain_description(__doc__ or ""),
@@ -224,11 +226,11 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                                 early.distributed)
         if mirror is not None:  # the run is written to the stage and uploaded from there
             args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
-        config, options = options_from_args(parser, args)
+        trainer, options = options_from_args(parser, args)
         out_dir = options.out_dir
         from jaxmarl_accel.cli.host_loop import run_training
 
-        return run_training(config, options, mirror)
+        return run_training(trainer, options, mirror)
     except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -260,30 +262,31 @@ def preload_learner(argv: list[str] | None) -> None:
 
 def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
                  argv: list[str] | None) -> argparse.Namespace:
-    """``args`` parsed again with ``--preset``'s settings (:func:`jaxmarl_accel.config.preset`)
-    as the defaults, so that flags given beside it win; a preset that does not fit the
-    learner is a one-line usage error."""
+    """``args`` parsed again with ``--preset``'s settings
+    (:func:`jaxmarl_accel.algos.value.presets.preset`) as the defaults, so that flags given
+    beside it win; a preset that does not fit the learner is a one-line usage error."""
     if not args.preset or args.resume:
         return args
-    from jaxmarl_accel.algos.value.config import ValueConfig
-    from jaxmarl_accel.config import preset
+    from jaxmarl_accel.algos.value.presets import preset
 
     try:
         fields = preset(args.preset, args.algo)
     except ValueError as error:
         parser.error(flags.flag_message(str(error), ("preset", "algo")))
-    value = fields.pop("learner")
-    defaults = {name: getattr(value, name) for name in ValueConfig.__dataclass_fields__
-                if getattr(value, name) != getattr(ValueConfig(), name)}
+    learner = fields.pop("learner")
+    defaults = {field.name: getattr(learner, field.name) for field in dataclasses.fields(learner)
+                if getattr(learner, field.name) != getattr(type(learner)(), field.name)}
     parser.set_defaults(**fields, **defaults)
     return parser.parse_args(argv)
 
 
 def options_from_args(parser: argparse.ArgumentParser,
                       args: argparse.Namespace) -> tuple[Any, Any]:
-    """The training config and ``RunOptions`` of the parsed flags, or of the stored run
-    with ``--resume``; usage errors exit through ``parser.error`` (one line, status 2),
-    a run that cannot be resumed raises ``ValueError``."""
+    """The run's trainer and ``RunOptions`` of the parsed flags, or of the stored run with
+    ``--resume``. The trainer is built once, here: building it checks that the learner suits
+    the env (e.g. a mixer without a global state), and the host loop runs it. Usage errors
+    exit through ``parser.error`` (one line, status 2), a run that cannot be resumed raises
+    ``ValueError``."""
     for flag, value, least in (("--seeds", args.seeds, 1), ("--agents", args.agents, 1),
                                ("--checkpoint-every", args.checkpoint_every, 1),
                                ("--baseline-episodes", args.baseline_episodes, 1),
@@ -294,21 +297,20 @@ def options_from_args(parser: argparse.ArgumentParser,
         parser.error("--resume and --overwrite exclude each other")
     devices = parse_devices(parser, args.devices)
     from jaxmarl_accel.cli.run_store import RunOptions, stored_run
+    from jaxmarl_accel.trainer.train import make_trainer
 
     if args.resume:
         config, stored = stored_run(args.resume)
         check_loggers(parser, stored["loggers"])
-        return config, RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
-                                  devices=devices, env_shards=args.env_shards)
+        options = RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
+                             devices=devices, env_shards=args.env_shards)
+        return make_trainer(config), options
     check_loggers(parser, args.logger)
     try:
-        config = config_from_args(args)
-        from jaxmarl_accel.trainer.train import make_trainer
-
-        # learner against env (e.g. a mixer without a global state)
-        spec = make_trainer(config).env.spec
+        trainer = make_trainer(config_from_args(args))  # checks the learner against the env
     except (ValueError, TypeError) as error:
         parser.error(flags.flag_message(str(error), parser.fields))
+    config, spec = trainer.config, trainer.env.spec
     try:
         sweep = sweep_from_args(config, args.sweep, args.sweep_samples, args.seed)
         pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
@@ -321,13 +323,13 @@ def options_from_args(parser: argparse.ArgumentParser,
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out_dir = args.out or os.path.join(
         "runs", f"{config.env}-{config.algo}-{config.sampler}-{stamp}")
-    return config, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
-                              overwrite=args.overwrite, render=args.render,
-                              baseline_episodes=baselines,
-                              checkpoint_every=args.checkpoint_every,
-                              checkpoint_replay=args.checkpoint_replay == "true", quiet=args.quiet,
-                              devices=devices, env_shards=args.env_shards, loggers=args.logger,
-                              sweep=sweep, pbt_every=pbt_every)
+    return trainer, RunOptions(seeds=args.seeds, seed=args.seed, out_dir=out_dir,
+                               overwrite=args.overwrite, render=args.render,
+                               baseline_episodes=baselines,
+                               checkpoint_every=args.checkpoint_every,
+                               checkpoint_replay=args.checkpoint_replay == "true",
+                               quiet=args.quiet, devices=devices, env_shards=args.env_shards,
+                               loggers=args.logger, sweep=sweep, pbt_every=pbt_every)
 
 
 def check_loggers(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:

@@ -12,9 +12,6 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel import config as cfg
-from jaxmarl_accel.algos.value import targets
-from jaxmarl_accel.algos.value.config import ValueConfig
 from jaxmarl_accel.cli import marl_eval, outputs
 from jaxmarl_accel.cli.render import write_gif, write_png
 from jaxmarl_accel.cli.run_store import RunOptions
@@ -108,38 +105,33 @@ def default_baseline_episodes(num_agents: int, episode_length: int) -> int:
 
 def rounded_steps_note(trainer: Trainer) -> str | None:
     """``None`` when the run takes the ``--total-env-steps`` it was given, else why it
-    takes more: rounds of whole episodes (episode replay) or of whole rollouts."""
-    config = trainer.config
+    takes more: whole rounds of its replay kind (``RoundSpec.describe``: e.g. whole
+    episodes, or whole rollouts)."""
+    config, plan = trainer.config, trainer.plan
     if trainer.total_steps == config.total_env_steps:
         return None
-    envs = config.num_envs
-    if cfg.replay_of(config) == "episode":
-        length = trainer.env.spec.episode_length
-        why = f"one whole episode of {length} steps in each of the --num-envs {envs} envs"
-    else:
-        length = config.learner.rollout_length
-        why = f"a rollout of --rollout-length {length} steps in each of the --num-envs {envs} envs"
     return (f"--total-env-steps {config.total_env_steps:,} is rounded up to "
-            f"{trainer.total_steps:,} env steps per seed: whole rounds of {envs * length:,} "
-            f"steps ({why})")
+            f"{trainer.total_steps:,} env steps per seed: whole rounds of "
+            f"{plan.schedule.steps_per_round:,} steps "
+            f"({plan.round.describe(config, plan.schedule)})")
 
 
 def exploration_rates(trainer: Trainer, chunk: int) -> dict[str, float]:
-    """The ``epsilon`` column of chunk ``chunk``'s metric rows for learners with an
-    epsilon-greedy schedule (value learners; else ``{}``): the exploration rate the chunk's
-    training episodes were collected at, averaged over its env steps. It is a schedule on
-    the run's clock, the same for every seed, so it is known whether or not the chunk
-    updated (the learner's own ``epsilon`` metric averages only the chunk's updates)."""
-    config = trainer.config
-    if not isinstance(config.learner, ValueConfig):
+    """The exploration columns of chunk ``chunk``'s metric rows for learners whose family
+    has a schedule on the run's clock (``Family.exploration``: the value learners'
+    ``epsilon``; else ``{}``): the rate the chunk's training episodes were collected at,
+    averaged over its env steps. The schedule is the same for every seed, so it is known
+    whether or not the chunk updated (the learner's own ``epsilon`` metric averages only
+    the chunk's updates)."""
+    plan = trainer.plan
+    exploration = plan.learner.family.exploration
+    if exploration is None:
         return {}
-    # the clock at each action: every num_envs steps, or every round of whole episodes
-    stride = (config.num_envs * trainer.env.spec.episode_length
-              if cfg.replay_of(config) == "episode" else config.num_envs)
     start = chunk * trainer.steps_per_chunk
     end = min(start + trainer.steps_per_chunk, trainer.total_steps)
-    clocks = np.arange(start, end, stride)
-    return {"epsilon": float(np.mean(targets.epsilon(config.learner, clocks)))}
+    clocks = np.arange(start, end, plan.schedule.clock_stride)  # the clock at each action
+    return {name: float(np.mean(rates))
+            for name, rates in exploration(trainer.config.learner, clocks).items()}
 
 
 def untrained_note(trainer: Trainer) -> str:

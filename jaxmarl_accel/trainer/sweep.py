@@ -245,12 +245,16 @@ def lane_groups(sweep: Sweep | None, platform: str, num_devices: int) -> int:
     return sweep.num_settings
 
 
-def make_sweep_trainer(config: cfg.TrainConfig, sweep: Sweep, seeds: int) -> SweepTrainer:
+def make_sweep_trainer(config: cfg.TrainConfig, sweep: Sweep, seeds: int,
+                       base: Trainer | None = None) -> SweepTrainer:
     """The :class:`SweepTrainer` of ``sweep`` over ``config`` with ``seeds`` seeds per
-    setting; a one-line ValueError for a sweep :func:`check_sweep` refuses."""
+    setting; a one-line ValueError for a sweep :func:`check_sweep` refuses. ``base``: the
+    trainer of ``config`` already built (its env is reused), ``None`` builds it."""
     check_sweep(config, sweep)
-    made = make(config.env, **dict(config.env_kwargs))
-    base = make_trainer(config, made)
+    if base is None:
+        made = make(config.env, **dict(config.env_kwargs))
+        base = make_trainer(config, made)
+    made = (base.env, base.env_params)
 
     def lane(hyper: Mapping[str, jax.Array]) -> Trainer:
         return make_trainer(with_values(config, hyper), made) if hyper else base
