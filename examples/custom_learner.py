@@ -172,7 +172,7 @@ def build(spec: EnvSpec, config: IDQNConfig, context: jm.BuildContext) -> jm.Alg
         return (IDQNState(params=params, target=target, opt_state=opt_state,
                           step=state.step + 1), metrics, td)
 
-    return jm.Algo(init=init, policy=policy, update=update, action_dim=a, phases=None)
+    return jm.Algo(init=init, policy=policy, update=update, action_dim=a)
 
 
 def check_run(run: Any) -> None:

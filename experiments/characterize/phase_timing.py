@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from experiments import timing as cp
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.algos.base import Algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.envs.policies import EnvObs, available_actions
@@ -38,7 +39,9 @@ class Bench(NamedTuple):
         the trainer's own env step and add (``steps.transition_step``).
       update_whole: ``((algo_state, buffer_state), key) -> the same pair``: the trainer's own
         update step (``steps.learn_step``).
-      forms: each ``--actor-step`` form -> the learner with it; ``phases``: the first one's.
+      forms: each ``--actor-step`` form -> the learner with it.
+      form_phases: each form -> the steps of its update (its record's ``phases`` hook);
+        ``phases``: the first one's.
       timer: :func:`experiments.timing.time_loop` with the run's seed, reps and budget.
       key: the key of the untimed calls.
     """
@@ -51,6 +54,7 @@ class Bench(NamedTuple):
     rollout: Callable[..., tuple]
     update_whole: Callable[..., tuple]
     forms: dict[str, Algo]
+    form_phases: dict[str, Any]
     phases: Any
     timer: Callable[..., tuple[cp.Timing, PyTree]]
     key: jax.Array
@@ -65,6 +69,8 @@ def make_bench(args: argparse.Namespace, spec: EnvSpec, algo: Algo, trainer: Any
     env_step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     forms = {form: make_algo(args.algo, spec, ActorCriticConfig(actor_step=form))  # one vmap
              for form in args.actor_steps}
+    form_phases = {form: algo_phases(args.algo, spec, ActorCriticConfig(actor_step=form))
+                   for form in args.actor_steps}
 
     def act(a_state, obs, e_state, key):
         def one(key, obs, e_state):
@@ -91,8 +97,8 @@ def make_bench(args: argparse.Namespace, spec: EnvSpec, algo: Algo, trainer: Any
     timer = functools.partial(cp.time_loop, seed=args.seed + 2, reps=args.reps,
                               budget_s=args.budget_s)
     return Bench(args=args, spec=spec, buffer=buffer, act=act, step=step, rollout=rollout,
-                 update_whole=update_whole, forms=forms,
-                 phases=forms[args.actor_steps[0]].phases, timer=timer,
+                 update_whole=update_whole, forms=forms, form_phases=form_phases,
+                 phases=form_phases[args.actor_steps[0]], timer=timer,
                  key=jax.random.key(args.seed + 3))
 
 
@@ -164,8 +170,8 @@ def time_learner_phases(bench: Bench, record: dict[str, Any], algo_state: PyTree
                                        exp, key)
         return a_state.actor, a_state.actor_opt
 
-    for form, form_algo in bench.forms.items():  # every actor step form, back to back
-        timing, _ = timer(functools.partial(p_body, phases=form_algo.phases),
+    for form, form_phases in bench.form_phases.items():  # every actor step form, back to back
+        timing, _ = timer(functools.partial(p_body, phases=form_phases),
                           (algo_state.actor, algo_state.actor_opt), (algo_state, exp))
         record["actor_step"][form] = {"p_loss": timing}
         log(f"  p_loss (actor_step={form}) {1e3 * timing.median:.2f} ms")

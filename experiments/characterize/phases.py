@@ -10,10 +10,10 @@ Phases (paper 000 Fig. 2/3, paper 002 section V):
   optimizer step), ``target_update`` (soft update of all target networks), and
   ``priority_update`` (PER-style samplers only; identity otherwise).
 
-``target_q``, ``q_loss``, ``p_loss`` and ``target_update`` run the learner's own steps
-``algo.phases.target_q``, ``critic_step``, ``actor_step`` and ``target_update`` (whose
-composition is ``algo.update``); the check ``sum of phases / whole step`` compares their
-times with the whole update.
+``target_q``, ``q_loss``, ``p_loss`` and ``target_update`` run the learner's own steps,
+its record's phases (``algo_phases``): ``target_q``, ``critic_step``, ``actor_step`` and
+``target_update`` (whose composition is ``algo.update``); the check ``sum of phases /
+whole step`` compares their times with the whole update.
 """
 
 ROLLOUT_PHASES = ("action_selection", "env_step", "buffer_add")
@@ -34,12 +34,12 @@ up to T steps and batches of B episodes:
   ``env_step`` (E envs' ``env.step`` and the global state and available actions after it,
   ``steps.env_views``);
 * every round: ``buffer_add`` (E episodes ``[E, T + 1, ...]`` into the episode replay),
-  ``sampling`` (B episodes), ``targets`` (``algo.phases.targets``: target agents unrolled
+  ``sampling`` (B episodes), ``targets`` (the phases' ``targets``: target agents unrolled
   over ``[B, T + 1, N]``, double-Q bootstrap, target mixer, TD(lambda)), ``loss_and_grad``
   (agent unroll and mixer forward and backward), ``apply`` (clipped Adam step),
   ``target_update`` (the hard copy online -> target, a select when not due) and
   ``priority_update`` (PER-style samplers only; identity otherwise);
-* ``agent_forward`` (``algo.phases.agent_q``: the online agents unrolled over the batch,
+* ``agent_forward`` (the phases' ``agent_q``: the online agents unrolled over the batch,
   ``[B, T + 1, N, A]``) is timed too but not summed: ``algo.update`` runs that forward
   once, inside its loss and gradient, and hands it to the targets.
 """

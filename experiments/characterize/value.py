@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from experiments import timing as cp
 from experiments.characterize import value_report as vr
 from jaxmarl_accel.algos import ValueConfig
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
@@ -140,7 +141,8 @@ def measure_config(args: argparse.Namespace, agents: int, log: Any) -> dict[str,
         lambda batch, c, key: collect_episodes(env, params, algo, c[0], key, e, explore=True),
         batch_e, (algo_state,))
     log(f"  whole collect ({e} episodes) {1e3 * whole['collect'].median:.1f} ms")
-    buf = time_update(ph, timer, algo, algo_state, buffer, buf, key0, log)
+    phases = algo_phases(trainer.config.algo, spec, trainer.config.learner, trainer.config.sampler)
+    buf = time_update(ph, timer, phases, algo_state, buffer, buf, key0, log)
 
     def update_step(carry, consts, key):
         sample_key, update_key = jax.random.split(key)
@@ -212,12 +214,12 @@ def time_rollout(ph: dict[str, cp.Timing], timer: Any, env: Any, params: PyTree,
     return buf
 
 
-def time_update(ph: dict[str, cp.Timing], timer: Any, algo: Any, algo_state: PyTree,
+def time_update(ph: dict[str, cp.Timing], timer: Any, learner: Any, algo_state: PyTree,
                 buffer: Any, buf: PyTree, key: jax.Array, log: Any) -> PyTree:
     """Time ``sampling``, ``targets``, ``agent_forward``, ``loss_and_grad``, ``apply``,
-    ``target_update`` and ``priority_update`` (the learner's own ``algo.phases``) on one
-    sampled batch; returns the replay state (consumed by the priority loop)."""
-    learner = algo.phases
+    ``target_update`` and ``priority_update`` (``learner``: the steps of the learner's
+    update, its record's ``phases`` hook) on one sampled batch; returns the replay state
+    (consumed by the priority loop)."""
     sampled = jax.jit(buffer.sample)(buf, key)
     ph["sampling"], _ = timer(lambda s, c, k: buffer.sample(c[0], k), sampled, (buf,))
     batch, weights = sampled.experience, sampled.weights

@@ -1,7 +1,8 @@
 """The learner protocol every learner family satisfies.
 
-A learner is an :class:`Algo`: a bundle of pure functions ``init / policy / update`` plus the
-``phases`` its update is composed of (to run or time apart). What it learns from is its
+A learner is an :class:`Algo`: a bundle of pure functions ``init / policy / update`` (the
+steps an update is composed of, to run or time apart, are an optional hook of the learner's
+record: :attr:`~jaxmarl_accel.algos.registry.AlgoSpec.phases`). What it learns from is its
 family's word, not the learner's: the family's record names its replay kind
 (:attr:`~jaxmarl_accel.algos.registry.Family.replay`), whose record builds the trainer's
 round (:class:`~jaxmarl_accel.trainer.rounds.RoundSpec`). The actor-critic family (MADDPG,
@@ -50,8 +51,6 @@ class Algo(NamedTuple):
         weights ``[B]`` and td_errors ``[B]`` (one priority per episode). ``metrics`` maps
         names to scalars.
       action_dim: width of the action vector the replay stores.
-      phases: the steps ``update`` is composed of (e.g.
-        :class:`~jaxmarl_accel.algos.actor_critic.state.Phases`), to run or time apart.
       initial_carry: ``() -> carry`` of one env at an episode's start: the recurrent value
         agents' memory (leaves ``[N, ...]``: hidden state, previous action), ``()`` (the
         default) for a learner without memory.
@@ -70,7 +69,6 @@ class Algo(NamedTuple):
     policy: Callable[[bool], Policy]
     update: Callable[..., tuple[PyTree, dict[str, jax.Array], jax.Array]]
     action_dim: int
-    phases: Any
     initial_carry: Callable[[], PyTree] = tuple
     observe: Callable[[PyTree, jax.Array, jax.Array], PyTree] | None = None
     on_policy: Any = None

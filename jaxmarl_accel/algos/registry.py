@@ -129,6 +129,10 @@ class AlgoSpec:
         ``Variant`` function, a value mixer, ...), for tools that inspect it; ``None`` if none.
       sweepable: the fields a sweep may vary for this learner (``None``: its family's
         :attr:`Family.sweepable`; A2C leaves out the PPO-only ones, which it refuses).
+      phases: ``(spec: EnvSpec, config, context: BuildContext) -> phases``, the steps the
+        learner's ``update`` is composed of (e.g. the actor-critic
+        :class:`~jaxmarl_accel.algos.actor_critic.state.Phases`), for tools that run or time
+        them apart (``experiments/characterize``); ``None`` for a learner without them.
     """
 
     name: str
@@ -142,6 +146,7 @@ class AlgoSpec:
     updates_per_round: Callable[[Any], int] | None = None
     variant: Any = None
     sweepable: tuple[str, ...] | None = None
+    phases: Callable[[EnvSpec, Any, BuildContext], Any] | None = None
 
 
 _ALGOS: dict[str, AlgoSpec] = {}
@@ -251,6 +256,17 @@ def make_algo(name: str, spec: EnvSpec, config: Any,
     return algo
 
 
+def algo_phases(name: str, spec: EnvSpec, config: Any, sampler: str | None = None) -> Any:
+    """The steps learner ``name``'s update is composed of for ``(spec, config)``
+    (:attr:`AlgoSpec.phases`; ``sampler`` as in :func:`make_algo`), each a pure function on
+    the state of ``make_algo(name, spec, config)``; a one-line ValueError for a learner
+    without them."""
+    record = algo_spec(name)
+    if record.phases is None:
+        raise ValueError(f"algo {name!r} does not split its update into phases")
+    return record.phases(spec, config, BuildContext(sampler=sampler))
+
+
 class AlgoNames(tuple):
     """The valid ``--algo`` values for a command line's ``choices``: iterates over the
     registered names and ``package.module:SPEC`` (as help shows them), and contains every
@@ -317,7 +333,7 @@ def observes_physical(config: Any) -> bool:
 
 
 __all__ = ["DEFAULT_SAMPLER", "FAMILY_DEFAULTED", "REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec",
-           "BuildContext", "Family", "algo_names", "algo_spec", "buffer_kwargs", "check_sampler",
-           "config_type", "default_sampler", "families", "family_defaults", "family_members",
-           "family_of", "make_algo", "observes_physical", "register_algo", "registered_algos",
-           "sweepable_fields", "variant_of"]
+           "BuildContext", "Family", "algo_names", "algo_phases", "algo_spec", "buffer_kwargs",
+           "check_sampler", "config_type", "default_sampler", "families", "family_defaults",
+           "family_members", "family_of", "make_algo", "observes_physical", "register_algo",
+           "registered_algos", "sweepable_fields", "variant_of"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,12 +46,14 @@ SMALL_AUTO_ALPHA = ActorCriticConfig(hidden_sizes=(32, 32), auto_alpha=True)
 
 
 class Compiled(NamedTuple):
-    """An algorithm with jitted functions; ``update`` may be traced only once."""
+    """An algorithm with jitted functions; ``update`` may be traced only once. ``phases``:
+    the steps its update is composed of (its record's hook, ``algo_phases``)."""
 
     algo: Algo
     init: Callable
     act: Callable
     update: Callable
+    phases: Any = None
 
 
 def batched_act(algo: Algo) -> Callable:

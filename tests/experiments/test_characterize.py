@@ -17,6 +17,7 @@ from experiments import characterize
 from experiments.characterize.phases import PHASES, VALUE_INNER_PHASES, VALUE_PHASES
 from experiments.characterize.report import EXTRAPOLATION_NOTE
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.types import Transition
 
@@ -37,7 +38,7 @@ def test_phases_compose_to_algo_update():
     env, _ = make("simple_spread", num_agents=2)
     spec, config = env.spec, ActorCriticConfig()
     algo = make_algo("maddpg", spec, config)
-    phases = algo.phases
+    phases = algo_phases("maddpg", spec, config)
     state = algo.init(jax.random.key(0))
     batch = _batch(jax.random.key(1), 32, spec.num_agents, spec.obs_dim, algo.action_dim)
     weights = jnp.linspace(0.5, 1.5, 32)

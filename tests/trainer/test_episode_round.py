@@ -70,7 +70,7 @@ def toy_algo() -> Algo:
 
         return act
 
-    return Algo(init=lambda key: {}, policy=policy, update=None, action_dim=A, phases=None,
+    return Algo(init=lambda key: {}, policy=policy, update=None, action_dim=A,
                 initial_carry=lambda: {"calls": jnp.zeros((N,), jnp.int32)})
 
 

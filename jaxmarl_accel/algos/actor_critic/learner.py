@@ -236,7 +236,14 @@ def update_metrics(sk: Any, new_state: ActorCriticState, c_info: CriticInfo, a_i
 def build(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Algo:
     """The learner of one algorithm ``variant``: the steps above with its static parts bound
     (as plain functions, so that ``inspect`` and ``chex.assert_max_traces`` see their
-    source); ``update`` is composed of the per-agent functions behind ``phases``."""
+    source); ``update`` is composed of the per-agent functions behind :func:`phases`."""
+    return bind_learner(make_skeleton(spec, config, variant), init, act, update)
+
+
+def phases(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Phases:
+    """The steps the ``update`` of :func:`build`'s learner is composed of, each for all
+    agents, with the same static parts bound (:class:`Phases`; the characterization runs
+    and times them apart, on the state of that learner)."""
     sk = make_skeleton(spec, config, variant)
 
     def target_q_fn(state: ActorCriticState, batch: Transition, key: jax.Array) -> jax.Array:
@@ -252,13 +259,11 @@ def build(spec: EnvSpec, config: ActorCriticConfig, variant: Variant) -> Algo:
     def target_update_fn(state: ActorCriticState) -> ActorCriticState:
         return target_update(sk, state)
 
-    phases = Phases(target_q=target_q_fn, critic_step=critic_step_fn,
-                    actor_step=actor_step_fn, target_update=target_update_fn)
-    return bind_learner(sk, init, act, update, phases)
+    return Phases(target_q=target_q_fn, critic_step=critic_step_fn,
+                  actor_step=actor_step_fn, target_update=target_update_fn)
 
 
-def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callable,
-                 phases: Phases | None) -> Algo:
+def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callable) -> Algo:
     """The :class:`Algo` of a transition-replay learner whose ``init_of(sk, key)``,
     ``act_of(sk, state, obs, key, explore)`` and ``update_of(sk, state, batch, weights,
     key)`` take its static skeleton ``sk`` first (which has the action distribution
@@ -281,4 +286,4 @@ def bind_learner(sk: Any, init_of: Callable, act_of: Callable, update_of: Callab
         return update_of(sk, state, batch, weights, key)
 
     return Algo(init=init_fn, policy=policy_fn, update=update_fn,
-                action_dim=sk.dist.action_dim, phases=phases)
+                action_dim=sk.dist.action_dim)

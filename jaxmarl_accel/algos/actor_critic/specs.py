@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from jaxmarl_accel.algos.actor_critic import learner as joint
 from jaxmarl_accel.algos.actor_critic import local_critic, maddpg, masac, matd3
 from jaxmarl_accel.algos.actor_critic.config import (
     ACTOR_STEP_CHOICES,
@@ -19,7 +20,6 @@ from jaxmarl_accel.algos.actor_critic.config import (
     SHARING,
     ActorCriticConfig,
 )
-from jaxmarl_accel.algos.actor_critic.learner import build as build_joint
 from jaxmarl_accel.algos.actor_critic.variant import Variant
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
@@ -50,9 +50,24 @@ def builder(variant: Callable[[EnvSpec, ActorCriticConfig], Variant]
         if context.observe_at is not None:
             raise ValueError("observe_at: critic 'joint' learns from observations; only the "
                              "neighbourhood critics observe physical states themselves")
-        return build_joint(spec, config, variant(spec, config))
+        return joint.build(spec, config, variant(spec, config))
 
     return build
+
+
+def phaser(variant: Callable[[EnvSpec, ActorCriticConfig], Variant]
+           ) -> Callable[[EnvSpec, ActorCriticConfig, BuildContext], Any]:
+    """The ``phases`` hook of the learner assembled from ``variant``: the joint critics'
+    :class:`~jaxmarl_accel.algos.actor_critic.state.Phases` (the neighbourhood critics'
+    update is not split into phases)."""
+
+    def phases(spec: EnvSpec, config: ActorCriticConfig, context: BuildContext) -> Any:
+        if config.critic != "joint":
+            raise ValueError(f"critic {config.critic!r}: only the joint critics' update is "
+                             "split into phases")
+        return joint.phases(spec, config, variant(spec, config))
+
+    return phases
 
 
 def check_run(config: Any) -> None:
@@ -66,7 +81,7 @@ def check_run(config: Any) -> None:
 def _spec(name: str, variant: Callable[[EnvSpec, ActorCriticConfig], Variant],
           summary: str) -> AlgoSpec:
     return AlgoSpec(name=name, family=FAMILY, build=builder(variant), summary=summary,
-                    check=check_run, variant=variant)
+                    check=check_run, variant=variant, phases=phaser(variant))
 
 
 MADDPG = register_algo(_spec("maddpg", maddpg.variant, "MADDPG"))
@@ -75,4 +90,4 @@ MATD3 = register_algo(_spec("matd3", matd3.variant,
 MASAC = register_algo(_spec("masac", masac.variant,
                             "MASAC (entropy term, temperature step)"))
 
-__all__ = ["FAMILY", "MADDPG", "MASAC", "MATD3", "builder", "check_run"]
+__all__ = ["FAMILY", "MADDPG", "MASAC", "MATD3", "builder", "check_run", "phaser"]

@@ -349,20 +349,32 @@ def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
       carry ``()``) and :class:`OnPolicyFns` as ``on_policy``; each function is this module's
       with its :class:`Skeleton` bound.
     """
+    s = make_skeleton(name, spec, config)
+    bind = functools.partial
+    return Algo(init=bind(init, s), policy=bind(make_policy, s), update=bind(update, s),
+                action_dim=spec.act_dim if spec.continuous else spec.num_actions,
+                on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
+
+
+def phases(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Phases:
+    """The steps the ``update`` of :func:`build`'s learner is composed of (:class:`Phases`),
+    with the same :class:`Skeleton` bound, to run or time apart on that learner's state."""
+    s = make_skeleton(name, spec, config)
+    return Phases(functools.partial(advantages, s), functools.partial(minibatch_step, s))
+
+
+def make_skeleton(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Skeleton:
+    """The static parts of on-policy learner ``name`` for ``spec``: the teams' networks,
+    one optimizer per team, the epochs and minibatches (PPO's; A2C: one of each)."""
     policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
     ppo = name == "ppo"
     clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip is not None else []
     txs = tuple(optax.chain(*clip, optax.adam(lr))
                 for lr in team_learning_rates(config, policy.teams.names))
-    s = Skeleton(spec, config, policy, txs, ppo, *((config.epochs, config.minibatches) if ppo
-                                                else (1, 1)),
-              config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
-    bind = functools.partial
-    return Algo(init=bind(init, s), policy=bind(make_policy, s), update=bind(update, s),
-                action_dim=spec.act_dim if spec.continuous else spec.num_actions,
-                phases=Phases(bind(advantages, s), bind(minibatch_step, s)),
-                on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
+    return Skeleton(spec, config, policy, txs, ppo,
+                    *((config.epochs, config.minibatches) if ppo else (1, 1)),
+                    config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
 
 
 __all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Skeleton",
-           "build"]
+           "build", "make_skeleton", "phases"]

@@ -4,9 +4,9 @@ et al. 2017), one network per team learning from the rollout it just collected, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.on_policy import learner
 from jaxmarl_accel.algos.on_policy.config import (
     PPO_ONLY,
@@ -27,13 +27,16 @@ FAMILY = Family(
                "clip_eps", "gae_lambda"))
 
 
-def _builder(name: str):
-    def build(spec: EnvSpec, config: OnPolicyConfig, context: BuildContext) -> Algo:
+def _builder(name: str, assemble: Callable[..., Any] = learner.build):
+    """The ``build`` of learner ``name``, or with ``assemble=learner.phases`` its record's
+    ``phases`` hook."""
+
+    def build(spec: EnvSpec, config: OnPolicyConfig, context: BuildContext) -> Any:
         if context.observe_at is not None:
             raise ValueError(f"observe_at: algo {name!r} learns from observations; only the "
                              "neighbourhood critics observe physical states themselves")
         check_for(name, config)
-        return learner.build(name, spec, config)
+        return assemble(name, spec, config)
 
     return build
 
@@ -55,10 +58,12 @@ def _checker(name: str):
 
 A2C = register_algo(AlgoSpec(
     name="a2c", family=FAMILY, build=_builder("a2c"), check=_checker("a2c"),
+    phases=_builder("a2c", learner.phases),
     sweepable=tuple(name for name in FAMILY.sweepable if name not in PPO_ONLY),
     summary="A2C with one policy-value network per team (WarpDrive's trainer)"))
 PPO = register_algo(AlgoSpec(
     name="ppo", family=FAMILY, build=_builder("ppo"), check=_checker("ppo"),
+    phases=_builder("ppo", learner.phases),
     summary="PPO (clipping, GAE, minibatch epochs), one network per team",
     updates_per_round=lambda config: config.epochs * config.minibatches))
 

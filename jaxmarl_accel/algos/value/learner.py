@@ -352,7 +352,7 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
     """The value learner with ``mixer`` (QMIX, VDN or IQL) as an :class:`Algo`: episode
     replay and a recurrent policy (:func:`~.acting.make_policy`, the carry of
     :func:`~.acting.initial_carry`) for ``config.agent == "rnn"``, transition replay and a
-    policy without memory for ``"mlp"``; its ``phases`` are :class:`Phases`. With a
+    policy without memory for ``"mlp"``; its update is composed of :func:`phases`. With a
     ``weighting`` (QMIX's mixer only) it learns weighted QMIX's ``Q*`` beside QMIX and
     weights QMIX's loss by it (OW-/CW-QMIX, MAC-PO, AccMER; module docstring)."""
     sk = make_skeleton(spec, config, mixer, weighting)
@@ -362,6 +362,23 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
 
     def update_fn(state: ValueState, batch: Any, weights: jax.Array, key: jax.Array):
         return update(sk, state, batch, weights, key)
+
+    def policy_fn(explore: bool) -> Policy:
+        return make_policy(sk.agent, spec, config, sk.recurrent, explore)
+
+    def initial_carry_fn() -> Carry | tuple:
+        return initial_carry(spec, config) if sk.recurrent else ()
+
+    return Algo(init=init_fn, policy=policy_fn, update=update_fn, action_dim=spec.num_actions,
+                initial_carry=initial_carry_fn, observe=observe)
+
+
+def phases(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
+           weighting: central.Weighting | None = None) -> Phases:
+    """The steps the ``update`` of :func:`build`'s learner is composed of (:class:`Phases`),
+    with the same static parts bound, for the characterization to run and time apart on
+    that learner's state."""
+    sk = make_skeleton(spec, config, mixer, weighting)
 
     def agent_q_fn(state: ValueState, batch: Any) -> jax.Array:
         return agent_q(sk, state.params.agent, as_episode(sk, batch))
@@ -378,13 +395,5 @@ def build(spec: EnvSpec, config: ValueConfig, mixer: Mixer,
     def target_update_fn(state: ValueState) -> ValueState:
         return target_update(sk, state)
 
-    phases = Phases(agent_q=agent_q_fn, targets=targets_fn, loss_and_grad=loss_and_grad_fn,
-                    apply=apply_fn, target_update=target_update_fn)
-    def policy_fn(explore: bool) -> Policy:
-        return make_policy(sk.agent, spec, config, sk.recurrent, explore)
-
-    def initial_carry_fn() -> Carry | tuple:
-        return initial_carry(spec, config) if sk.recurrent else ()
-
-    return Algo(init=init_fn, policy=policy_fn, update=update_fn, action_dim=spec.num_actions,
-                phases=phases, initial_carry=initial_carry_fn, observe=observe)
+    return Phases(agent_q=agent_q_fn, targets=targets_fn, loss_and_grad=loss_and_grad_fn,
+                  apply=apply_fn, target_update=target_update_fn)

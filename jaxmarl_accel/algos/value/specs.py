@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
 from jaxmarl_accel.algos.value import learner as value_learner
 from jaxmarl_accel.algos.value import macpo, mixers, targets, wqmix
@@ -70,22 +69,24 @@ def _check_env(name: str, spec: EnvSpec, config: ValueConfig, needs_state: bool)
 
 def builder(name: str, mixer: Callable[[EnvSpec, ValueConfig], mixers.Mixer],
             weighting: Callable[[ValueConfig, str], Weighting] | None = None,
-            auto: str = "priority", needs_state: bool = False
-            ) -> Callable[[EnvSpec, ValueConfig, BuildContext], Algo]:
+            auto: str = "priority", needs_state: bool = False,
+            assemble: Callable[..., Any] = value_learner.build
+            ) -> Callable[[EnvSpec, ValueConfig, BuildContext], Any]:
     """The ``build`` of value learner ``name``: ``mixer`` in the value skeleton, with
     ``weighting(config, mode)`` of QMIX's loss by weighted QMIX's ``Q*`` when given (``mode``
-    from :func:`weighting_mode` with the learner's ``auto``)."""
+    from :func:`weighting_mode` with the learner's ``auto``). ``assemble``: what is made of
+    them, the learner (:func:`~.learner.build`) or its update's phases
+    (:func:`~.learner.phases`, the record's ``phases`` hook)."""
 
-    def build(spec: EnvSpec, config: ValueConfig, context: BuildContext) -> Algo:
+    def build(spec: EnvSpec, config: ValueConfig, context: BuildContext) -> Any:
         if context.observe_at is not None:
             raise ValueError(f"observe_at: algo {name!r} learns from observations; only the "
                              "neighbourhood critics observe physical states themselves")
         _check_env(name, spec, config, needs_state)
         if weighting is None:
-            return value_learner.build(spec, config, mixer(spec, config))
-        return value_learner.build(spec, config, mixer(spec, config),
-                                   weighting(config, weighting_mode(config, auto,
-                                                                    context.sampler)))
+            return assemble(spec, config, mixer(spec, config))
+        return assemble(spec, config, mixer(spec, config),
+                        weighting(config, weighting_mode(config, auto, context.sampler)))
 
     return build
 
@@ -117,9 +118,10 @@ def weights_checker(name: str, auto: str, sampler_required: bool = False
 
 def _spec(name: str, mixer: Callable[..., mixers.Mixer], summary: str, **extra: Any
           ) -> AlgoSpec:
-    build = builder(name, mixer, extra.pop("weighting", None), extra.pop("auto", "priority"),
-                    extra.pop("needs_state", False))
-    return AlgoSpec(name=name, family=FAMILY, build=build, summary=summary, variant=mixer,
+    parts = (name, mixer, extra.pop("weighting", None), extra.pop("auto", "priority"),
+             extra.pop("needs_state", False))
+    return AlgoSpec(name=name, family=FAMILY, build=builder(*parts), summary=summary,
+                    variant=mixer, phases=builder(*parts, assemble=value_learner.phases),
                     **extra)
 
 

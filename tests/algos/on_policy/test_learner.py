@@ -14,6 +14,7 @@ from jaxmarl_accel.algos import make_algo
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.algos.on_policy.learner import Minibatch
 from jaxmarl_accel.algos.on_policy.networks import merge_teams, team_rows, teams_of
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.types import Rollout
 from tests.algos.helpers import make_spec
 
@@ -62,7 +63,7 @@ def test_one_team_per_network_and_gradients_stay_within_a_team(name):
     other = batch._replace(advantage=jnp.where(runners, -3.0 * batch.advantage, batch.advantage),
                            target=jnp.where(runners, batch.target + 5.0, batch.target),
                            obs=jnp.where(runners[:, None], -batch.obs, batch.obs))
-    step = jax.jit(algo.phases.minibatch_step)
+    step = jax.jit(algo_phases(name, spec, config).minibatch_step)
     (first, metrics), (second, _) = step(state, batch), step(state, other)
     same = jax.tree.map(np.array_equal, first.params[0], second.params[0])
     assert all(jax.tree.leaves(same))
@@ -110,7 +111,8 @@ def test_each_team_learns_at_its_own_rate():
                                  team_lr=(("runner", 1e-2), ("hunter", 1e-4)))
     algo = make_algo("a2c", spec, config)
     state = jax.jit(algo.init)(jax.random.PRNGKey(0))
-    moved, _ = jax.jit(algo.phases.minibatch_step)(state, random_minibatch(
+    step = algo_phases("a2c", spec, config).minibatch_step
+    moved, _ = jax.jit(step)(state, random_minibatch(
         jax.random.PRNGKey(1), spec))
     # Adam's first step moves each parameter by about lr (g / |g|): the rates differ 100x
     for team, lr in ((0, 1e-4), (1, 1e-2)):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.algos.value import central, targets
 from tests.algos.helpers import assert_trees_close
 from tests.algos.value.helpers import SMALL, random_episodes, value_spec
@@ -22,14 +23,15 @@ TINY = dataclasses.replace(SMALL, qstar_hidden=8, qstar_layers=2)
 
 def _setup(name: str = "owqmix", **over):
     spec = value_spec(2, 3)
-    algo = make_algo(name, spec, dataclasses.replace(TINY, **over))
+    config = dataclasses.replace(TINY, **over)
+    algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(0))
     batch = random_episodes(jax.random.key(1), spec, LENGTHS, TERMINATED, rows=5)
-    return spec, algo, state, batch
+    return spec, algo, state, batch, algo_phases(name, spec, config)
 
 
 def test_qstar_has_its_own_agent_network_and_a_state_value():
-    spec, algo, state, _ = _setup()
+    spec, algo, state, _, _ = _setup()
     qstar = state.params.qstar
     assert isinstance(qstar, central.QStarParams)
     shapes = jax.tree.map(jnp.shape, (qstar.agent, state.params.agent))
@@ -49,15 +51,15 @@ def test_targets_bootstrap_from_the_target_qstar_at_qmix_greedy_next_actions(dou
     """One-step targets (lambda 0): ``y_t = r_t + gamma (1 - term_t) Q*^-(s_{t+1}, u^g_{t+1})``
     with ``u^g`` the greedy available actions of the online (double Q) or target QMIX
     agents; column 1 is ``Q*^-(s_t, u^g_t)``."""
-    _, algo, state, batch = _setup(td_lambda=0.0, double_q=double_q)
+    _, algo, state, batch, phases = _setup(td_lambda=0.0, double_q=double_q)
     # distinct online, target and Q* networks
     other = algo.init(jax.random.key(7))
     state = state.replace(target=other.params)
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = np.asarray(jax.jit(algo.phases.targets)(state, batch, q))
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = np.asarray(jax.jit(phases.targets)(state, batch, q))
     assert y.shape == (2, 4, 2)
     avail = batch.avail | ~batch.avail.any(-1, keepdims=True)
-    chooser = q if double_q else jax.jit(algo.phases.agent_q)(other, batch)
+    chooser = q if double_q else jax.jit(phases.agent_q)(other, batch)
     greedy = targets.greedy(chooser, avail)
     sk = central.make_qstar(TINY, 3)
     boot = np.asarray(central.qstar_at(sk, other.params.qstar, batch, greedy, batch.state))
@@ -69,10 +71,10 @@ def test_targets_bootstrap_from_the_target_qstar_at_qmix_greedy_next_actions(dou
 
 
 def test_qstar_loss_trains_qstar_only_and_qmix_loss_never_reaches_qstar():
-    _, algo, state, batch = _setup(wqmix_w=1.0)
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    _, algo, state, batch, phases = _setup(wqmix_w=1.0)
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    grads, info = jax.jit(phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     sk = central.make_qstar(TINY, 3)
 
     def qstar_only(qstar_params):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.algos.value import Carry, ValueConfig, central, mixers, targets
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Episode, Transition
@@ -31,7 +32,7 @@ def compiled(name: str, spec: EnvSpec, config: ValueConfig = SMALL) -> Compiled:
         return algo.policy(explore)(state, carry, key, obs, avail)
 
     return Compiled(algo, jax.jit(algo.init), jax.jit(act, static_argnums=5),
-                    jax.jit(algo.update))
+                    jax.jit(algo.update), algo_phases(name, spec, config))
 
 
 def _episodes(spec: EnvSpec, seed: int = 0) -> Episode:
@@ -44,8 +45,8 @@ def test_value_learners_declare_their_replay_and_protocol(name, agent):
     spec = value_spec()
     algo = make_algo(name, spec, dataclasses.replace(SMALL, agent=agent))
     assert algo.action_dim == spec.num_actions
-    assert algo.phases._fields == ("agent_q", "targets", "loss_and_grad", "apply",
-                                   "target_update")
+    phases = algo_phases(name, spec, dataclasses.replace(SMALL, agent=agent))
+    assert phases._fields == ("agent_q", "targets", "loss_and_grad", "apply", "target_update")
     assert algo.observe is not None
     if agent == "mlp":
         assert algo.initial_carry() == ()
@@ -74,7 +75,7 @@ def test_repeated_updates_on_one_batch_lower_the_loss(name):
 def test_update_is_the_composition_of_its_phases_and_td_is_the_masked_mean():
     spec = value_spec()
     c = compiled("qmix", spec)
-    p = c.algo.phases
+    p = c.phases
     state = c.algo.observe(c.init(jax.random.key(2)), jnp.int32(10), jnp.int32(0))
     batch = _episodes(spec, seed=1)
     weights = jnp.array([1.0, 0.5, 2.0, 1.0])
@@ -163,7 +164,7 @@ def test_greedy_acting_from_the_initial_carry_reproduces_the_unrolled_q():
     actions = jnp.stack(actions)  # [T + 1, N]
     played = ep.replace(action=jnp.broadcast_to(actions, ep.action.shape),
                         filled=jnp.ones_like(ep.filled))
-    q = jax.jit(c.algo.phases.agent_q)(state, played)
+    q = jax.jit(c.phases.agent_q)(state, played)
     np.testing.assert_array_equal(targets.greedy(q[0], ep.avail[0]), actions)
 
 
@@ -202,7 +203,7 @@ def test_feedforward_form_acts_over_valid_actions_and_learns_one_step_targets():
                        reward=jax.random.normal(k[0], (8, 3)),
                        next_obs=jax.random.normal(k[1], (8, 3, spec.obs_dim)),
                        done=jnp.broadcast_to((jnp.arange(8) % 3 == 0)[:, None], (8, 3)) * 1.0)
-    p = c.algo.phases
+    p = c.phases
     q = jax.jit(p.agent_q)(state, batch)
     y = jax.jit(p.targets)(state, batch, q)
     # VDN, one step, double Q: r_team + gamma (1 - done) sum_i Q^-_i(o'_i, argmax over valid)
@@ -227,14 +228,16 @@ def test_reward_scale_multiplies_the_reward_in_every_target(algo_name):
     scaled = batch.replace(reward=batch.reward * 3.0)
     out = {}
     for scale, episodes in ((3.0, batch), (1.0, scaled)):
-        algo = make_algo(algo_name, spec, dataclasses.replace(SMALL, reward_scale=scale))
+        config = dataclasses.replace(SMALL, reward_scale=scale)
+        algo = make_algo(algo_name, spec, config)
+        phases = algo_phases(algo_name, spec, config)
 
         @jax.jit
-        def targets_and_loss(episodes, algo=algo):
+        def targets_and_loss(episodes, algo=algo, phases=phases):
             state = algo.init(jax.random.key(1))
-            q = algo.phases.agent_q(state, episodes)
-            y = algo.phases.targets(state, episodes, q)
-            return y, algo.phases.loss_and_grad(state, episodes, jnp.ones(2), y)[1].loss
+            q = phases.agent_q(state, episodes)
+            y = phases.targets(state, episodes, q)
+            return y, phases.loss_and_grad(state, episodes, jnp.ones(2), y)[1].loss
 
         out[scale] = targets_and_loss(episodes)
     np.testing.assert_allclose(out[3.0][0], out[1.0][0], rtol=1e-6, atol=1e-6)
@@ -306,7 +309,7 @@ def test_the_agent_options_reach_acting_updates_and_qstar():
     qstar_agent = central.make_qstar(config, spec.num_actions).agent
     assert (qstar_agent.ids, qstar_agent.q_min, qstar_agent.q_max) == (False, None, None)
     ep = _episodes(spec)
-    q = jax.jit(c.algo.phases.agent_q)(state, ep)
+    q = jax.jit(c.phases.agent_q)(state, ep)
     assert float(jnp.max(jnp.abs(q))) <= 0.01 + 1e-7
     assert float(jnp.min(q)) == pytest.approx(-0.01) or float(jnp.max(q)) == pytest.approx(0.01)
     state, metrics, _ = c.update(state, ep, jnp.ones(len(LENGTHS)), jax.random.key(1))

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.algos.value import central, macpo, mixers
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
 from jaxmarl_accel.algos.value.specs import weighting_mode, weights_checker
@@ -97,7 +98,7 @@ def _algo_batch(name: str = "macpo", **over):
     algo = make_algo(name, spec, config)
     state = algo.init(jax.random.key(1))
     batch = random_episodes(jax.random.key(4), spec, LENGTHS, TERMINATED, rows=5)
-    return spec, config, algo, state, batch
+    return spec, config, algo, state, batch, algo_phases(name, spec, config)
 
 
 @pytest.mark.parametrize("over", [{"macpo_weighting": "priority"},
@@ -106,15 +107,15 @@ def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
     """Weights as priorities only, or min-max loss weights with floor 1: the loss minus
     Q*'s own term, and the gradient of the agents and mixer, are QMIX's against the same
     targets (those of the target Q*)."""
-    spec, config, algo, state, batch = _algo_batch(**over)
+    spec, config, algo, state, batch, phases = _algo_batch(**over)
     weights = jnp.array([1.0, 0.5])
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    grads, info = jax.jit(phases.loss_and_grad)(state, batch, weights, y)
     qmix_sk = make_skeleton(spec, config, mixers.qmix(spec, config))
 
     def qmix_loss(params):
-        q_params = algo.phases.agent_q(state.replace(params=params), batch)
+        q_params = phases.agent_q(state.replace(params=params), batch)
         return episode_loss(qmix_sk, params, q_params, batch, weights, y[..., :1])[0]
 
     loss_and_grads = jax.jit(jax.value_and_grad(qmix_loss))
@@ -143,11 +144,11 @@ def _by_hand(spec, config, state, batch, q, y):
 
 
 def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mean():
-    spec, config, algo, state, batch = _algo_batch(macpo_weighting="loss",
+    spec, config, algo, state, batch, phases = _algo_batch(macpo_weighting="loss",
                                                    macpo_normalization="none")
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    _, info = jax.jit(phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     w, squared, filled = _by_hand(spec, config, state, batch, q, y)
     star = float(info.weighted["macpo_qstar_loss"])
     np.testing.assert_allclose(info.loss, (filled * w * squared).sum() / filled.sum() + star,
@@ -156,10 +157,10 @@ def test_weights_multiply_each_steps_squared_error_and_the_priority_is_their_mea
 
 
 def test_as_priorities_the_weights_leave_the_loss_and_are_the_episodes_priorities():
-    spec, config, algo, state, batch = _algo_batch(macpo_weighting="priority")
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    spec, config, algo, state, batch, phases = _algo_batch(macpo_weighting="priority")
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    _, info = jax.jit(phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     w, squared, filled = _by_hand(spec, config, state, batch, q, y)
     star = float(info.weighted["macpo_qstar_loss"])
     np.testing.assert_allclose(info.loss, (filled * squared).sum() / filled.sum() + star,

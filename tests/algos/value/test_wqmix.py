@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.algos import make_algo
+from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.algos.value import mixers, targets, wqmix
 from jaxmarl_accel.algos.value.learner import episode_loss, make_skeleton
 from tests.algos.helpers import assert_trees_close
@@ -64,12 +65,12 @@ def test_weights_are_one_or_w_and_a_higher_target_never_lowers_them(seed, w, rai
 def test_the_weighted_loss_by_hand(name):
     spec = value_spec(2, 3)
     config = dataclasses.replace(TINY, wqmix_w=0.1)
-    algo = make_algo(name, spec, config)
+    algo, phases = make_algo(name, spec, config), algo_phases(name, spec, config)
     state = algo.init(jax.random.key(0))
     batch = random_episodes(jax.random.key(1), spec, LENGTHS, TERMINATED, rows=5)
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    _, info = jax.jit(algo.phases.loss_and_grad)(state, batch, jnp.ones(2), y)
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    _, info = jax.jit(phases.loss_and_grad)(state, batch, jnp.ones(2), y)
     q_taken = targets.chosen(q[:, :-1], batch.action[:, :-1])
     q_tot = np.asarray(mixers.qmix(spec, config).apply(state.params.mixer, q_taken,
                                                           batch.state[:, :-1])[..., 0])
@@ -99,15 +100,15 @@ def test_with_w_one_the_qmix_part_and_its_gradients_are_qmix_s(name):
     config = dataclasses.replace(TINY, wqmix_w=1.0)
     batch = random_episodes(jax.random.key(2), spec, LENGTHS, TERMINATED, rows=5)
     weights = jnp.array([1.0, 0.5])
-    algo = make_algo(name, spec, config)
+    algo, phases = make_algo(name, spec, config), algo_phases(name, spec, config)
     state = algo.init(jax.random.key(0))
     qmix_sk = make_skeleton(spec, config, mixers.qmix(spec, config))
-    q = jax.jit(algo.phases.agent_q)(state, batch)
-    y = jax.jit(algo.phases.targets)(state, batch, q)
-    grads, info = jax.jit(algo.phases.loss_and_grad)(state, batch, weights, y)
+    q = jax.jit(phases.agent_q)(state, batch)
+    y = jax.jit(phases.targets)(state, batch, q)
+    grads, info = jax.jit(phases.loss_and_grad)(state, batch, weights, y)
 
     def qmix_loss(params):
-        return episode_loss(qmix_sk, params, algo.phases.agent_q(state.replace(
+        return episode_loss(qmix_sk, params, phases.agent_q(state.replace(
             params=params), batch), batch, weights, y[..., :1])[0]
 
     qmix_params = state.params.replace(qstar=None)

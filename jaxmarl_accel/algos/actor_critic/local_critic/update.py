@@ -184,8 +184,6 @@ def build(spec: EnvSpec, config: ActorCriticConfig, variant: Variant,
           observe_at: ObserveAt | None = None) -> Algo:
     """The learner of ``variant`` with critics of ``config.critic`` and parameters shared as
     ``config.sharing`` says; with ``observe_at`` its ``update`` takes batches of packed
-    physical states and observes the rows it reads (see the module docstring). ``phases``
-    is ``None``: the phases of a joint learner's update (``experiments.characterize``) are
-    not split out here."""
-    return bind_learner(make_skeleton(spec, config, variant, observe_at), init, act, update,
-                        None)
+    physical states and observes the rows it reads (see the module docstring). Its update
+    is not split into phases (``experiments.characterize`` times a joint learner's)."""
+    return bind_learner(make_skeleton(spec, config, variant, observe_at), init, act, update)
