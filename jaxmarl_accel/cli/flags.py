@@ -243,8 +243,8 @@ def shared_learner_fields() -> tuple[str, ...]:
 
 UNSET: Any = type("Unset", (), {"__repr__": lambda self: "UNSET"})()
 """Default of the flags whose default depends on the learner family: left out of the
-parsed values, so the family's default (:func:`jaxmarl_accel.algos.registry.family_defaults`) or
-the dataclass's applies."""
+parsed values, so the family's default
+(:func:`jaxmarl_accel.algos.registry.family_defaults`) or the dataclass's applies."""
 
 def family_members(family: str) -> str:
     """The registered learners of ``family``, comma-separated (from the registry)."""
