@@ -68,4 +68,15 @@ def load_reference(text: str, what: str) -> Any:
     return target
 
 
-__all__ = ["is_reference", "load_reference"]
+def load_record(text: str, what: str, record_type: type) -> Any:
+    """The record of type ``record_type`` (e.g. an ``AlgoSpec``) named by reference ``text``
+    (:func:`load_reference`); a one-line ``ValueError`` also when the object is of another
+    type."""
+    record = load_reference(text, what)
+    if not isinstance(record, record_type):
+        raise ValueError(f"{what} {text!r} is an object of type {type(record).__name__}, not a "
+                         f"jaxmarl_accel.{record_type.__name__}")
+    return record
+
+
+__all__ = ["is_reference", "load_record", "load_reference"]

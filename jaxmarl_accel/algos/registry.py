@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.checks import choice_message
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.user_code import is_reference, load_reference
+from jaxmarl_accel.user_code import is_reference, load_record
 
 REPLAY_DEFAULTED = ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
                     "learning_starts")
@@ -173,10 +173,7 @@ def algo_spec(name: str) -> AlgoSpec:
     if name in _ALGOS:
         return _ALGOS[name]
     if isinstance(name, str) and is_reference(name):
-        spec = load_reference(name, "algo")
-        if not isinstance(spec, AlgoSpec):
-            raise ValueError(f"algo {name!r} is an object of type {type(spec).__name__}, "
-                             "not a jaxmarl_accel.AlgoSpec")
+        spec = load_record(name, "algo", AlgoSpec)
         _ALGOS[name] = spec
         return spec
     raise ValueError(choice_message(

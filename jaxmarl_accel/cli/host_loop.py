@@ -133,8 +133,9 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
     upload = mirror.push if mirror is not None else (lambda: 0)
     upload()
-    if rounded_steps_note(trainer) is not None:
-        log(f"note: {rounded_steps_note(trainer)}")
+    note = rounded_steps_note(trainer)
+    if note is not None:
+        log(f"note: {note}")
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
     manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),

@@ -38,9 +38,9 @@ from jaxmarl_accel.trainer.rounds.episode import EPISODE, make_episode_round  # 
 # isort: split
 from jaxmarl_accel.trainer.rounds.rollout import ROLLOUT, make_rollout_round  # noqa: E402
 
-ROUNDS: dict[str, RoundSpec] = {spec.name: spec for spec in (TRANSITION, EPISODE, ROLLOUT)}
-"""The package's own replay kinds by name; :func:`registered_rounds` lists every registered
-one, user code's too."""
+ROUNDS: dict[str, RoundSpec] = {name: round_spec(name) for name in registered_rounds()}
+"""The package's own replay kinds by name, in the order their modules register them;
+:func:`registered_rounds` lists every registered one, user code's too."""
 
 __all__ = ["EPISODE", "ROLLOUT", "ROUNDS", "TRANSITION", "EpisodeEnds", "Round", "RoundFn",
            "RoundOutput", "RoundSpec", "Schedule", "TrainState", "make_episode_round",

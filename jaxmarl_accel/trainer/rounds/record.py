@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from jaxmarl_accel.algos.registry import algo_spec
 from jaxmarl_accel.checks import choice_message
-from jaxmarl_accel.user_code import is_reference, load_reference
+from jaxmarl_accel.user_code import is_reference, load_record
 
 
 class Schedule(NamedTuple):
@@ -109,10 +109,7 @@ def round_spec(kind: str | RoundSpec) -> RoundSpec:
     if isinstance(kind, str) and kind in _ROUNDS:
         return _ROUNDS[kind]
     if is_reference(kind):
-        spec = load_reference(kind, "round")
-        if not isinstance(spec, RoundSpec):
-            raise ValueError(f"round {kind!r} is an object of type {type(spec).__name__}, "
-                             "not a jaxmarl_accel.RoundSpec")
+        spec = load_record(kind, "round", RoundSpec)
         _ROUNDS[kind] = spec
         return spec
     raise ValueError(choice_message(
