@@ -275,15 +275,16 @@ def test_resume_refuses_a_checkpoint_of_another_config(finished_run, tmp_path, c
 
 def test_a_folder_holding_a_run_is_refused_unless_overwritten(finished_run, tmp_path, capsys,
                                                                monkeypatch):
-    """The refusal comes before any program is built or compiled. The second run also ends
+    """The refusal comes before any program is compiled (the trainer, built once by the
+    command, is set up only). The second run also ends
     mid-chunk (500 steps, evaluations every 200) and before its first update: it is warned
     about and marked in the summary."""
     out = str(tmp_path / "reused")
     shutil.copytree(finished_run, out)
     before = {name: Path(out, name).read_bytes() for name in ("config.json", "summary.json")}
     shorter = [*TINY, "--out", out, "--total-env-steps", "500", "--learning-starts", "800"]
-    monkeypatch.setattr(host_loop, "make_trainer",
-                        lambda *_: pytest.fail("the trainer was built before the refusal"))
+    monkeypatch.setattr(host_loop, "make_sharded_trainer",
+                        lambda *_, **__: pytest.fail("the program was built before the refusal"))
     assert run.main(shorter) == 2
     monkeypatch.undo()
     line = one_line(capsys.readouterr().err)
@@ -308,7 +309,9 @@ def test_gif_plays_at_the_intended_rate(finished_run):
 
 
 def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
-    real = host_loop.make_trainer
+    from jaxmarl_accel.trainer import train
+
+    real = train.make_trainer
 
     def poisoned(config):
         trainer = real(config)
@@ -320,7 +323,7 @@ def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
 
         return trainer._replace(run_chunk=run_chunk)
 
-    monkeypatch.setattr(host_loop, "make_trainer", poisoned)
+    monkeypatch.setattr(train, "make_trainer", poisoned)  # the one trainer the command builds
     out = str(tmp_path / "nan")
     assert run.main([*TINY, "--out", out]) == 1
     err = capsys.readouterr().err
