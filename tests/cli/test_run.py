@@ -276,9 +276,8 @@ def test_resume_refuses_a_checkpoint_of_another_config(finished_run, tmp_path, c
 def test_a_folder_holding_a_run_is_refused_unless_overwritten(finished_run, tmp_path, capsys,
                                                                monkeypatch):
     """The refusal comes before any program is compiled (the trainer, built once by the
-    command, is set up only). The second run also ends
-    mid-chunk (500 steps, evaluations every 200) and before its first update: it is warned
-    about and marked in the summary."""
+    command, is set up only). The second run also ends mid-chunk (500 steps, evaluations
+    every 200) and before its first update: it is warned about and marked in the summary."""
     out = str(tmp_path / "reused")
     shutil.copytree(finished_run, out)
     before = {name: Path(out, name).read_bytes() for name in ("config.json", "summary.json")}
