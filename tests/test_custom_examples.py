@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import jaxmarl_accel as jm
-from jaxmarl_accel.cli import evaluate, progress, run
+from jaxmarl_accel.cli import evaluate, run
+from jaxmarl_accel.runs import progress
 from tests.cli.test_run import exit_code, one_line, restore_params
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

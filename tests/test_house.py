@@ -118,7 +118,7 @@ def test_no_import_cycle_in_the_package_or_the_experiments():
     graph = import_graph()
     assert graph["jaxmarl_accel.trainer.train"]
     assert "experiments.bench.qmix_smax" in graph
-    assert "jaxmarl_accel.cli.host_loop" in graph["jaxmarl_accel.cli.run"]  # in main()
+    assert "jaxmarl_accel.runs.host_loop" in graph["jaxmarl_accel.cli.run"]  # in main()
     assert cycles(graph) == []
 
 

@@ -28,7 +28,8 @@ import os
 import sys
 from typing import Any
 
-from jaxmarl_accel.cli import flags, outputs
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.runs import outputs
 
 EPISODES = 100
 """Default episodes per seed."""
@@ -41,7 +42,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The ``evaluate`` command's argument parser (``prog``: its name in usage lines)."""
     parser = flags.Parser(prog=prog,
                                description=flags.plain_description(__doc__ or ""))
-    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+    from jaxmarl_accel.runs.remote import STAGE_DEFAULT
 
     parser.add_argument("run_dir", metavar="RUN_DIR",
                         help="folder of a run written by jaxmarl-accel run, or its URL "
@@ -98,10 +99,10 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
 
 
 def remote_run(run_dir: str, stage: str | None) -> Any:
-    """The :class:`~jaxmarl_accel.cli.remote.Mirror` of a run folder given as a URL, its
+    """The :class:`~jaxmarl_accel.runs.remote.Mirror` of a run folder given as a URL, its
     files downloaded into the stage (None for a local folder); ``ValueError`` (one line)
     for ``--stage`` without a URL, an unknown scheme or a URL that holds no run."""
-    from jaxmarl_accel.cli.remote import is_remote, pulled_run
+    from jaxmarl_accel.runs.remote import is_remote, pulled_run
 
     if not is_remote(run_dir):
         if stage is not None:
@@ -126,7 +127,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     import jax
     import numpy as np
 
-    from jaxmarl_accel.cli import marl_eval, summary
+    from jaxmarl_accel.runs import marl_eval, summary
 
     config, stored = load_run(run_dir)
     trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
@@ -211,7 +212,7 @@ def _score_text(result: dict[str, Any]) -> str:
 def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
     """The training config and stored run options of ``run_dir``; ``ValueError`` (one line)
     when it is not a run folder."""
-    from jaxmarl_accel.cli import run_store
+    from jaxmarl_accel.runs import run_store
 
     if not os.path.isfile(os.path.join(run_dir, outputs.CONFIG_NAME)):
         what = "does not exist" if not os.path.exists(run_dir) else (
@@ -228,7 +229,7 @@ def sweep_setting(run_dir: str, stored: dict[str, Any], trainer: Any, state: Any
     else the run's own (and ``{}``). ``ValueError`` (one line) for a setting the run lacks."""
     import jax
 
-    from jaxmarl_accel.cli.sweep_outputs import read_sweep
+    from jaxmarl_accel.runs.sweep_outputs import read_sweep
     from jaxmarl_accel.trainer.sweep import setting_config
     from jaxmarl_accel.trainer.train import make_trainer
 
@@ -263,8 +264,8 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int, step: int | None,
     evaluating needs the memory of the learners, not of the training state. ``ValueError``
     (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
     them, or it does not restore."""
-    from jaxmarl_accel.cli import host_loop, run_store
-    from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
+    from jaxmarl_accel.runs import host_loop, run_store
+    from jaxmarl_accel.runs.checkpoint import CheckpointMismatch, Checkpoints
     from jaxmarl_accel.trainer.sharding import make_sharded_trainer
     from jaxmarl_accel.trainer.sweep import make_sweep_trainer
     from jaxmarl_accel.trainer.train import make_trainer

@@ -14,7 +14,7 @@ A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
 from the newest checkpoint that restores and takes every setting from ``config.json``.
 ``--out`` and ``--resume`` may be URLs (``gs://bucket/run``): the run is written to a
-local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.cli.remote`).
+local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.runs.remote`).
 
 Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
@@ -37,10 +37,11 @@ import sys
 import time
 from typing import Any
 
-from jaxmarl_accel.cli import flags, loggers
-from jaxmarl_accel.cli.outputs import CONFIG_NAME
+from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, pbt_from_args, sweep_from_args
+from jaxmarl_accel.runs import loggers
+from jaxmarl_accel.runs.outputs import CONFIG_NAME
 
 PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
@@ -143,7 +144,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def add_folder_flags(run: Any) -> None:
     """The run folder's flags: --out, --stage, --resume, --overwrite."""
-    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+    from jaxmarl_accel.runs.remote import STAGE_DEFAULT
 
     run.add_argument("--out", default=None,
                      help="output folder, or a URL (gs://bucket/path with gcsfs installed, "
@@ -218,7 +219,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         args = apply_preset(parser, parser.parse_args(argv), argv)
         if args.compile_cache:  # before anything is compiled
             flags.use_compile_cache(args.compile_cache)
-        from jaxmarl_accel.cli.remote import mirror_for_run
+        from jaxmarl_accel.runs.remote import mirror_for_run
 
         mirror = mirror_for_run(args.out, args.resume, args.overwrite, args.stage,
                                 early.distributed)
@@ -226,7 +227,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
         config, options = options_from_args(parser, args)
         out_dir = options.out_dir
-        from jaxmarl_accel.cli.host_loop import run_training
+        from jaxmarl_accel.runs.host_loop import run_training
 
         return run_training(config, options, mirror)
     except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
@@ -293,7 +294,7 @@ def options_from_args(parser: argparse.ArgumentParser,
     if args.resume and args.overwrite:
         parser.error("--resume and --overwrite exclude each other")
     devices = parse_devices(parser, args.devices)
-    from jaxmarl_accel.cli.run_store import RunOptions, stored_run
+    from jaxmarl_accel.runs.run_store import RunOptions, stored_run
 
     if args.resume:
         config, stored = stored_run(args.resume)
@@ -314,7 +315,7 @@ def options_from_args(parser: argparse.ArgumentParser,
         pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
     except ValueError as error:
         parser.error(str(error).replace("sweep:", "--sweep:", 1))
-    from jaxmarl_accel.cli.summary import default_baseline_episodes
+    from jaxmarl_accel.runs.summary import default_baseline_episodes
 
     baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,
                                                                     spec.episode_length)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays
+from jaxmarl_accel.runs.checkpoint import Checkpoints, read_arrays
 from tests.cli.test_run import TIMING
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli import memory, run
-from jaxmarl_accel.cli.sweep_outputs import read_sweep
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import memory
+from jaxmarl_accel.runs.sweep_outputs import read_sweep
 from tests.cli.test_run import (
     TINY,
     assert_same_outputs,

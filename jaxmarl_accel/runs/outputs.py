@@ -1,5 +1,6 @@
 """What a run leaves in its output folder: stored config, metrics CSV, summary JSON,
-learning-curve PNG; and the checks of a folder before a run writes to it."""
+learning-curve PNG, an episode's GIF and PNG; and the checks of a folder before a run
+writes to it."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
     ``eval_return`` and ``train_return`` are the means over the ``scored`` agents (bool
     ``[N]``, default all; with scripted prey the predators); ``eval_return_agent{i}`` are
     every agent's own. ``schedule``: columns every seed shares, known on the host (the
-    exploration rate, :func:`jaxmarl_accel.cli.summary.exploration_rates`); they replace
+    exploration rate, :func:`jaxmarl_accel.runs.summary.exploration_rates`); they replace
     learner metrics of the same name, which average only the chunk's updates."""
     eval_return = np.asarray(metrics.eval_return)  # [S, N]
     scored = np.ones(eval_return.shape[1], bool) if scored is None else np.asarray(scored)
@@ -342,3 +343,21 @@ def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def write_gif(path: str, frames: np.ndarray, fps: float = 8.0) -> None:
+    """Writes ``[T, H, W, 3]`` uint8 frames as a looping GIF showing ``fps`` frames per
+    second (imageio's GIF writer takes the frame delay in milliseconds; the GIF stores
+    hundredths of a second)."""
+    import imageio.v2 as imageio
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    imageio.mimsave(path, list(frames), duration=1000.0 / fps, loop=0)
+
+
+def write_png(path: str, frame: np.ndarray) -> None:
+    """Writes one ``[H, W, 3]`` uint8 frame as a PNG."""
+    import imageio.v2 as imageio
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    imageio.imwrite(path, frame)

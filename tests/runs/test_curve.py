@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxmarl_accel.cli import outputs
+from jaxmarl_accel.runs import outputs
 
 
 def test_few_evaluations_are_marked_on_the_curve():

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.cli.array_files import contiguous_runs, read_region
-from jaxmarl_accel.cli.checkpoint import (
+from jaxmarl_accel.runs.array_files import contiguous_runs, read_region
+from jaxmarl_accel.runs.checkpoint import (
     CheckpointMismatch,
     Checkpoints,
     read_arrays,
@@ -139,7 +139,7 @@ def test_sharded_arrays_restore_onto_another_layout(tmp_path):
     out = run_script(f"""
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-        from jaxmarl_accel.cli.checkpoint import Checkpoints
+        from jaxmarl_accel.runs.checkpoint import Checkpoints
 
         mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("s", "e"))
         x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4)
@@ -232,7 +232,7 @@ def test_saving_holds_no_second_copy_of_the_replay(tmp_path):
     less than one array while both are saved (a host copy would add 512 MiB)."""
     out = run_script(f"""
         import jax.numpy as jnp
-        from jaxmarl_accel.cli.checkpoint import Checkpoints
+        from jaxmarl_accel.runs.checkpoint import Checkpoints
 
         def peak_mib():
             with open("/proc/self/status") as status:
@@ -256,14 +256,14 @@ def test_a_checkpoint_from_before_the_episode_counters_restores_them_as_zeros(tm
     ``tags``) restore into today's state: the counters start from zero, every other array
     comes back bit for bit; a counter of another shape is still a mismatch."""
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.cli.run_store import (
+    from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.runs.run_store import (
         ADDED_LATER,
         checkpoint_items,
         fill_added_later,
         save_checkpoint,
         state_from_items,
     )
-    from jaxmarl_accel.config import TrainConfig
     from jaxmarl_accel.trainer.train import make_trainer
 
     config = TrainConfig(env="tag_continuous", algo="a2c", num_envs=2, total_env_steps=20,

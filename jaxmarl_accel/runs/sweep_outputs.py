@@ -15,8 +15,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.cli import marl_eval, outputs
-from jaxmarl_accel.cli.summary import exploration_rates
+from jaxmarl_accel.runs import marl_eval, outputs
+from jaxmarl_accel.runs.summary import exploration_rates
 from jaxmarl_accel.trainer.sweep import Sweep, format_setting, setting_config
 from jaxmarl_accel.trainer.train import Trainer
 
@@ -28,7 +28,7 @@ def sweep_rows(trainer: Trainer, sweep: Sweep, seeds: int, chunk: int, metrics: 
                scored: np.ndarray | None = None) -> list[dict[str, float]]:
     """One ``metrics.csv`` row per lane from host-side ``ChunkMetrics`` with a leading lane
     axis ``[K * S]`` (setting-major): ``setting`` ``k`` and ``seed`` ``s`` (within the
-    setting) first, then :func:`~jaxmarl_accel.cli.outputs.metric_rows`' columns, the
+    setting) first, then :func:`~jaxmarl_accel.runs.outputs.metric_rows`' columns, the
     exploration rate at setting ``k``'s own schedule."""
     rows = []
     for k in range(sweep.num_settings):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmarl_accel.cli.sweep_outputs import sweep_summary
+from jaxmarl_accel.runs.sweep_outputs import sweep_summary
 from jaxmarl_accel.trainer.sweep import grid
 
 

@@ -15,13 +15,12 @@ import numpy as np
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.algos.value import targets
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.cli import marl_eval, outputs
-from jaxmarl_accel.cli.render import write_gif, write_png
-from jaxmarl_accel.cli.run_store import RunOptions
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted_team
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
+from jaxmarl_accel.runs import marl_eval, outputs
+from jaxmarl_accel.runs.run_store import RunOptions
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
@@ -235,5 +234,5 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
     states = jax.tree.map(lambda leaf: leaf[:shown], record.states)
     frames = render_rollout(env, states, params)
-    write_gif(os.path.join(out_dir, names[0]), frames)
-    write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])
+    outputs.write_gif(os.path.join(out_dir, names[0]), frames)
+    outputs.write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])

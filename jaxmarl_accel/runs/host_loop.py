@@ -4,7 +4,7 @@ Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
 :mod:`jaxmarl_accel.trainer.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
 writes files, and every process writes its own shards of the checkpoints
-(:mod:`jaxmarl_accel.cli.checkpoint`).
+(:mod:`jaxmarl_accel.runs.checkpoint`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import jax
 import numpy as np
 
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.cli import loggers, outputs
-from jaxmarl_accel.cli.checkpoint import Checkpoints
-from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
-from jaxmarl_accel.cli.pbt_run import PbtSteps, plot_values
-from jaxmarl_accel.cli.progress import ProgressBar
-from jaxmarl_accel.cli.remote import Mirror
-from jaxmarl_accel.cli.run_store import (
+from jaxmarl_accel.runs import loggers, outputs
+from jaxmarl_accel.runs.checkpoint import Checkpoints
+from jaxmarl_accel.runs.memory import check_state_fits, compiled_temp_bytes
+from jaxmarl_accel.runs.pbt_run import PbtSteps, plot_values
+from jaxmarl_accel.runs.progress import ProgressBar
+from jaxmarl_accel.runs.remote import Mirror
+from jaxmarl_accel.runs.run_store import (
     REPLAY,
     RunOptions,
     Started,
@@ -36,14 +36,14 @@ from jaxmarl_accel.cli.run_store import (
     run_record,
     save_checkpoint,
 )
-from jaxmarl_accel.cli.summary import (
+from jaxmarl_accel.runs.summary import (
     exploration_rates,
     rounded_steps_note,
     scored_agents,
     summarize_run,
     untrained_note,
 )
-from jaxmarl_accel.cli.sweep_outputs import (
+from jaxmarl_accel.runs.sweep_outputs import (
     SWEEP_NAME,
     SWEEP_PLOT_NAME,
     lane_rows,
@@ -199,7 +199,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     (and calling ``saved()`` after each checkpoint: the upload of a remote run); returns
     the final state and all rows, or None after a non-finite metric (reported on stderr,
     the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect after
-    it (:func:`jaxmarl_accel.cli.checkpoint.deferred_interrupt`)."""
+    it (:func:`jaxmarl_accel.runs.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from jaxmarl_accel.cli import outputs, run, summary
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import outputs, summary
 from jaxmarl_accel.trainer.train import make_trainer
 from tests.cli.test_run import TINY
 
