@@ -1,6 +1,7 @@
 """The house's measured limits: no import cycle among the modules of the package and of the
-experiments, no module over :data:`MAX_MODULE_LINES` lines and no function over
-:data:`MAX_FUNCTION_LINES` in either.
+experiments (a failing test), and a report (a warning, not a failure) of every module over
+:data:`MAX_MODULE_LINES` lines and every function over :data:`MAX_FUNCTION_LINES` in either:
+a long module or function is a prompt to split it by idea, not a reason to squeeze it.
 
 Every import statement is an edge, at module level or inside a function: a function-level
 import only defers the cycle to the first call, where it works or fails by which module was
@@ -17,6 +18,7 @@ import ast
 import pathlib
 import subprocess
 import sys
+import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "jaxmarl_accel"
 SOURCES = (ROOT, ROOT.parent / "experiments")
@@ -162,7 +164,13 @@ def test_the_size_check_finds_long_functions_and_modules(tmp_path):
                      f"long.py:f: {MAX_FUNCTION_LINES + 1} lines"]
 
 
-def test_no_module_or_function_over_the_limits():
+def test_modules_and_functions_over_the_limits_are_reported():
+    """Reported in pytest's warnings summary (and printed, seen with ``-s``), never failed."""
     paths = [path for root in SOURCES for path in sorted(root.rglob("*.py"))]
     assert len(paths) > 100
-    assert oversized(paths) == []
+    found = oversized(paths)
+    if found:
+        report = (f"over the house's limits ({MAX_MODULE_LINES} lines a module, "
+                  f"{MAX_FUNCTION_LINES} a function): " + "; ".join(found))
+        print(report)
+        warnings.warn(report, UserWarning, stacklevel=1)
