@@ -4,7 +4,7 @@
 ``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``; ``--env``,
 ``--env-kwargs`` and ``--agents`` mean what they mean for ``jaxmarl-accel run``. The rollout is
 :func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames);
-each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.render` for the MPE
+each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.mpe.render` for the MPE
 scenarios, :mod:`jaxmarl_accel.envs.render_grid` for the stag hunt); a scenario without a
 renderer is refused in one line.
 """
