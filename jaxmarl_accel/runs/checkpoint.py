@@ -336,19 +336,6 @@ def _read_json(path: str, required: str) -> dict[str, Any]:
     return data
 
 
-def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
-    """Every array of checkpoint ``step`` (None: the newest) in the checkpoints ``folder``,
-    as host arrays keyed by their state path (e.g. ``".algo.actor['params']..."``)."""
-    checkpoints = Checkpoints(folder)
-    step = checkpoints.latest_step() if step is None else step
-    if step is None:
-        raise ValueError(f"{folder} holds no checkpoints")
-    index = checkpoints.index(step)
-    target = {name: jax.ShapeDtypeStruct(tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
-              for name, entry in index["arrays"].items()}
-    return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}
-
-
 def read_streamed(folder: str, names: tuple[str, ...], step: int | None = None,
                   optional: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """The streamed (``replay/``) arrays ``names`` of checkpoint ``step`` (None: the newest)

@@ -18,7 +18,7 @@ from PIL import Image
 from jaxmarl_accel.algos import ValueConfig
 from jaxmarl_accel.cli import run
 from jaxmarl_accel.runs import host_loop, outputs, progress, run_store
-from jaxmarl_accel.runs.checkpoint import read_arrays
+from tests.runs.test_checkpoint import read_arrays
 
 pytestmark = pytest.mark.xdist_group("run")  # one worker computes the module's fixtures
 

@@ -22,10 +22,10 @@ from jaxmarl_accel.buffers import make_buffer
 from jaxmarl_accel.cli import run
 from jaxmarl_accel.runs import run_store
 from jaxmarl_accel.runs.array_files import read_region, write_shards
-from jaxmarl_accel.runs.checkpoint import Checkpoints, read_arrays, read_streamed
+from jaxmarl_accel.runs.checkpoint import Checkpoints, read_streamed
 from tests.cli.test_evaluate import STAG_TINY
 from tests.cli.test_run import TIMING, TINY
-from tests.runs.test_checkpoint import run_script
+from tests.runs.test_checkpoint import read_arrays, run_script
 
 pytestmark = pytest.mark.xdist_group("run")
 

@@ -145,7 +145,7 @@ def _worker(out_root: str) -> None:
     summary = json.loads(Path(out, "summary.json").read_text())
     assert summary["layout"] == {"seed_shards": DEVICES // 2, "env_shards": 2}, summary
 
-    from jaxmarl_accel.runs.checkpoint import read_arrays
+    from tests.runs.test_checkpoint import read_arrays
 
     restored = read_arrays(os.path.join(out, "checkpoints"), 2)
     assert reference.keys() <= restored.keys() and len(reference) > 4
