@@ -22,7 +22,7 @@ from jaxmarl_accel.envs import SCENARIOS, make
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
-from jaxmarl_accel.runs.outputs import write_gif, write_png
+from jaxmarl_accel.runs.figures import write_gif, write_png
 
 _POLICIES = {"scripted": scripted_policy, "random": random_policy}
 

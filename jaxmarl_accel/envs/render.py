@@ -7,7 +7,7 @@ camera, both with the env's own renderer (:attr:`~.base.Env.render`):
 :func:`~.mpe.render.render_mpe` for the MPE scenarios (set by
 :func:`~.mpe.scenario.build_env`), :func:`~.render_grid.render_hunt` for the grid hunt; each
 draws its frames with :func:`draw_rollout`. Writing GIF / PNG files is left to the caller
-(:func:`jaxmarl_accel.runs.outputs.write_gif`). Matplotlib is imported when a frame is
+(:func:`jaxmarl_accel.runs.figures.write_gif`). Matplotlib is imported when a frame is
 drawn, not with this module.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.runs import marl_eval, outputs
+from jaxmarl_accel.runs import figures, marl_eval, outputs
 from jaxmarl_accel.runs.summary import exploration_rates
 from jaxmarl_accel.trainer.sweep import Sweep, format_setting, setting_config
 from jaxmarl_accel.trainer.train import Trainer
@@ -158,7 +158,7 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
     curve = axes[0][0]
     colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, sweep.num_settings))
     for k in range(sweep.num_settings):
-        points = outputs.curve_points([r for r in rows if int(r["setting"]) == k])
+        points = figures.curve_points([r for r in rows if int(r["setting"]) == k])
         curve.plot([p.env_steps for p in points], [p.median for p in points],
                    color=colors[k], lw=2.5 if k == summary["best"] else 1.2,
                    label=format_setting(sweep.setting(k)))
