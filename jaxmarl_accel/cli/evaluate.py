@@ -133,8 +133,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     config, stored = load_run(run_dir)
     trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
                                                        checkpoint, stored.get("sweep"))
-    trainer, state, rows, chosen = sweep_setting(run_dir, stored, trainer, state, setting,
-                                                 _log)
+    trainer, state, rows, chosen = sweep_setting(run_dir, stored, trainer, state, setting, _log)
     spec, seeds = trainer.env.spec, stored["seeds"]
     env_steps = [int(v) for v in np.asarray(jax.device_get(state.env_steps))]
     _log(f"restored the checkpoint after chunk {step} of {run_dir} ({env_steps[0]:,} env steps "
