@@ -201,6 +201,35 @@ def bench_seeds(args: argparse.Namespace, base: dict[str, Any],
     return record
 
 
+def profile_minibatch_step(base: dict[str, Any], env: str, seeds: int, calls: int
+                           ) -> dict[str, Any]:
+    """One PPO minibatch step (every team's gradient step on ``rollout / NUM_MINIBATCHES``
+    joint steps) of ``seeds`` seeds vmapped, on random data, profiled op by op
+    (:func:`experiments.bench.update_profile.profile`): wall and busy milliseconds, cores
+    kept busy and the slowest top-level instructions."""
+    import jax.numpy as jnp
+
+    from experiments.bench.update_profile import instructions, profile
+    from jaxmarl_accel.algos.on_policy.learner import Minibatch
+
+    trainer = make_trainer(our_config(base, env, rollout_steps(base)))
+    spec, step = trainer.env.spec, trainer.algo.phases.minibatch_step
+    keys = jax.random.split(jax.random.PRNGKey(0), seeds)
+    shape = (seeds, rollout_steps(base) // int(base["NUM_MINIBATCHES"]), spec.num_agents)
+    batch = Minibatch(jax.random.normal(keys[0], (*shape, spec.obs_dim)),
+                      jax.random.randint(keys[0], shape, 0, spec.num_actions),
+                      -jnp.ones(shape), jax.random.normal(keys[0], shape),
+                      jax.random.normal(keys[0], shape), None)
+    state = jax.vmap(trainer.algo.init)(keys)
+    compiled = jax.jit(jax.vmap(step), compiler_options=compiler_options()).lower(
+        state, batch).compile()
+    jax.block_until_ready(compiled(state, batch))
+    result = profile(compiled, (state, batch), calls, instructions(compiled.as_text()))
+    return {"seeds": seeds, **{name: result[name] for name in ("wall_ms", "busy_ms",
+                                                                "cores_busy")},
+            "top_level": result["top_level"][:12]}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
     parser.add_argument("--jaxmarl-src", default=None,
@@ -218,6 +247,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reps", type=int, default=3,
                         help="timed calls of each side after a warm-up call (default: 3)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
+    parser.add_argument("--profile-step", type=int, default=0, metavar="CALLS",
+                        help="also profile one minibatch step op by op at each seed count, "
+                             "over CALLS calls (default: 0, off)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of JaxMARL's config keys for both sides (e.g. "
                              "NUM_ENVS=8); repeatable")
@@ -266,6 +298,12 @@ def main(args: argparse.Namespace) -> None:
             returns = " ".join(f"{r:.1f}" for r in side["final_train_return"])
             print(f"{seeds} seed(s) {name:>36}: {side['steps_per_s']:>10,.0f} env steps/s, "
                   f"compile {side['compile_s']:.1f} s, final return {returns}", flush=True)
+        if args.profile_step:
+            record["minibatch_step_profile"] = profile_minibatch_step(
+                base, args.env[0], seeds, args.profile_step)
+            step = record["minibatch_step_profile"]
+            print(f"{seeds} seed(s) one minibatch step: {step['wall_ms']:.3f} ms, "
+                  f"{step['cores_busy']:.2f} cores busy", flush=True)
         write_record(args.json, {**result, "load_average_end": list(os.getloadavg())})
     result["load_average_end"] = list(os.getloadavg())
     write_record(args.json, result)

@@ -55,7 +55,7 @@ def test_both_sides_timed_and_scored(tmp_path, monkeypatch, capsys):
                                 for key, value in bench.default_settings().items()))
     monkeypatch.setattr(bench, "reference_agents", lambda base: 3)
     path = tmp_path / "ippo.json"
-    main(["ippo", *TINY, "--jaxmarl-src", str(src), "--json", str(path)])
+    main(["ippo", *TINY, "--jaxmarl-src", str(src), "--json", str(path), "--profile-step", "2"])
     (record,) = json.loads(path.read_text())["records"]
     ours, ref = record["sides"]["ours[simple_spread]"], record["sides"]["jaxmarl"]
     assert record["env_steps_per_seed"] == 64 and ours["env_steps_per_seed"] == 64
@@ -64,6 +64,8 @@ def test_both_sides_timed_and_scored(tmp_path, monkeypatch, capsys):
     assert ref["final_logged_return"] == [-6.0, -6.0]  # 2 updates of 32 env steps
     assert ref["final_train_return"] == [-2.0, -2.0]  # per agent: its wrapper's x3 undone
     assert record["ratios"]["ours[simple_spread]"] == ours["steps_per_s"] / ref["steps_per_s"]
+    profiled = record["minibatch_step_profile"]
+    assert profiled["seeds"] == 2 and profiled["wall_ms"] > 0 and profiled["top_level"]
     assert "jaxmarl" in capsys.readouterr().out
 
 
