@@ -14,6 +14,7 @@ TINY = ("--seeds", "2", "--reps", "1", "--env", "simple_spread", "--env-steps", 
         "--set", "NUM_ENVS=2", "--set", "NUM_STEPS=16", "--set", "NUM_MINIBATCHES=2")
 
 FAKE_SCRIPT = '''
+import jax.numpy as jnp
 import wandb
 
 
