@@ -45,6 +45,7 @@ def test_settings_follow_the_reference_keys():
         bench.parse_sets(["NOPE=1"], base)
 
 
+@pytest.mark.slow
 def test_both_sides_timed_and_scored(tmp_path, monkeypatch, capsys):
     src = tmp_path / "jaxmarl"
     script = src / bench.REFERENCE_SCRIPT
