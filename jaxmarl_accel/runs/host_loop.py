@@ -46,6 +46,7 @@ from jaxmarl_accel.runs.summary import (
 from jaxmarl_accel.runs.sweep_outputs import (
     SWEEP_NAME,
     SWEEP_PLOT_NAME,
+    best_note,
     lane_rows,
     sweep_rows,
     write_sweep,
@@ -56,7 +57,7 @@ from jaxmarl_accel.trainer.sharding import (
     make_sharded_trainer,
     plan_layout,
 )
-from jaxmarl_accel.trainer.sweep import format_setting, lane_groups, make_sweep_trainer
+from jaxmarl_accel.trainer.sweep import lane_groups, make_sweep_trainer
 from jaxmarl_accel.trainer.train import Trainer, make_trainer
 
 
@@ -151,12 +152,11 @@ def run_training(config: cfg.TrainConfig, options: RunOptions, mirror: Mirror | 
                   writer, log)
     if options.sweep is not None and writer:
         best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
-                           trainer.env.spec)
-        log(f"best setting {best['best']} ({format_setting(best['best_setting'])}): median "
-            f"{best['score'].replace('_', ' ')} {best['median'][best['best']]:.3f}; "
-            f"{SWEEP_NAME}, {SWEEP_PLOT_NAME}")
+                           trainer.env.spec, population=bool(options.pbt_every))
+        log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
         if options.pbt_every:
-            plot_values(options.out_dir, finished.rows)
+            lane = best["best_lane"]
+            plot_values(options.out_dir, finished.rows, (lane["setting"], lane["seed"]))
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
@@ -214,7 +214,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
         options.out_dir).items() if chunk < started.start} if options.resume else {}
     pbt = PbtSteps(config, options.seed, options.pbt_every, trainer.num_chunks, options.out_dir,
-                   writer) if options.pbt_every else None
+                   writer, trainer.first_update_step, steps_per_chunk
+                   ) if options.pbt_every else None
     try:
         for chunk in range(started.start, trainer.num_chunks):
             begun = time.perf_counter()
