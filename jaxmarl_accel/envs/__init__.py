@@ -43,6 +43,7 @@ from jaxmarl_accel.envs.registry import (
     Team,
     agent_count_kwarg,
     counts_total,
+    describe_factory,
     is_reference_name,
     is_registered,
     package_scenarios,
@@ -70,10 +71,6 @@ from jaxmarl_accel.envs import tag_continuous as _tag_continuous  # noqa: F401
 
 SCENARIOS: tuple[str, ...] = package_scenarios()
 """The package's own scenarios."""
-
-
-def _describe(factory: Any) -> str:
-    return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', '?')}"
 
 
 def _checked(name: str, made: Any) -> tuple[Env, Any]:
@@ -157,7 +154,7 @@ def make(name: str, **scenario_kwargs: Any) -> tuple[Env, Any]:
     try:
         made = factory(**scenario_kwargs)
     except Exception as error:  # the user's factory: its own error, in one line
-        raise ValueError(f"env {name!r}: its factory {_describe(factory)} raised "
+        raise ValueError(f"env {name!r}: its factory {describe_factory(factory)} raised "
                          + " ".join(f"{type(error).__name__}: {error}".split())) from error
     return _checked(name, made)
 

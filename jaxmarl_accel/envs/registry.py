@@ -86,7 +86,8 @@ class Scenario:
 _SCENARIOS: dict[str, Scenario] = {}
 
 
-def _describe(factory: Any) -> str:
+def describe_factory(factory: Any) -> str:
+    """``module.qualname`` of ``factory``, as errors name it."""
     return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', '?')}"
 
 
@@ -107,7 +108,7 @@ def register_scenario(record: Scenario, *, replace: bool = False) -> Scenario:
                              "another name")
         if not replace:
             raise ValueError(f"env {record.name!r} is already registered (by "
-                             f"{_describe(known.make)}); choose another name")
+                             f"{describe_factory(known.make)}); choose another name")
     _SCENARIOS[record.name] = record
     return record
 
@@ -200,6 +201,6 @@ def is_reference_name(name: str) -> bool:
     return name not in _SCENARIOS and is_reference(name)
 
 
-__all__ = ["Scenario", "Team", "agent_count_kwarg", "counts_total", "is_reference_name",
-           "is_registered", "package_scenarios", "register_env", "register_scenario",
-           "registered_envs", "scenario", "total_count_kwargs"]
+__all__ = ["Scenario", "Team", "agent_count_kwarg", "counts_total", "describe_factory",
+           "is_reference_name", "is_registered", "package_scenarios", "register_env",
+           "register_scenario", "registered_envs", "scenario", "total_count_kwargs"]
