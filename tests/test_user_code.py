@@ -116,6 +116,18 @@ def test_a_scenario_record_names_its_teams_and_its_agent_count(user_modules):
                                                                              "num_agents"),))
     assert envs.register_scenario(record, replace=True) is record
     assert envs.make("ring_record_test", num_agents=3)[0].spec.num_agents == 3
+    from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
+
+    assert scenario_kwargs("examples.custom_env:make", (), 4) == (("num_agents", 4),)
+    (user_modules / "ring_record_mod.py").write_text(
+        "from examples.custom_env import make\n"
+        "from jaxmarl_accel.envs import Scenario, Team\n"
+        "RING = Scenario('ring_pair', make, 'a ring', (Team('agents', 'num_agents'), "
+        "Team('walls', 'width')), agent_count='num_agents', counts_total=True)\n")
+    assert envs.counts_total("ring_record_mod:RING")
+    assert scenario_kwargs("ring_record_mod:RING", (("width", 5),), 7) == (
+        ("num_agents", 2), ("width", 5))
+    sys.modules.pop("ring_record_mod", None)
     with pytest.raises(ValueError, match="agent_count 'num_runners' is none of its teams'"):
         envs.Scenario("bad", make_ring, teams=(envs.Team("agents", "num_agents"),),
                       agent_count="num_runners")

@@ -161,20 +161,29 @@ def scenario(name: str) -> Scenario:
     return Scenario(name=name.replace(":", "."), make=found)
 
 
+def _record_of(name: str) -> Scenario | None:
+    """The record of a registered or referenced scenario; ``None`` for any other name (a
+    JaxMARL env)."""
+    if name in _SCENARIOS:
+        return _SCENARIOS[name]
+    return scenario(name) if is_reference(name) else None
+
+
 def agent_count_kwarg(name: str) -> str:
     """The keyword of scenario ``name`` that sets its number of (learning) agents: its
     record's :attr:`Scenario.agent_count` (the predators of ``simple_tag``), ``num_agents``
     for every other env."""
-    record = _SCENARIOS.get(name)
+    record = _record_of(name)
     if record is None or record.agent_count is None or record.counts_total:
         return "num_agents"
     return record.agent_count
 
 
 def counts_total(name: str) -> bool:
-    """Whether ``--agents`` of registered scenario ``name`` is a total over its teams
+    """Whether ``--agents`` of scenario ``name`` is a total over its teams
     (:attr:`Scenario.counts_total`)."""
-    return name in _SCENARIOS and _SCENARIOS[name].counts_total
+    record = _record_of(name)
+    return record is not None and record.counts_total
 
 
 def total_count_kwargs(name: str, total: int, given: dict[str, Any]) -> dict[str, Any]:
@@ -182,7 +191,9 @@ def total_count_kwargs(name: str, total: int, given: dict[str, Any]) -> dict[str
     agents, given its other keywords ``given``: ``given`` with the ``agent_count`` team's
     size set to ``total`` minus the other teams' (given or default); ``ValueError`` (one
     line) when that leaves none."""
-    record = _SCENARIOS[name]
+    record = _record_of(name)
+    if record is None or not record.counts_total:
+        raise ValueError(f"env {name!r}: its --agents is not a total over its teams")
     defaults = inspect.signature(record.make).parameters
     kept = sum(count if isinstance(count, int) else given.get(count, defaults[count].default)
                for count in record.kept_counts)
