@@ -212,18 +212,18 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     family's config fields that name a registry entry or a mode (the families' own
     ``Family.choices``)."""
     from jaxmarl_accel.algos.registry import algo_names, families
+    from jaxmarl_accel.buffers import sampler_names
     from jaxmarl_accel.config import (
         INDEX_SHARING,
         LAYOUTS,
         NEXT_OBS,
         PREY_MODES,
         REPLAY_OBS,
-        SAMPLERS,
     )
     from jaxmarl_accel.envs import ENV_NAMES
 
     choices: dict[str, tuple[str, ...]] = {
-        "env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
+        "env": ENV_NAMES, "sampler": sampler_names(), "layout": tuple(LAYOUTS),
         "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": algo_names(),
         "replay_next_obs": NEXT_OBS, "replay_obs": REPLAY_OBS}
     for family in families().values():

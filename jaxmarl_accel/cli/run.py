@@ -38,7 +38,7 @@ import time
 from typing import Any
 
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
+from jaxmarl_accel.cli.scenario_flags import agents_help, scenario_kwargs
 from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, pbt_from_args, sweep_from_args
 from jaxmarl_accel.runs import loggers
 from jaxmarl_accel.runs.outputs import CONFIG_NAME
@@ -86,14 +86,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "flags given beside it win (default: none)")
     add_folder_flags(run)
     run.add_argument("--agents", type=flags.parse_int, default=None,
-                     help="number of agents: num_agents of simple_spread, num_predators of "
-                          "simple_tag; the total of tag_gridworld and tag_continuous (their "
-                          "num_taggers stay as given or default, num_runners are the rest: "
-                          "--agents 12 --env-kwargs num_taggers=2 is 2 taggers and 10 "
-                          "runners); scenarios with a fixed count (simple_speaker_listener, "
-                          "simple_reference: 2) accept only that count, scenarios with several "
-                          "counts (simple_push, simple_adversary: num_good, num_adversaries) "
-                          "take them in --env-kwargs")
+                     help=agents_help())
     run.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
                      help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0' "
                           "(the keywords of the scenario's make())")
