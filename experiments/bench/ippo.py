@@ -19,7 +19,7 @@ same env steps a seed (``--env-steps``, rounded down to whole rollouts of 2,048 
   users run it) calls a ``wandb.log`` that does nothing.
 
 Timing: each program is compiled once (``lower().compile()``, recorded apart), called once to
-warm up, then ``--reps`` timed calls interleaved (ours, theirs, ours, ...) so that both see
+warm up (not with ``--no-warmup``), then ``--reps`` timed calls interleaved (ours, theirs, ours, ...) so that both see
 the same machine; a call of theirs is all its seeds one by one. ``steps_per_s`` is env steps
 (one step of one env, every agent acting) of all seeds over the fastest call, ``_median`` over
 the median call. The final return of a seed is the mean per-agent return of the training
@@ -184,7 +184,7 @@ def bench_seeds(args: argparse.Namespace, base: dict[str, Any],
     programs = [ours_program(our_config(base, env, steps), keys)[0] for env in args.env]
     if reference is not None:
         programs.append(reference_program(reference, reference_config(base, steps), keys))
-    for program in programs:
+    for program in programs if args.warmup else ():
         program.call(record=False)
     for _ in range(args.reps):
         for program in programs:
@@ -246,6 +246,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"our env(s) (default: {' '.join(ENVS)})")
     parser.add_argument("--reps", type=int, default=3,
                         help="timed calls of each side after a warm-up call (default: 3)")
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="no untimed first call (for long runs, where it would double "
+                             "the time and one call's start-up is negligible)")
     parser.add_argument("--seed", type=int, default=0, help="PRNG seed of the keys")
     parser.add_argument("--profile-step", type=int, default=0, metavar="CALLS",
                         help="also profile one minibatch step op by op at each seed count, "
