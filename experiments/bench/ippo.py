@@ -20,9 +20,9 @@ same env steps a seed (``--env-steps``, rounded down to whole rollouts of 2,048 
 
 Timing: each program is compiled once (``lower().compile()``, recorded apart), called once
 to warm up (not with ``--no-warmup``), then ``--reps`` timed calls interleaved (ours, theirs,
-ours, ...) so that both see the same machine; a call of theirs is all its seeds one by one. ``steps_per_s`` is env steps
-(one step of one env, every agent acting) of all seeds over the fastest call, ``_median`` over
-the median call. The final return of a seed is the mean per-agent return of the training
+ours, ...) so that both see the same machine; a call of theirs is all its seeds one by one.
+``steps_per_s`` is env steps (one step of one env, every agent acting) of all seeds over the
+fastest call, ``_median`` over the median call. The final return of a seed is the mean per-agent return of the training
 (exploration) episodes of its last rollout on JaxMARL's side (its ``returned_episode_returns``
 of the last update, divided by the agent count its log wrapper multiplies the
 rewards by) and of its last chunk on ours (``train_return``), with our greedy
