@@ -22,11 +22,11 @@ Timing: each program is compiled once (``lower().compile()``, recorded apart), c
 to warm up (not with ``--no-warmup``), then ``--reps`` timed calls interleaved (ours, theirs,
 ours, ...) so that both see the same machine; a call of theirs is all its seeds one by one.
 ``steps_per_s`` is env steps (one step of one env, every agent acting) of all seeds over the
-fastest call, ``_median`` over the median call. The final return of a seed is the mean per-agent return of the training
-(exploration) episodes of its last rollout on JaxMARL's side (its ``returned_episode_returns``
-of the last update, divided by the agent count its log wrapper multiplies the
-rewards by) and of its last chunk on ours (``train_return``), with our greedy
-evaluation's (``eval_return``) beside it.
+fastest call, ``_median`` over the median call. The final return of a seed is the mean
+per-agent return of the training (exploration) episodes of its last rollout on JaxMARL's side
+(its ``returned_episode_returns`` of the last update, divided by the agent count its log
+wrapper multiplies the rewards by) and of its last chunk on ours (``train_return``), with our
+greedy evaluation's (``eval_return``) beside it.
 
 Differences that remain (ours is the library's PPO at these settings): theirs anneals the
 learning rate linearly to 0 and uses Adam's epsilon 1e-5, ours a constant rate and epsilon
