@@ -220,16 +220,16 @@ def curve_lines(name: str, rows: list[dict[str, float]]) -> list[str]:
     per evaluation (env steps on the run's clock), the median greedy return over seeds with
     its interquartile range, and the median captures per episode where the env counts them;
     no lines when the entry has no metrics."""
-    from jaxmarl_accel.cli import outputs
+    from jaxmarl_accel.runs import figures
 
     if not rows:
         return []
-    captures = (outputs.curve_points(rows, "eval_captures") if "eval_captures" in rows[0]
+    captures = (figures.curve_points(rows, "eval_captures") if "eval_captures" in rows[0]
                 else None)
     lines = [f"\n### {name}\n", "| env steps | median return (IQR) | seeds |"
              + (" median captures |" if captures else ""),
              "|---|---|---|" + ("---|" if captures else "")]
-    for i, p in enumerate(outputs.curve_points(rows)):
+    for i, p in enumerate(figures.curve_points(rows)):
         line = (f"| {int(p.env_steps):,} | {p.median:.2f} ({p.low:.2f} to {p.high:.2f}) | "
                 f"{p.count} |")
         if captures:
@@ -306,7 +306,7 @@ def build_table(out_dir: str) -> list[dict[str, Any]]:
     with open(os.path.join(out_dir, "table.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
     curves = ["# Learning curves (greedy evaluations, median over seeds)"]
-    from jaxmarl_accel.cli import outputs
+    from jaxmarl_accel.runs import outputs
 
     for name in SUITE:
         metrics = outputs.read_rows(os.path.join(out_dir, name))

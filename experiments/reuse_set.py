@@ -10,7 +10,7 @@ them are among the K oldest stored (the initial S- of paper 004's Alg. 1 is the 
 slots), how far into its window the sampler is, S-'s weights beside the table's, and, for
 episode replay, S-'s mean episode return (the team reward summed over the episode) beside
 that of every stored episode. Only the sampler's few arrays and the rewards are read
-(:func:`~jaxmarl_accel.cli.checkpoint.read_streamed`), not the observations.
+(:func:`~jaxmarl_accel.runs.checkpoint.read_streamed`), not the observations.
 
 A run of the AccMER authors' reuse (``--sampler reuse_block``,
 :mod:`jaxmarl_accel.buffers.reuse_block`) keeps no S-: it is ranked at every sample as the
@@ -139,7 +139,7 @@ def block_settings(run_dir: str) -> tuple[int, int, float, int]:
 
 def env_steps_at(run_dir: str, step: int) -> int | None:
     """The env steps per seed after chunk ``step``, from the run's ``metrics.csv``."""
-    from jaxmarl_accel.cli import outputs
+    from jaxmarl_accel.runs import outputs
 
     steps = [int(row["env_steps"]) for row in outputs.read_rows(run_dir)
              if int(row["chunk"]) == step]
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the checkpoint (chunk) to read (default: the newest)")
     parser.add_argument("--json", default=None, help="write the record to this file")
     args = parser.parse_args(argv)
-    from jaxmarl_accel.cli.checkpoint import Checkpoints, read_streamed
+    from jaxmarl_accel.runs.checkpoint import Checkpoints, read_streamed
 
     folder = os.path.join(args.run_dir, "checkpoints")
     step = Checkpoints(folder).latest_step() if args.step is None else args.step

@@ -28,10 +28,12 @@ __version__ = "0.1.0"
 
 _PUBLIC: dict[str, tuple[str, ...]] = {
     # envs
-    "jaxmarl_accel.envs": ("make", "register_env", "Env", "EnvSpec"),
+    "jaxmarl_accel.envs": ("make", "register_env", "register_scenario", "Scenario", "Env",
+                           "EnvSpec"),
     "jaxmarl_accel.envs.evaluate": ("evaluate_policy", "EvalResult"),
     # replay buffers and samplers
-    "jaxmarl_accel.buffers": ("make_buffer", "Buffer", "BufferState", "SampleBatch"),
+    "jaxmarl_accel.buffers": ("make_buffer", "register_sampler", "SamplerSpec", "SamplerKit",
+                              "assemble", "Buffer", "BufferState", "SampleBatch"),
     # learners
     "jaxmarl_accel.algos": ("make_algo", "register_algo", "Algo", "AlgoSpec", "BuildContext",
                             "Family", "ActorCriticConfig", "ActorCriticState", "ValueConfig",

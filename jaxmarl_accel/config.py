@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from jaxmarl_accel.algos.registry import algo_spec, check_sampler, config_type, family_defaults
-from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, SAMPLERS
+from jaxmarl_accel.buffers import INDEX_SHARING, LAYOUTS, NEXT_OBS, sampler_spec
 from jaxmarl_accel.checks import check_choice
 from jaxmarl_accel.trainer.rounds import round_of
 
@@ -49,7 +49,8 @@ class TrainConfig:
       them as resolved: to change ``algo`` to another family, build a new ``TrainConfig``.
 
       sampler: replay sampler name, one of :data:`SAMPLERS` (family default; MAC-PO's and
-        AccMER's own).
+        AccMER's own), or ``package.module:factory`` naming a buffer factory or a
+        ``SamplerSpec`` in user code.
       sampler_kwargs: sampler keyword arguments as sorted ``(name, value)`` pairs.
       layout: replay storage layout, one of :data:`LAYOUTS`.
       index_sharing: ``"shared"`` (one index set for all agents' learners) or
@@ -126,8 +127,8 @@ class TrainConfig:
             _positive(name, getattr(self, name))
         if self.learning_starts < 0:
             raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        for name, value, valid in (("sampler", self.sampler, SAMPLERS),
-                                   ("layout", self.layout, tuple(LAYOUTS)),
+        sampler_spec(self.sampler)  # a registered sampler or a reference that loads
+        for name, value, valid in (("layout", self.layout, tuple(LAYOUTS)),
                                    ("index_sharing", self.index_sharing, INDEX_SHARING),
                                    ("prey", self.prey, PREY_MODES),
                                    ("replay_next_obs", self.replay_next_obs, NEXT_OBS),

@@ -1,7 +1,8 @@
-"""An environment and a learner family from outside the package (``examples/custom_env.py``,
-``examples/custom_learner.py``): trained through ``make_train`` and through the command line
-by reference (``module:attr``), interrupted, resumed exactly and evaluated, with no file of
-``jaxmarl_accel/`` changed; every way a reference can fail is one line, status 2."""
+"""An environment, a learner family and a replay sampler from outside the package
+(``examples/custom_env.py``, ``examples/custom_learner.py``, ``examples/custom_sampler.py``):
+trained through ``make_train`` and through the command line by reference (``module:attr``),
+interrupted, resumed exactly and evaluated, with no file of ``jaxmarl_accel/`` changed; every
+way a reference can fail is one line, status 2."""
 
 from __future__ import annotations
 
@@ -11,16 +12,20 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxmarl_accel as jm
-from jaxmarl_accel.cli import evaluate, progress, run
+from jaxmarl_accel.cli import evaluate, run
+from jaxmarl_accel.runs import progress
+from jaxmarl_accel.runs.checkpoint import Checkpoints
 from tests.cli.test_run import exit_code, one_line, restore_params
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = "examples.custom_env:make"
 ALGO = "examples.custom_learner:SPEC"
+SAMPLER = "examples.custom_sampler:SPEC"
 TINY = ["--env", ENV, "--env-kwargs", "num_agents=2,width=5,episode_length=8",
         "--algo", ALGO, "--hidden", "16", "--seeds", "2", "--num-envs", "4",
         "--update-every", "8", "--batch-size", "16", "--buffer-capacity", "400",
@@ -86,6 +91,40 @@ def test_a_user_learner_and_environment_train_resume_and_evaluate_through_the_cl
     assert len(scores["episode_return_per_seed"]) == 2 and scores["algo"] == ALGO
 
 
+@pytest.mark.slow
+def test_a_user_sampler_trains_and_resumes_through_the_cli(tmp_path, monkeypatch):
+    """A run of 320 env steps (36 updates) with the recent-experience sampler by reference,
+    next to one interrupted after 128 and resumed: the sampler's own update counter is in
+    both final replays (so it was the sampler drawn with), and they are equal."""
+    argv = [*TINY[:TINY.index("--total-env-steps")], "--total-env-steps", "320",
+            *TINY[TINY.index("--total-env-steps") + 2:],
+            "--sampler", SAMPLER, "--sampler-kwargs", "recency=3"]
+    whole, cut = str(tmp_path / "whole"), str(tmp_path / "cut")
+    assert run.main([*argv, "--out", whole]) == 0
+    with open(os.path.join(whole, "config.json")) as file:
+        config = json.load(file)["train"]
+    assert (config["sampler"], config["sampler_kwargs"]) == (SAMPLER, {"recency": 3})
+    interrupt_after(monkeypatch, 128)
+    assert run.main([*argv, "--out", cut]) == 130
+    monkeypatch.undo()
+    monkeypatch.chdir(REPO)
+    assert run.main(["--resume", cut, "--quiet"]) == 0
+    finals = [read_arrays(os.path.join(out, "checkpoints")) for out in (whole, cut)]
+    for final in finals:
+        assert final[".buffer.sampler.updates"].tolist() == [37, 37]  # (320 - 32) / 8 + 1
+    for left, right in zip(*(jax.tree.leaves(final) for final in finals), strict=True):
+        np.testing.assert_array_equal(np.asarray(left), np.asarray(right))
+
+
+def read_arrays(folder):
+    """Every array of the newest checkpoint in ``folder``, keyed by its state path."""
+    checkpoints = Checkpoints(folder)
+    step = checkpoints.latest_step()
+    target = {name: jax.ShapeDtypeStruct(tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
+              for name, entry in checkpoints.index(step)["arrays"].items()}
+    return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}
+
+
 def test_a_user_learner_has_its_own_flags_in_help(capsys):
     with pytest.raises(SystemExit):
         run.main(["--algo", ALGO, "--help"])
@@ -100,6 +139,7 @@ from jaxmarl_accel.algos import registry
 registry.register_algo(dataclasses.replace(registry.algo_spec("qmix")))
 """
 NOT_AN_ENV = "def make(**kwargs):\n    return 42\n"
+NOT_A_BUFFER = "def make(*, capacity, batch_size, layout='x', index_sharing='y'):\n    return 7\n"
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -112,11 +152,22 @@ NOT_AN_ENV = "def make(**kwargs):\n    return 42\n"
     (["--algo", "examples.custom_env:make"], "is an object of type function, not a "
                                              "jaxmarl_accel.AlgoSpec"),
     (["--algo", "user_clashing_q:SPEC"], "ValueError: algo 'qmix' is already registered"),
+    (["--sampler", "nosuch_pkg_q.mod:SPEC"], "--sampler 'nosuch_pkg_q.mod:SPEC': no module "
+                                             "named 'nosuch_pkg_q'"),
+    (["--sampler", "examples.custom_sampler:NOPE"], "module 'examples.custom_sampler' has no "
+                                                    "attribute 'NOPE'"),
+    (["--sampler", "examples.custom_learner:SPEC"], "is an object of type AlgoSpec, not a "
+                                                    "jaxmarl_accel.buffers.SamplerSpec"),
+    (["--sampler", "examples.custom_env:make"], "its factory raised TypeError: make() got an "
+                                                "unexpected keyword argument 'capacity'"),
+    (["--sampler", "user_not_a_buffer_q:make"], "its factory returned int, not a "
+                                                "jaxmarl_accel.buffers.Buffer"),
 ])
 def test_bad_references_are_one_line_with_status_2(argv, message, tmp_path, monkeypatch,
                                                    capsys):
     for name, text in (("user_broken_q", BROKEN), ("user_clashing_q", CLASHING),
-                       ("user_not_an_env_q", NOT_AN_ENV)):
+                       ("user_not_an_env_q", NOT_AN_ENV),
+                       ("user_not_a_buffer_q", NOT_A_BUFFER)):
         (tmp_path / f"{name}.py").write_text(text)
         sys.modules.pop(name, None)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -127,7 +178,7 @@ def test_bad_references_are_one_line_with_status_2(argv, message, tmp_path, monk
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script", ["custom_env.py", "custom_learner.py"])
+@pytest.mark.parametrize("script", ["custom_env.py", "custom_learner.py", "custom_sampler.py"])
 def test_the_example_scripts_run_as_documented(script):
     proc = subprocess.run([sys.executable, os.path.join("examples", script), "--steps", "512",
                            "--seeds", "1"], cwd=REPO, capture_output=True, text=True,

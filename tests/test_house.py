@@ -1,6 +1,7 @@
 """The house's measured limits: no import cycle among the modules of the package and of the
-experiments, no module over :data:`MAX_MODULE_LINES` lines and no function over
-:data:`MAX_FUNCTION_LINES` in either.
+experiments (a failing test), and a report (a warning, not a failure) of every module over
+:data:`MAX_MODULE_LINES` lines and every function over :data:`MAX_FUNCTION_LINES` in either:
+a long module or function is a prompt to split it by idea, not a reason to squeeze it.
 
 Every import statement is an edge, at module level or inside a function: a function-level
 import only defers the cycle to the first call, where it works or fails by which module was
@@ -17,6 +18,7 @@ import ast
 import pathlib
 import subprocess
 import sys
+import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "jaxmarl_accel"
 SOURCES = (ROOT, ROOT.parent / "experiments")
@@ -118,7 +120,7 @@ def test_no_import_cycle_in_the_package_or_the_experiments():
     graph = import_graph()
     assert graph["jaxmarl_accel.trainer.train"]
     assert "experiments.bench.qmix_smax" in graph
-    assert "jaxmarl_accel.cli.host_loop" in graph["jaxmarl_accel.cli.run"]  # in main()
+    assert "jaxmarl_accel.runs.host_loop" in graph["jaxmarl_accel.cli.run"]  # in main()
     assert cycles(graph) == []
 
 
@@ -137,18 +139,20 @@ def test_the_run_command_loads_no_jax_at_import():
 def oversized(paths: list[pathlib.Path]) -> list[str]:
     """``"file: N lines"`` for each module over :data:`MAX_MODULE_LINES` and
     ``"file:function: N lines"`` for each function (at any depth) over
-    :data:`MAX_FUNCTION_LINES` among ``paths``."""
+    :data:`MAX_FUNCTION_LINES` among ``paths``; a file is named by its path in the
+    repository (by its name outside it)."""
     found = []
     for path in paths:
+        name = path.relative_to(ROOT.parent) if path.is_relative_to(ROOT.parent) else path.name
         text = path.read_text()
         lines = len(text.splitlines())
         if lines > MAX_MODULE_LINES:
-            found.append(f"{path.name}: {lines} lines")
+            found.append(f"{name}: {lines} lines")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
                 if length > MAX_FUNCTION_LINES:
-                    found.append(f"{path.name}:{node.name}: {length} lines")
+                    found.append(f"{name}:{node.name}: {length} lines")
     return found
 
 
@@ -162,7 +166,13 @@ def test_the_size_check_finds_long_functions_and_modules(tmp_path):
                      f"long.py:f: {MAX_FUNCTION_LINES + 1} lines"]
 
 
-def test_no_module_or_function_over_the_limits():
+def test_modules_and_functions_over_the_limits_are_reported():
+    """Reported in pytest's warnings summary (and printed, seen with ``-s``), never failed."""
     paths = [path for root in SOURCES for path in sorted(root.rglob("*.py"))]
     assert len(paths) > 100
-    assert oversized(paths) == []
+    found = oversized(paths)
+    if found:
+        report = (f"over the house's limits ({MAX_MODULE_LINES} lines a module, "
+                  f"{MAX_FUNCTION_LINES} a function): " + "; ".join(found))
+        print(report)
+        warnings.warn(report, UserWarning, stacklevel=1)

@@ -12,8 +12,9 @@ import pytest
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
-from jaxmarl_accel.cli import memory, run
+from jaxmarl_accel.cli import run
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.runs import memory
 from jaxmarl_accel.trainer.train import make_trainer
 
 

@@ -15,10 +15,11 @@ import pytest
 from jaxmarl_accel.algos import ActorCriticConfig, make_algo
 from jaxmarl_accel.buffers import LAYOUTS
 from jaxmarl_accel.buffers.next_slot import next_obs_of, side_capacity
-from jaxmarl_accel.cli import memory, run
+from jaxmarl_accel.cli import run
 from jaxmarl_accel.compact_rows import observe_rows
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.runs import memory
 from jaxmarl_accel.trainer.train import learner_observes, make_trainer
 from jaxmarl_accel.tree_util import tree_leaf_bytes
 from tests.test_replay_next_obs import bits, tiny_config

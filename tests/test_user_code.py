@@ -1,6 +1,6 @@
-"""Environments and learners from user code (:mod:`jaxmarl_accel.user_code`,
-``register_env``, ``register_algo``): references ``package.module:attr``, registration, and a
-one-line error for every way they can go wrong."""
+"""Environments, learners and samplers from user code (:mod:`jaxmarl_accel.user_code`,
+``register_env``, ``register_algo``, ``register_sampler``): references
+``package.module:attr``, registration, and a one-line error for every way they can go wrong."""
 
 from __future__ import annotations
 
@@ -98,3 +98,85 @@ def test_an_algo_reference_must_name_an_algo_spec(user_modules):
     with pytest.raises(ValueError, match="no module named"):
         registry.algo_spec("nosuch_pkg_xyz:SPEC")
     assert "not_an_env_mod:make" not in registry.registered_algos()
+
+
+def test_a_scenario_record_names_its_teams_and_its_agent_count(user_modules):
+    tag = envs.scenario("simple_tag")
+    assert tag.agent_count == "num_predators" and [t.name for t in tag.teams] == ["predators",
+                                                                                  "prey"]
+    assert envs.agent_count_kwarg("simple_tag") == "num_predators"
+    assert envs.counts_total("tag_gridworld") and not envs.counts_total("simple_spread")
+    assert envs.total_count_kwargs("tag_gridworld", 12, {"num_taggers": 2}) == {
+        "num_taggers": 2, "num_runners": 10}
+    assert set(envs.SCENARIOS) <= set(envs.registered_envs())
+    assert all(envs.scenario(name).summary for name in envs.SCENARIOS)
+    from examples.custom_env import make as make_ring
+
+    record = envs.Scenario("ring_record_test", make_ring, "a ring", (envs.Team("agents",
+                                                                             "num_agents"),))
+    assert envs.register_scenario(record, replace=True) is record
+    assert envs.make("ring_record_test", num_agents=3)[0].spec.num_agents == 3
+    from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
+
+    assert scenario_kwargs("examples.custom_env:make", (), 4) == (("num_agents", 4),)
+    (user_modules / "ring_record_mod.py").write_text(
+        "from examples.custom_env import make\n"
+        "from jaxmarl_accel.envs import Scenario, Team\n"
+        "RING = Scenario('ring_pair', make, 'a ring', (Team('agents', 'num_agents'), "
+        "Team('walls', 'width')), agent_count='num_agents', counts_total=True)\n")
+    assert envs.counts_total("ring_record_mod:RING")
+    assert scenario_kwargs("ring_record_mod:RING", (("width", 5),), 7) == (
+        ("num_agents", 2), ("width", 5))
+    sys.modules.pop("ring_record_mod", None)
+    with pytest.raises(ValueError, match="agent_count 'num_runners' is none of its teams'"):
+        envs.Scenario("bad", make_ring, teams=(envs.Team("agents", "num_agents"),),
+                      agent_count="num_runners")
+    with pytest.raises(ValueError, match="takes a Scenario, got function"):
+        envs.register_scenario(make_ring)
+
+
+def test_a_user_sampler_is_registered_or_named_by_reference(user_modules):
+    import jax
+    import numpy as np
+
+    from examples.custom_sampler import SPEC, make_recent_buffer
+    from jaxmarl_accel import buffers
+
+    assert buffers.register_sampler(SPEC, replace=True) is SPEC
+    assert "recent" in buffers.registered_samplers() and "recent" in buffers.sampler_names()
+    assert "recent" not in buffers.SAMPLERS and not buffers.is_prioritized("recent")
+    with pytest.raises(ValueError, match="sampler 'recent' is already registered"):
+        buffers.register_sampler(buffers.SamplerSpec("recent", make_recent_buffer))
+    reference = "examples.custom_sampler:make_recent_buffer"
+    assert buffers.sampler_spec(reference).make is make_recent_buffer
+    assert reference in buffers.sampler_names() and reference not in buffers.registered_samplers()
+    for name in ("recent", reference, "examples.custom_sampler:SPEC"):
+        buffer = buffers.make_buffer(name, capacity=16, batch_size=4, recency=4.0)
+        example = {"obs": np.zeros((2, 3), np.float32)}
+        state = buffer.init(example)
+        state = jax.jit(buffer.add)(state, {"obs": np.arange(48, dtype=np.float32)
+                                            .reshape(8, 2, 3)})
+        batch = jax.jit(buffer.sample)(state, jax.random.key(0))
+        assert batch.indices.shape == (4,) and int(batch.indices.max()) < 8
+        state = jax.jit(buffer.update_priorities)(state, batch.indices, np.ones(4))
+        assert int(state.sampler.updates) == 1
+    with pytest.raises(ValueError, match=r"recency: not an option of sampler 'per'"):
+        buffers.make_buffer("per", capacity=16, batch_size=4, recency=2.0)
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("nosuch_pkg_xyz.mod:make", "sampler 'nosuch_pkg_xyz.mod:make': no module named "
+                                "'nosuch_pkg_xyz'"),
+    ("not_an_env_mod:nothing", "module 'not_an_env_mod' has no attribute 'nothing'"),
+    ("not_an_env_mod:THING", "is an object of type Thing, not a jaxmarl_accel.buffers."
+                             "SamplerSpec or a buffer factory"),
+    ("not_an_env_mod:make", "its factory raised TypeError: make() got an unexpected keyword"),
+    ("fifo", "sampler must be one of uniform, neighbor, per, prioritized_locality, reuse, "
+             "reuse_block"),
+])
+def test_a_sampler_that_does_not_load_or_build_is_one_line(user_modules, name, message):
+    from jaxmarl_accel import buffers
+
+    with pytest.raises(ValueError) as error:
+        buffers.make_buffer(name, capacity=16, batch_size=4)
+    assert message in str(error.value) and "\n" not in str(error.value)

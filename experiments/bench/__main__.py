@@ -14,6 +14,8 @@ SUBCOMMANDS = {
     "envs": "our MPE environments against jaxmarl's, random actions, lax.scan over steps",
     "samplers": "replay samplers and layouts against flashbax, ms per batch and GB/s",
     "train": "end-to-end training throughput (env steps/s including learning)",
+    "ippo": "PPO against JaxMARL's ippo_ff_mpe.py on MPE spread at its settings (steps/s, "
+            "compile, final return per seed)",
     "qmix": "recurrent QMIX against JaxMARL's qmix_rnn.py on MPE spread (steps/s, compile)",
     "qmix_smax": "QMIX (--algo: or VDN, MAC-PO) on JaxMARL's SMAX (heuristic enemy, 3m) "
                  "against JaxMARL's qmix_rnn.py (vdn_rnn.py): greedy win rate over seeds, "

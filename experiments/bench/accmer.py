@@ -55,10 +55,10 @@ import numpy as np
 
 from jaxmarl_accel.algos.registry import buffer_kwargs
 from jaxmarl_accel.buffers import estimate_bytes
-from jaxmarl_accel.cli.memory import available_bytes
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.runs.memory import available_bytes
 from jaxmarl_accel.trainer.steps import collect_episodes, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.types import PyTree

@@ -4,7 +4,7 @@
 each size with random numbers (incompressible), then saves it in a fresh child process
 each way, the same script timing both:
 
-- ``streamed``: :class:`jaxmarl_accel.cli.checkpoint.Checkpoints` with the array streamed
+- ``streamed``: :class:`jaxmarl_accel.runs.checkpoint.Checkpoints` with the array streamed
   (how a run saves its replay);
 - ``orbax``: the same array as an orbax ``StandardCheckpointHandler`` item, synchronous
   (how a run saves its learners);
@@ -29,7 +29,7 @@ CHILD = textwrap.dedent("""
     import os, sys, time
     import jax, jax.numpy as jnp
     import orbax.checkpoint as ocp
-    from jaxmarl_accel.cli.checkpoint import Checkpoints
+    from jaxmarl_accel.runs.checkpoint import Checkpoints
     way, gib, folder = sys.argv[1], float(sys.argv[2]), sys.argv[3]
     rows = int(gib * 2**30 / 4 / 4096)
     array = jax.random.uniform(jax.random.key(0), (rows, 4096))

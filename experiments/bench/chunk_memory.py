@@ -5,7 +5,7 @@
 defaults for each capacity and seed count, compiles the seed-vmapped, donated chunk (as
 ``experiments.run`` does) from the abstract state alone, and records the training state's
 bytes, XLA's temporaries (``memory_analysis``) and the run's estimated peak
-(:func:`jaxmarl_accel.cli.memory.estimate_peak`). Temporaries that grow with the capacity mean
+(:func:`jaxmarl_accel.runs.memory.estimate_peak`). Temporaries that grow with the capacity mean
 a copy of the replay per chunk.
 """
 
@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel import config as cfg
-from jaxmarl_accel.cli.memory import estimate_peak
+from jaxmarl_accel.runs.memory import estimate_peak
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.tree_util import tree_leaf_bytes
 

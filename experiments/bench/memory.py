@@ -27,9 +27,9 @@ import time
 from typing import Any
 
 from jaxmarl_accel.buffers import NEXT_OBS
-from jaxmarl_accel.cli import memory, outputs
-from jaxmarl_accel.cli.checkpoint import Checkpoints
 from jaxmarl_accel.config import REPLAY_OBS
+from jaxmarl_accel.runs import memory, outputs
+from jaxmarl_accel.runs.checkpoint import Checkpoints
 
 STATE = re.compile(r"training state ([0-9.]+) MiB;.* estimated peak ([0-9.]+) GiB")
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from experiments.timing import Timing, time_calls
 from jaxmarl_accel.buffers import LAYOUTS, SAMPLERS, BufferState, estimate_bytes, make_buffer
-from jaxmarl_accel.cli.memory import ensure_fits
+from jaxmarl_accel.runs.memory import ensure_fits
 from jaxmarl_accel.types import Transition
 
 ACTION_DIM = 5

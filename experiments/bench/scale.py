@@ -26,9 +26,9 @@ import jax.numpy as jnp
 from experiments.timing import time_chunks
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.cli.memory import check_state_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import agent_count_kwarg
+from jaxmarl_accel.runs.memory import check_state_fits
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.steps import transition_step
 from jaxmarl_accel.trainer.train import make_trainer

@@ -14,7 +14,7 @@ steps and value normalization, and measures:
   ``epochs x minibatches``), state donated, the loop paper 003 counts as "training
   iterations per second": env steps/s (and agent steps/s) trained;
 * memory: the round's compiled arguments and temporaries (XLA's memory analysis), the
-  run's estimated peak (:func:`~jaxmarl_accel.cli.memory.estimate_peak`) and the child's
+  run's estimated peak (:func:`~jaxmarl_accel.runs.memory.estimate_peak`) and the child's
   measured peak resident memory (``ru_maxrss`` of the process, imports included). A
   configuration whose estimate exceeds the available memory is refused after compiling,
   before its round allocates (``refused``), as the command line refuses a run; one the
@@ -94,8 +94,8 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
     import jax
 
     from jaxmarl_accel.algos.on_policy import OnPolicyConfig
-    from jaxmarl_accel.cli.memory import available_bytes, compiled_temp_bytes, estimate_peak
     from jaxmarl_accel.config import TrainConfig
+    from jaxmarl_accel.runs.memory import available_bytes, compiled_temp_bytes, estimate_peak
     from jaxmarl_accel.trainer.rounds.rollout import make_collect, make_rollout_round
     from jaxmarl_accel.trainer.train import make_trainer
 

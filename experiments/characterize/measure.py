@@ -20,9 +20,9 @@ from jaxmarl_accel.algos.actor_critic.config import actor_step_form
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.buffers import Buffer, make_buffer
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs.base import EnvSpec
+from jaxmarl_accel.runs.memory import ensure_fits
 from jaxmarl_accel.trainer.rounds.transition import steps_per_round
 from jaxmarl_accel.trainer.steps import example_transition
 from jaxmarl_accel.trainer.train import make_trainer

@@ -32,9 +32,9 @@ from experiments.characterize import value_report as vr
 from jaxmarl_accel.algos import ValueConfig
 from jaxmarl_accel.algos.registry import algo_phases
 from jaxmarl_accel.cli import flags
-from jaxmarl_accel.cli.memory import ensure_fits
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.runs.memory import ensure_fits
 from jaxmarl_accel.trainer.steps import collect_episodes, env_views, example_episode, learn_step
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.tree_util import tree_leaf_bytes

@@ -50,13 +50,12 @@ Which parts are ``distrax`` objects and which are computed here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import distrax
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.algos.actor_critic.config import ActorCriticConfig
 from jaxmarl_accel.envs.base import EnvSpec
 
 _NEG = -1e9
@@ -64,6 +63,29 @@ _NEG = -1e9
 # log-determinant is the sum over the last axis).
 _SQUASH = distrax.Block(distrax.Chain([distrax.ScalarAffine(shift=0.5, scale=0.5),
                                        distrax.Tanh()]), ndims=1)
+
+
+class HeadSettings(Protocol):
+    """The settings an action distribution reads (the actor-critic learners' config has
+    them all: :class:`~jaxmarl_accel.algos.actor_critic.config.ActorCriticConfig`).
+
+    Attributes:
+      gumbel_temperature: temperature T of the Gumbel-softmax relaxation.
+      straight_through: whether the relaxed discrete action is replaced by its one-hot in
+        the forward pass.
+      explore_noise: std of the deterministic continuous head's exploration noise.
+      log_std_min: lower clip of the squashed Gaussian's log std.
+      log_std_max: upper clip of that log std.
+      continuous_policy: the continuous head: ``"auto"``, ``"sigmoid"``, ``"gaussian"`` or
+        ``"gumbel_softmax"``.
+    """
+
+    gumbel_temperature: float
+    straight_through: bool
+    explore_noise: float
+    log_std_min: float
+    log_std_max: float
+    continuous_policy: str
 
 
 class ActionDistribution(NamedTuple):
@@ -193,7 +215,7 @@ def _gumbel_softmax(logits: jax.Array, key: jax.Array, temperature: float) -> ja
     return jax.nn.softmax((logits + jax.random.gumbel(key, logits.shape)) / temperature)
 
 
-def _discrete(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
+def _discrete(spec: EnvSpec, config: HeadSettings) -> ActionDistribution:
     num_actions = spec.num_actions
 
     def sample(out, mask, key):
@@ -218,7 +240,7 @@ def _discrete(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
     return ActionDistribution(num_actions, num_actions, sample, explore, exploit, reg)
 
 
-def _deterministic(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
+def _deterministic(spec: EnvSpec, config: HeadSettings) -> ActionDistribution:
     def sample(out, mask, key):
         del mask, key
         return jax.nn.sigmoid(out), jnp.zeros(out.shape[:-1])
@@ -238,7 +260,7 @@ def _deterministic(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistributi
                               _mean_square)
 
 
-def _gumbel_softmax_continuous(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
+def _gumbel_softmax_continuous(spec: EnvSpec, config: HeadSettings) -> ActionDistribution:
     temperature = config.gumbel_temperature
 
     def sample(out, mask, key):
@@ -255,7 +277,7 @@ def _gumbel_softmax_continuous(spec: EnvSpec, config: ActorCriticConfig) -> Acti
                               exploit, _mean_square)
 
 
-def _squashed_gaussian(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistribution:
+def _squashed_gaussian(spec: EnvSpec, config: HeadSettings) -> ActionDistribution:
     act_dim = spec.act_dim
 
     def policy(out):
@@ -279,13 +301,14 @@ def _squashed_gaussian(spec: EnvSpec, config: ActorCriticConfig) -> ActionDistri
                               exploit, reg)
 
 
-def make_distribution(spec: EnvSpec, config: ActorCriticConfig,
+def make_distribution(spec: EnvSpec, config: HeadSettings,
                       continuous_default: str = "sigmoid") -> ActionDistribution:
     """The action distribution for ``spec``'s action space.
 
     Args:
       spec: the environment spec (discrete or continuous actions).
-      config: learner hyperparameters.
+      config: the head's settings (any object with :class:`HeadSettings`' fields, e.g. the
+        learner's config).
       continuous_default: the continuous head used with ``config.continuous_policy="auto"``:
         ``"sigmoid"`` (deterministic actors: MADDPG, MATD3) or ``"gaussian"`` (squashed
         Gaussian: MASAC). Discrete actions are always a Gumbel-softmax categorical.

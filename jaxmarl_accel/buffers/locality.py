@@ -22,13 +22,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_accel.buffers import storage, sum_tree
+from jaxmarl_accel.buffers.assemble import Buffer, assemble, check_common, is_positive_int
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
 from jaxmarl_accel.buffers.prioritized import (
     PerSettings,
     beta_at,
     normalized_is_weights,
+    per_settings,
     priority_kit,
 )
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
 
@@ -138,3 +141,32 @@ def make_prioritized_locality(
         return SampleBatch(experience, indices, weights)
 
     return priority_kit(capacity, per.alpha, sample)
+
+
+def make_prioritized_locality_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", alpha: float = 0.6, beta: float = 0.4,
+    beta_final: float = 1.0, beta_steps: int = 100_000, reduction: str = "max",
+    thresholds: tuple[float, float] = (0.33, 0.66), counts: tuple[int, int, int] = (1, 2, 4),
+) -> Buffer:
+    """PER reference points with 1 / 2 / 4 neighbors by normalized priority (paper 000)."""
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    per = per_settings(alpha, beta, beta_final, beta_steps, reduction)
+    if len(tuple(thresholds)) != 2 or not 0 <= thresholds[0] <= thresholds[1]:
+        raise ValueError(f"thresholds must be two numbers 0 <= t1 <= t2, got {thresholds!r}")
+    if len(tuple(counts)) != 3 or not all(is_positive_int(c) for c in counts):
+        raise ValueError(f"counts must be three positive ints, got {counts!r}")
+    if max(counts) > batch_size or capacity < 2 * max(counts):
+        raise ValueError(f"counts: max(counts)={max(counts)} must be <= batch_size and "
+                         "<= capacity / 2")
+    kit = make_prioritized_locality(
+        thresholds=(float(thresholds[0]), float(thresholds[1])), counts=tuple(counts),
+        per=per, **common,
+    )
+    return assemble(kit, index_sharing=index_sharing,
+                    min_size=batch_size, reduction=reduction, **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "prioritized_locality", make_prioritized_locality_buffer, prioritized=True,
+    summary="PER reference points with 1 / 2 / 4 neighbors by normalized priority (paper 000)"))

@@ -19,8 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxmarl_accel.buffers import storage
+from jaxmarl_accel.buffers.assemble import Buffer, assemble, check_common, positive_int
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit, no_add, no_update
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
+from jaxmarl_accel.checks import check_choice
 
 WINDOWS = ("forward", "centred")
 
@@ -79,3 +82,32 @@ def make_neighbor(
         return SampleBatch(experience, indices, jnp.ones((batch_size,), jnp.float32))
 
     return SamplerKit(lambda: (), no_add, sample, no_update)
+
+
+def make_neighbor_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", neighbors: int = 4, window: str = "forward",
+) -> Buffer:
+    """Neighbor sampling: ``batch_size / neighbors`` references, ``neighbors`` slots each.
+
+    ``window="forward"`` reads ``[i, i + n)``; ``"centred"`` reads ``[i - n/2, i + n/2]``
+    without i (n even). Needs ``capacity >= 2 * (n + 1)``.
+    """
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    positive_int("neighbors", neighbors)
+    check_choice("window", window, WINDOWS)
+    if batch_size % neighbors:
+        raise ValueError(f"batch_size ({batch_size}) must be a multiple of neighbors ({neighbors})")
+    if window == "centred" and neighbors % 2:
+        raise ValueError(f"neighbors must be even for the centred window, got {neighbors}")
+    if capacity < 2 * (neighbors + 1):
+        raise ValueError(f"capacity ({capacity}) must be at least 2 * (neighbors + 1)")
+    kit = make_neighbor(neighbors=neighbors, window=window, **common)
+    return assemble(kit, index_sharing=index_sharing,
+                    min_size=max(batch_size, neighbors + 1), reduction="max", **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "neighbor", make_neighbor_buffer, prioritized=False,
+    summary="cache-locality slices: B / n uniform references, n contiguous slots each "
+            "(papers 000, 002)"))

@@ -17,8 +17,18 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmarl_accel.buffers import storage, sum_tree
+from jaxmarl_accel.buffers.assemble import (
+    REDUCTIONS,
+    Buffer,
+    assemble,
+    check_common,
+    number,
+    positive_int,
+)
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
+from jaxmarl_accel.checks import check_choice
 
 
 @struct.dataclass
@@ -114,3 +124,32 @@ def make_per(*, capacity: int, batch_size: int, layout: StorageLayout,
         return SampleBatch(experience, indices, weights)
 
     return priority_kit(capacity, per.alpha, sample)
+
+
+def per_settings(alpha: float, beta: float, beta_final: float, beta_steps: int,
+                  reduction: str) -> PerSettings:
+    """PER's keywords, checked once for PER and prioritized locality."""
+    check_choice("reduction", reduction, REDUCTIONS)
+    return PerSettings(
+        alpha=number("alpha", alpha, 0.0, 1.0),
+        beta=number("beta", beta, 0.0, 1.0),
+        beta_final=number("beta_final", beta_final, 0.0, 1.0),
+        beta_steps=positive_int("beta_steps", beta_steps),
+    )
+
+
+def make_per_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", alpha: float = 0.6, beta: float = 0.4,
+    beta_final: float = 1.0, beta_steps: int = 100_000, reduction: str = "max",
+) -> Buffer:
+    """Proportional prioritized replay on a sum tree (Schaul et al. 2016)."""
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    kit = make_per(per=per_settings(alpha, beta, beta_final, beta_steps, reduction), **common)
+    return assemble(kit, index_sharing=index_sharing, min_size=batch_size,
+                    reduction=reduction, **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "per", make_per_buffer, prioritized=True,
+    summary="proportional prioritized replay on a sum tree (Schaul et al. 2016)"))

@@ -72,7 +72,16 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmarl_accel.buffers import storage
+from jaxmarl_accel.buffers.assemble import (
+    REDUCTIONS,
+    Buffer,
+    assemble,
+    check_common,
+    is_positive_int,
+    number,
+)
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 from jaxmarl_accel.checks import check_choice
 
@@ -236,3 +245,52 @@ def make_reuse(
         )
 
     return SamplerKit(init, on_add, sample, update)
+
+
+def make_reuse_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", reuse_ratio: float = 0.5, reuse_window: int | None = None,
+    decay: float = 0.99, reduction: str = "max", loss_weights: str = "table",
+    window_basis: str = "capacity", reused_weights: str = "write") -> Buffer:
+    """AccMER (paper 004, Alg. 1): each batch of b is the top ``K = round(reuse_ratio * b)``
+    weighted items S-, kept for a window of updates, plus ``b - K`` uniform draws S+ from
+    the other filled items; see :mod:`jaxmarl_accel.buffers.reuse`.
+
+    Works with every layout, ``"episode"`` included (then one weight per stored episode and
+    ``update_priorities`` takes ``td_errors [B]`` or ``[B, N]``).
+
+    Args:
+      reuse_ratio: alpha in [0, 1] (0: uniform sampling; 1: the whole batch is reused).
+      reuse_window: updates S- is kept for (a number of updates; not the neighbor sampler's
+        ``window``, which is a slice shape). ``None`` (default): the paper's
+        ``n = max(floor(d / b), 1)``, d by ``window_basis``: ``"capacity"`` (default; Alg.
+        1's replay size) or ``"filled"`` (the filled entries when S- is ranked).
+      decay: gamma_W in (0, 1], the table's decay after each update, before the batch's new
+        weights are written (paper: 0.8 at punishment -1.5, 1.0 at punishment 0).
+      reduction: how per-agent TD errors ``[B, N]`` become one weight per item.
+      loss_weights: ``"table"`` (``W[i]`` over the batch maximum) or ``"ones"`` (for a
+        learner that computes its own per-item loss weights, e.g. MAC-PO).
+      reused_weights: ``"write"`` (default; every sampled item's new weight is written,
+        S-'s included) or ``"decay"`` (S-'s entries only decay while reused).
+
+    ``can_sample`` is ``size >= batch_size``; ``sample`` cannot raise under jit, so check it
+    first (a smaller state may give unfilled, zero items).
+    """
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    check_choice("reduction", reduction, REDUCTIONS)
+    reuse_ratio = number("reuse_ratio", reuse_ratio, 0.0, 1.0)
+    if reuse_window is not None and not is_positive_int(reuse_window):
+        raise ValueError(f"reuse_window must be a positive int or None, got {reuse_window!r}")
+    decay = number("decay", decay, 0.0, 1.0, open_low=True)
+    # make_reuse checks loss_weights, window_basis, reused_weights (one-line ValueErrors)
+    kit = make_reuse(reuse_ratio=reuse_ratio, window=reuse_window, decay=decay,
+                     loss_weights=loss_weights, window_basis=window_basis,
+                     reused_weights=reused_weights, **common)
+    return assemble(kit, index_sharing=index_sharing, min_size=batch_size,
+                    reduction=reduction, **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "reuse", make_reuse_buffer, prioritized=True,
+    summary="AccMER: the top weighted items reused for a window of updates, the rest "
+            "uniform (paper 004)"))

@@ -48,8 +48,18 @@ import jax.numpy as jnp
 from flax import struct
 
 from jaxmarl_accel.buffers import storage
+from jaxmarl_accel.buffers.assemble import (
+    REDUCTIONS,
+    Buffer,
+    assemble,
+    check_common,
+    number,
+    positive_int,
+)
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit, no_add
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
+from jaxmarl_accel.checks import check_choice
 
 
 @struct.dataclass
@@ -148,3 +158,40 @@ def make_block_reuse(
         )
 
     return SamplerKit(init, no_add, sample, update)
+
+
+def make_reuse_block_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared", reuse_ratio: float = 0.5, decay: float = 0.8,
+    write_every: int = 1, initial: float = 0.01, reduction: str = "max") -> Buffer:
+    """The reuse sampler of the AccMER authors' code: each batch is the top
+    ``K = round(reuse_ratio * b)`` slots of a weight table over all slots plus ``b - K``
+    distinct uniform draws from the filled ones; every ``write_every``-th update writes the
+    batch's mean priority into the next ``b`` slots of the table's own ring counter and
+    decays the table by ``decay``; see :mod:`jaxmarl_accel.buffers.reuse_block`.
+
+    Args:
+      reuse_ratio: alpha in [0, 1] (the code's 0.5).
+      decay: the table's decay after each write, in (0, 1] (the code's 0.8).
+      write_every: updates between writes, a positive int (the code writes every
+        ``learner_log_interval`` env steps: 7 updates on paper 004's stag hunt setting).
+      initial: every slot's weight before the first write, positive (the code's 0.01).
+      reduction: how per-agent priorities ``[B, N]`` become one per item.
+
+    Loss weights are ones. ``can_sample`` is ``size >= batch_size``.
+    """
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    check_choice("reduction", reduction, REDUCTIONS)
+    kit = make_block_reuse(
+        reuse_ratio=number("reuse_ratio", reuse_ratio, 0.0, 1.0),
+        decay=number("decay", decay, 0.0, 1.0, open_low=True),
+        write_every=positive_int("write_every", write_every),
+        initial=number("initial", initial, 0.0, float("inf"), open_low=True), **common)
+    return assemble(kit, index_sharing=index_sharing, min_size=batch_size,
+                    reduction=reduction, **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "reuse_block", make_reuse_block_buffer, prioritized=True,
+    summary="the AccMER authors' reuse: top slots of a block-written weight table, the "
+            "rest uniform"))

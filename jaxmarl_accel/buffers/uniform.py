@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 
 from jaxmarl_accel.buffers import storage
+from jaxmarl_accel.buffers.assemble import Buffer, assemble, check_common
 from jaxmarl_accel.buffers.base import SampleBatch, SamplerKit, no_add, no_update
+from jaxmarl_accel.buffers.registry import SamplerSpec, register_sampler
 from jaxmarl_accel.buffers.storage import BufferState, StorageLayout
 
 
@@ -34,3 +36,18 @@ def make_uniform(*, capacity: int, batch_size: int, layout: StorageLayout) -> Sa
         return SampleBatch(experience, indices, jnp.ones((batch_size,), jnp.float32))
 
     return SamplerKit(lambda: (), no_add, sample, no_update)
+
+
+def make_uniform_buffer(
+    *, capacity: int, batch_size: int, layout: str = "transition_major",
+    index_sharing: str = "shared",
+) -> Buffer:
+    """Uniform replay (weights are ones)."""
+    common = check_common(capacity, batch_size, layout, index_sharing)
+    return assemble(make_uniform(**common), index_sharing=index_sharing,
+                    min_size=batch_size, reduction="max", **common)
+
+
+SAMPLER = register_sampler(SamplerSpec(
+    "uniform", make_uniform_buffer, prioritized=False,
+    summary="B slots uniformly from the written ones"))

@@ -7,11 +7,9 @@
 
 ``python -m jaxmarl_accel.cli COMMAND ...`` is the same program; in a checkout,
 ``python -m experiments.run`` / ``experiments.evaluate`` / ``experiments.render_demo`` run
-the same commands. Modules: :mod:`~jaxmarl_accel.cli.run` (flags of a training run),
-:mod:`~jaxmarl_accel.cli.host_loop` (compile once, run chunk by chunk, log, checkpoint,
-summarize), :mod:`~jaxmarl_accel.cli.checkpoint`, :mod:`~jaxmarl_accel.cli.outputs`,
-:mod:`~jaxmarl_accel.cli.loggers`, :mod:`~jaxmarl_accel.cli.evaluate`,
-:mod:`~jaxmarl_accel.cli.render`, :mod:`~jaxmarl_accel.cli.flags`,
-:mod:`~jaxmarl_accel.cli.memory`, :mod:`~jaxmarl_accel.cli.progress`,
-:mod:`~jaxmarl_accel.cli.marl_eval`.
+the same commands. This package holds the commands and their flags: :mod:`~.run` (flags of
+a training run), :mod:`~.evaluate`, :mod:`~.render`, :mod:`~.flags` (generated from the
+config dataclasses), :mod:`~.scenario_flags`, :mod:`~.sweep_flags`. What a run does and
+leaves in its folder (the host loop, checkpoints, outputs, loggers, remote folders) is
+:mod:`jaxmarl_accel.runs`.
 """

@@ -28,7 +28,8 @@ import os
 import sys
 from typing import Any
 
-from jaxmarl_accel.cli import flags, outputs
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.runs import outputs
 
 EPISODES = 100
 """Default episodes per seed."""
@@ -41,7 +42,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     """The ``evaluate`` command's argument parser (``prog``: its name in usage lines)."""
     parser = flags.Parser(prog=prog,
                                description=flags.plain_description(__doc__ or ""))
-    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+    from jaxmarl_accel.runs.remote import STAGE_DEFAULT
 
     parser.add_argument("run_dir", metavar="RUN_DIR",
                         help="folder of a run written by jaxmarl-accel run, or its URL "
@@ -98,10 +99,10 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
 
 
 def remote_run(run_dir: str, stage: str | None) -> Any:
-    """The :class:`~jaxmarl_accel.cli.remote.Mirror` of a run folder given as a URL, its
+    """The :class:`~jaxmarl_accel.runs.remote.Mirror` of a run folder given as a URL, its
     files downloaded into the stage (None for a local folder); ``ValueError`` (one line)
     for ``--stage`` without a URL, an unknown scheme or a URL that holds no run."""
-    from jaxmarl_accel.cli.remote import is_remote, pulled_run
+    from jaxmarl_accel.runs.remote import is_remote, pulled_run
 
     if not is_remote(run_dir):
         if stage is not None:
@@ -126,12 +127,13 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
     import jax
     import numpy as np
 
-    from jaxmarl_accel.cli import marl_eval, summary
+    from jaxmarl_accel.runs import marl_eval, summary
+    from jaxmarl_accel.runs.restore import load_run, restore_checkpoint, sweep_setting
 
     config, stored = load_run(run_dir)
     trainer, sharded, state, step = restore_checkpoint(run_dir, config, stored["seeds"],
                                                        checkpoint, stored.get("sweep"))
-    trainer, state, rows, chosen = sweep_setting(run_dir, stored, trainer, state, setting)
+    trainer, state, rows, chosen = sweep_setting(run_dir, stored, trainer, state, setting, _log)
     spec, seeds = trainer.env.spec, stored["seeds"]
     env_steps = [int(v) for v in np.asarray(jax.device_get(state.env_steps))]
     _log(f"restored the checkpoint after chunk {step} of {run_dir} ({env_steps[0]:,} env steps "
@@ -206,104 +208,6 @@ def _score_text(result: dict[str, Any]) -> str:
                 f"{result['normalized_score_note']}")
     return (f"median normalized score {result['median_normalized_score']:.3f} (random "
             f"{result['random_return']:.3f}, scripted {result['scripted_return']:.3f})")
-
-
-def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
-    """The training config and stored run options of ``run_dir``; ``ValueError`` (one line)
-    when it is not a run folder."""
-    from jaxmarl_accel.cli import run_store
-
-    if not os.path.isfile(os.path.join(run_dir, outputs.CONFIG_NAME)):
-        what = "does not exist" if not os.path.exists(run_dir) else (
-            f"is not a run folder (no {outputs.CONFIG_NAME})")
-        raise ValueError(f"RUN_DIR {run_dir} {what}")
-    return run_store.stored_run(run_dir)
-
-
-def sweep_setting(run_dir: str, stored: dict[str, Any], trainer: Any, state: Any,
-                  setting: int | None) -> tuple[Any, Any, list[dict[str, float]], dict[str, Any]]:
-    """What the evaluation scores: for a sweep, setting ``setting`` (None: ``sweep.json``'s
-    best; 0 before the sweep has finished), as ``(its own Trainer, the state with its seeds'
-    learners [S, ...] and clocks, its metric rows, {"setting": k, "setting_values": ...})``;
-    else the run's own (and ``{}``). ``ValueError`` (one line) for a setting the run lacks."""
-    import jax
-
-    from jaxmarl_accel.cli.sweep_outputs import read_sweep
-    from jaxmarl_accel.trainer.sweep import setting_config
-    from jaxmarl_accel.trainer.train import make_trainer
-
-    rows, sweep = outputs.read_rows(run_dir), stored.get("sweep")
-    if sweep is None:
-        if setting is not None:
-            raise ValueError(f"--setting {setting}: {run_dir} holds one setting, not a sweep")
-        return trainer, state, rows, {}
-    if setting is None:
-        finished = read_sweep(run_dir)
-        setting = 0 if finished is None else int(finished["best"])
-    if not 0 <= setting < sweep.num_settings:
-        raise ValueError(f"--setting {setting}: the sweep in {run_dir} has settings 0 to "
-                         f"{sweep.num_settings - 1}")
-    lanes = slice(setting * stored["seeds"], (setting + 1) * stored["seeds"])
-    state = state.replace(algo=jax.tree.map(lambda x: x[lanes], state.algo),
-                          env_steps=state.env_steps[lanes])
-    _log(f"setting {setting} of the sweep: {sweep.setting(setting)}")
-    return (make_trainer(setting_config(trainer.config, sweep, setting)), state,
-            [r for r in rows if int(r["setting"]) == setting],
-            {"setting": setting, "setting_values": sweep.setting(setting)})
-
-
-def restore_checkpoint(run_dir: str, config: Any, seeds: int, step: int | None,
-                       sweep: Any = None) -> tuple[Any, Any, Any, int]:
-    """Restore checkpoint ``step`` (None: the newest) of the run in ``run_dir`` on one device.
-
-    Returns ``(trainer, sharded, state, step)``: the run's ``Trainer``, its
-    ``ShardedTrainer`` for ``seeds`` seeds, and the restored state, each leaf with a leading
-    seed axis ``[S, ...]`` (a ``sweep``'s: its lanes ``[K * S, ...]``, settings x seeds, and
-    the base config's trainer). The replay is not read: its leaves stay ``ShapeDtypeStruct``, so
-    evaluating needs the memory of the learners, not of the training state. ``ValueError``
-    (one line, naming the checkpoint) when there is no checkpoint, ``step`` is not one of
-    them, or it does not restore."""
-    from jaxmarl_accel.cli import host_loop, run_store
-    from jaxmarl_accel.cli.checkpoint import CheckpointMismatch, Checkpoints
-    from jaxmarl_accel.trainer.sharding import make_sharded_trainer
-    from jaxmarl_accel.trainer.sweep import make_sweep_trainer
-    from jaxmarl_accel.trainer.train import make_trainer
-
-    folder = os.path.join(run_dir, outputs.CHECKPOINTS_NAME)
-    if not os.path.isdir(folder):
-        raise ValueError(f"{run_dir} holds no checkpoints (no {outputs.CHECKPOINTS_NAME}/)")
-    manager = Checkpoints(folder)
-    steps = manager.steps()
-    if not steps:
-        raise ValueError(f"{folder} holds no checkpoints")
-    if step is None:
-        step = steps[-1]
-    elif step not in steps:
-        raise ValueError(f"--checkpoint {step}: {folder} holds checkpoint(s) "
-                         f"{', '.join(map(str, steps))}")
-    trainer, init_lanes = make_trainer(config), None
-    if sweep is not None:
-        lanes = make_sweep_trainer(config, sweep, seeds)
-        trainer, init_lanes, seeds = lanes.trainer, lanes.init_lanes, lanes.lanes
-    sharded = make_sharded_trainer(
-        trainer, host_loop.choose_layout(seeds, config.num_envs, 1), seeds,
-        init_lanes=init_lanes)
-    abstract = sharded.abstract_state
-    target = run_store.checkpoint_items(abstract)
-    replay = {name: leaf for name, leaf in target.items() if name.startswith(run_store.REPLAY)}
-    try:
-        manager.check(step, target, run_store.ADDED_LATER)
-        items = manager.restore(step, {n: v for n, v in target.items() if n not in replay},
-                                optional=run_store.ADDED_LATER)
-    except CheckpointMismatch:
-        raise
-    except (OSError, ValueError) as error:
-        raise ValueError(f"the checkpoint after chunk {step} "
-                         f"({os.path.join(folder, str(step))}) cannot be restored: "
-                         f"{run_store.first_line(error)}") from None
-    items = run_store.fill_added_later(target, items)
-    state = run_store.state_from_items(abstract, {**replay, **items})
-    return trainer, sharded, state, step
 
 
 def evaluate_seeds(trainer: Any, algo_states: Any, key: Any, episodes: int) -> tuple[Any, Any]:

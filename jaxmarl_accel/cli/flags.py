@@ -97,6 +97,24 @@ def parse_int(text: str) -> int:
     return int(value)
 
 
+def parse_int_items(text: str) -> list[int]:
+    """The integers of one value of a list flag: ``64`` or ``64,64`` (a comma separates
+    items here, never thousands: ``--hidden-sizes 64,64`` is two layers of 64 units)."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected integers such as 64 or 64,64, got {text!r}")
+    return [parse_int(item) for item in items]
+
+
+class _ExtendItems(argparse.Action):
+    """``nargs="+"`` of :func:`parse_int_items` values flattened into one list, so that
+    ``--hidden-sizes 64 64`` and ``--hidden-sizes 64,64`` give the same ``[64, 64]``."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [item for value in values for item in value])
+
+
 def _parse_bool(text: str) -> bool:
     lowered = text.lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -120,7 +138,9 @@ def _flag_kwargs(annotation: Any, default: Any) -> dict[str, Any] | None:
     if typing.get_origin(annotation) is tuple and args and args[-1] is Ellipsis:
         if typing.get_origin(args[0]) is tuple:  # (name, value) pairs: "a=1,b=2"
             return {"type": parse_key_values, "metavar": "NAME=VALUE[,...]"}
-        return {"type": parse_int if args[0] is int else args[0], "nargs": "+"}
+        if args[0] is int:
+            return {"type": parse_int_items, "nargs": "+", "action": _ExtendItems}
+        return {"type": args[0], "nargs": "+"}
     optional = type(None) in args
     base = next((a for a in args if a is not type(None)), annotation) if args else annotation
     convert = {bool: _parse_bool, int: parse_int, float: float, str: str}.get(base)
@@ -140,7 +160,8 @@ def add_dataclass_flags(parser: argparse.ArgumentParser, cls: type, *, skip: tup
                         shown_defaults: dict[str, str] | None = None) -> list[str]:
     """Add one ``--field-name`` flag per scalar or tuple field of ``cls``.
 
-    ``Optional`` fields accept ``none``; ``tuple[int, ...]`` fields take several values.
+    ``Optional`` fields accept ``none``; ``tuple[int, ...]`` fields take several values
+    (``64 64`` or ``64,64``).
     ``only`` keeps just those fields, ``skip`` leaves some out, ``defaults`` replaces a
     field's default for this command, ``shown_defaults`` the text the help gives as the
     default (when the command resolves it later), ``aliases`` adds other spellings.
@@ -191,18 +212,18 @@ def train_choices() -> dict[str, tuple[str, ...]]:
     family's config fields that name a registry entry or a mode (the families' own
     ``Family.choices``)."""
     from jaxmarl_accel.algos.registry import algo_names, families
+    from jaxmarl_accel.buffers import sampler_names
     from jaxmarl_accel.config import (
         INDEX_SHARING,
         LAYOUTS,
         NEXT_OBS,
         PREY_MODES,
         REPLAY_OBS,
-        SAMPLERS,
     )
     from jaxmarl_accel.envs import ENV_NAMES
 
     choices: dict[str, tuple[str, ...]] = {
-        "env": ENV_NAMES, "sampler": tuple(SAMPLERS), "layout": tuple(LAYOUTS),
+        "env": ENV_NAMES, "sampler": sampler_names(), "layout": tuple(LAYOUTS),
         "index_sharing": tuple(INDEX_SHARING), "prey": PREY_MODES, "algo": algo_names(),
         "replay_next_obs": NEXT_OBS, "replay_obs": REPLAY_OBS}
     for family in families().values():

@@ -4,7 +4,7 @@
 ``results/render/simple_tag.gif`` and ``results/render/simple_tag.png``; ``--env``,
 ``--env-kwargs`` and ``--agents`` mean what they mean for ``jaxmarl-accel run``. The rollout is
 :func:`jaxmarl_accel.envs.rollout.rollout` (its states before each step are the frames);
-each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.render` for the MPE
+each env draws itself (``env.render``: :mod:`jaxmarl_accel.envs.mpe.render` for the MPE
 scenarios, :mod:`jaxmarl_accel.envs.render_grid` for the stag hunt); a scenario without a
 renderer is refused in one line.
 """
@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-import imageio.v2 as imageio
 import jax
-import numpy as np
 
 from jaxmarl_accel.cli import flags
 from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
@@ -24,22 +22,9 @@ from jaxmarl_accel.envs import SCENARIOS, make
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
+from jaxmarl_accel.runs.figures import write_gif, write_png
 
 _POLICIES = {"scripted": scripted_policy, "random": random_policy}
-
-
-def write_gif(path: str, frames: np.ndarray, fps: float = 8.0) -> None:
-    """Writes ``[T, H, W, 3]`` uint8 frames as a looping GIF showing ``fps`` frames per
-    second (imageio's GIF writer takes the frame delay in milliseconds; the GIF stores
-    hundredths of a second)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    imageio.mimsave(path, list(frames), duration=1000.0 / fps, loop=0)
-
-
-def write_png(path: str, frame: np.ndarray) -> None:
-    """Writes one ``[H, W, 3]`` uint8 frame as a PNG."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    imageio.imwrite(path, frame)
 
 
 def render_to_files(

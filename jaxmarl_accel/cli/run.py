@@ -14,7 +14,7 @@ A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
 from the newest checkpoint that restores and takes every setting from ``config.json``.
 ``--out`` and ``--resume`` may be URLs (``gs://bucket/run``): the run is written to a
-local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.cli.remote`).
+local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.runs.remote`).
 
 Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps per round,
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
@@ -38,10 +38,11 @@ import sys
 import time
 from typing import Any
 
-from jaxmarl_accel.cli import flags, loggers
-from jaxmarl_accel.cli.outputs import CONFIG_NAME
-from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
+from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.scenario_flags import agents_help, scenario_kwargs
 from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, pbt_from_args, sweep_from_args
+from jaxmarl_accel.runs import loggers
+from jaxmarl_accel.runs.outputs import CONFIG_NAME
 
 PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
@@ -87,14 +88,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "flags given beside it win (default: none)")
     add_folder_flags(run)
     run.add_argument("--agents", type=flags.parse_int, default=None,
-                     help="number of agents: num_agents of simple_spread, num_predators of "
-                          "simple_tag; the total of tag_gridworld and tag_continuous (their "
-                          "num_taggers stay as given or default, num_runners are the rest: "
-                          "--agents 12 --env-kwargs num_taggers=2 is 2 taggers and 10 "
-                          "runners); scenarios with a fixed count (simple_speaker_listener, "
-                          "simple_reference: 2) accept only that count, scenarios with several "
-                          "counts (simple_push, simple_adversary: num_good, num_adversaries) "
-                          "take them in --env-kwargs")
+                     help=agents_help())
     run.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
                      help="scenario keyword arguments, e.g. 'num_prey=2,num_obstacles=0' "
                           "(the keywords of the scenario's make())")
@@ -145,7 +139,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def add_folder_flags(run: Any) -> None:
     """The run folder's flags: --out, --stage, --resume, --overwrite."""
-    from jaxmarl_accel.cli.remote import STAGE_DEFAULT
+    from jaxmarl_accel.runs.remote import STAGE_DEFAULT
 
     run.add_argument("--out", default=None,
                      help="output folder, or a URL (gs://bucket/path with gcsfs installed, "
@@ -220,7 +214,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         args = apply_preset(parser, parser.parse_args(argv), argv)
         if args.compile_cache:  # before anything is compiled
             flags.use_compile_cache(args.compile_cache)
-        from jaxmarl_accel.cli.remote import mirror_for_run
+        from jaxmarl_accel.runs.remote import mirror_for_run
 
         mirror = mirror_for_run(args.out, args.resume, args.overwrite, args.stage,
                                 early.distributed)
@@ -228,7 +222,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
         trainer, options = options_from_args(parser, args)
         out_dir = options.out_dir
-        from jaxmarl_accel.cli.host_loop import run_training
+        from jaxmarl_accel.runs.host_loop import run_training
 
         return run_training(trainer, options, mirror)
     except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
@@ -296,7 +290,7 @@ def options_from_args(parser: argparse.ArgumentParser,
     if args.resume and args.overwrite:
         parser.error("--resume and --overwrite exclude each other")
     devices = parse_devices(parser, args.devices)
-    from jaxmarl_accel.cli.run_store import RunOptions, stored_run
+    from jaxmarl_accel.runs.run_store import RunOptions, stored_run
     from jaxmarl_accel.trainer.train import make_trainer
 
     if args.resume:
@@ -316,7 +310,7 @@ def options_from_args(parser: argparse.ArgumentParser,
         pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
     except ValueError as error:
         parser.error(str(error).replace("sweep:", "--sweep:", 1))
-    from jaxmarl_accel.cli.summary import default_baseline_episodes
+    from jaxmarl_accel.runs.summary import default_baseline_episodes
 
     baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,
                                                                     spec.episode_length)

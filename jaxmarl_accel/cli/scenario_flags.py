@@ -19,8 +19,8 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
     ``ValueError`` (one line) for a keyword the scenario does not take, or an ``--agents``
     that it cannot express."""
     from jaxmarl_accel.envs import (  # deferred: the scenarios load JAX
-        TOTAL_COUNT_ENVS,
         agent_count_kwarg,
+        counts_total,
         make,
         total_count_kwargs,
     )
@@ -29,11 +29,11 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
     kwargs = dict(given)
     if agents is None:
         return tuple(sorted(kwargs.items()))
+    if counts_total(env):
+        return tuple(sorted(total_count_kwargs(env, agents, kwargs).items()))
     if agent_count_kwarg(env) in keywords:
         kwargs[agent_count_kwarg(env)] = agents
         return tuple(sorted(kwargs.items()))
-    if env in TOTAL_COUNT_ENVS:
-        return tuple(sorted(total_count_kwargs(env, agents, kwargs).items()))
     counts = [name for name in keywords if name.startswith("num_")]
     if counts:
         raise ValueError(f"--agents: {env} has no single agent count; set "
@@ -42,3 +42,40 @@ def scenario_kwargs(env: str, given: tuple[tuple[str, Any], ...],
     if agents != fixed:
         raise ValueError(f"--agents {agents}: {env} always has {fixed} agents")
     return tuple(sorted(kwargs.items()))
+
+
+def agents_help() -> str:
+    """The ``--agents`` help, read from the package's scenario records
+    (:class:`~jaxmarl_accel.envs.Scenario`): which keyword each scenario's count is."""
+    from jaxmarl_accel.envs import SCENARIOS, scenario  # deferred: the scenarios load JAX
+
+    records = [scenario(name) for name in SCENARIOS]
+    single: dict[str, list[str]] = {}
+    for record in records:
+        if record.agent_count is not None and not record.counts_total:
+            single.setdefault(record.agent_count, []).append(record.name)
+    parts = ["number of agents: " + "; ".join(f"{keyword} of {', '.join(names)}"
+                                              for keyword, names in single.items())]
+    total = [record for record in records if record.counts_total]
+    if total:
+        kept = ", ".join(sorted({str(c) for r in total for c in r.kept_counts}))
+        rest = ", ".join(sorted({r.agent_count for r in total}))
+        first = total[0]
+        named = [team for team in first.teams if team.count != first.agent_count]
+        grown = next(team for team in first.teams if team.count == first.agent_count)
+        example = (f"--agents 12 --env-kwargs {named[0].count}=2 is 2 {named[0].name} and "
+                   f"10 {grown.name}" if len(named) == 1 else "")
+        parts.append(f"the total of {', '.join(r.name for r in total)} (their {kept} stay as "
+                     f"given or default, {rest} are the rest{': ' if example else ''}{example})")
+    fixed = [f"{r.name}: {sum(t.count for t in r.teams)}" for r in records
+             if r.agent_count is None and all(isinstance(t.count, int) for t in r.teams)]
+    several = [f"{r.name}: {', '.join(str(t.count) for t in r.teams)}" for r in records
+               if r.agent_count is None and any(isinstance(t.count, str) for t in r.teams)]
+    if fixed:
+        parts.append(f"scenarios with a fixed count ({'; '.join(fixed)}) accept only that "
+                     "count")
+    if several:
+        parts.append(f"scenarios with several counts ({'; '.join(several)}) take them in "
+                     "--env-kwargs")
+    parts.append("an env by reference or from JaxMARL: num_agents, if its factory takes it")
+    return "; ".join(parts)

@@ -82,6 +82,7 @@ from jaxmarl_accel.envs import hunt_rules as rules
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.hunt_rules import HuntState
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 from jaxmarl_accel.envs.render_grid import render_hunt
 
 NAME = "stag_hunt"
@@ -359,3 +360,8 @@ def scripted_actions(key: jax.Array, state: HuntState) -> jax.Array:
     move = jnp.where(jnp.any(closer, axis=1), jnp.argmax(score, axis=1), rules.STAY)
     go = jnp.any(stag_alive) & live
     return jnp.where(catch, rules.CATCH, jnp.where(go, move, rules.STAY)).astype(jnp.int32)
+
+
+SCENARIO = register_scenario(Scenario(
+    "stag_hunt", make, "the relative-overgeneralization stag hunt on a grid (paper 004)",
+    (Team("agents", "num_agents"),)))

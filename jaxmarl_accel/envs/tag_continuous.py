@@ -87,6 +87,7 @@ from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs import tag_continuous_setup as setup
 from jaxmarl_accel.envs.base import Env
 from jaxmarl_accel.envs.mpe import core
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 from jaxmarl_accel.envs.tag_continuous_setup import (
     TagContinuousParams,
     TagContinuousState,
@@ -371,3 +372,9 @@ def make(
     env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
               random_action=random_action)
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(
+    NAME, make, "WarpDrive's continuous Tag: taggers chase runners on a square field (paper 003)",
+    (Team("taggers", "num_taggers"), Team("runners", "num_runners")), counts_total=True,
+    agent_count="num_runners"))

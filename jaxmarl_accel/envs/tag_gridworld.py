@@ -69,6 +69,7 @@ from flax import struct
 
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 NAME = "tag_gridworld"
 # (dx, dy) of each action: stay, +x, -x, +y, -y (WarpDrive's step_actions).
@@ -392,3 +393,8 @@ def make(
     env = Env(spec=spec, reset=reset, step=step, scripted_action=scripted_action,
               random_action=random_action)
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(NAME, make, "WarpDrive's discrete Tag on a grid (paper 003)",
+    (Team("taggers", "num_taggers"), Team("runners", "num_runners")),
+    agent_count="num_runners", counts_total=True))

@@ -58,7 +58,8 @@ def exploit_explore(config: cfg.TrainConfig, scores: Sequence[float],
                     hyper: Mapping[str, Sequence[float]], rng: np.random.Generator,
                     fraction: float = FRACTION, factors: Sequence[float] = FACTORS) -> Exploit:
     """The :class:`Exploit` of a population with ``scores`` ``[L]`` (higher is better,
-    non-finite worst) and values ``hyper`` (name -> ``[L]``) for run ``config``."""
+    non-finite worst; equal scores rank the lower lane index lower) and values ``hyper``
+    (name -> ``[L]``) for run ``config``."""
     scores = np.where(np.isfinite(scores), np.asarray(scores, np.float64), -np.inf)
     lanes = len(scores)
     count = max(1, int(lanes * fraction))

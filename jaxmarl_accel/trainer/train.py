@@ -27,7 +27,7 @@ scan over chunks. Seeds are a ``jax.vmap`` over keys outside::
 (``compiler_options=compiler_options()`` from :mod:`~jaxmarl_accel.trainer.compiling` in
 that ``jax.jit`` compiles it about a third faster on the CPU, as the command line does.)
 
-The command line's host loop (:mod:`jaxmarl_accel.cli.host_loop`) calls
+The command line's host loop (:mod:`jaxmarl_accel.runs.host_loop`) calls
 :attr:`Trainer.run_chunk` instead (sharded over devices by :mod:`~.sharding`), so it can log,
 checkpoint and draw progress between chunks; both paths compute the same numbers.
 Round and chunk indices enter as scan inputs (never vmapped), so every schedule derived

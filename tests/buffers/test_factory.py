@@ -139,12 +139,16 @@ def test_samplers_run_inside_a_scan_vmapped_over_seeds():
 
 def test_one_registry_names_the_samplers_and_make_buffer_dispatches_through_it():
     from jaxmarl_accel import buffers
-    from jaxmarl_accel.buffers.factory import FACTORIES
 
-    assert tuple(FACTORIES) == buffers.SAMPLERS
+    assert buffers.registered_samplers()[:len(buffers.SAMPLERS)] == buffers.SAMPLERS
+    assert [name for name in buffers.SAMPLERS if buffers.is_prioritized(name)] == [
+        "per", "prioritized_locality", "reuse", "reuse_block"]
     assert buffers.INDEX_SHARING == ("shared", "per_agent")
     state0 = fill(jitted("uniform", capacity=CAPACITY, batch_size=BATCH), 3, 5, PER_ADD)
-    for name, factory in FACTORIES.items():
+    for name in buffers.SAMPLERS:
+        spec = buffers.sampler_spec(name)
+        assert spec.name == name and spec.summary
+        factory = spec.make
         assert factory is getattr(buffers, f"make_{name}_buffer")
         via_registry = make_buffer(name, capacity=CAPACITY, batch_size=BATCH)
         direct = factory(capacity=CAPACITY, batch_size=BATCH)

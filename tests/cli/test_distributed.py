@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays
+from jaxmarl_accel.runs.checkpoint import Checkpoints
 from tests.cli.test_run import TIMING
+from tests.runs.test_checkpoint import read_arrays
 
 REPO = Path(__file__).resolve().parents[2]
 ARGS = ["--env", "simple_spread", "--agents", "3", "--seeds", "2", "--algo", "matd3",

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from jaxmarl_accel.cli import evaluate, marl_eval, outputs, run
+from jaxmarl_accel.cli import evaluate, run
+from jaxmarl_accel.runs import marl_eval, outputs
 from tests.cli.test_run import TINY, cache_hits, compile_cache_restored  # noqa: F401
 
 pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
@@ -307,7 +308,7 @@ def test_the_schema_check_names_what_departs_from_marl_eval_format(data, message
 
 
 def test_marl_eval_rows_of_a_run_recorded_before_a_counter_existed():
-    from jaxmarl_accel.cli.marl_eval import row_metrics
+    from jaxmarl_accel.runs.marl_eval import row_metrics
 
     row = {"eval_return": "1.5", "eval_tags": "3"}  # no eval_steps_before_first_tag column
     metrics = row_metrics(row, ("tags", "steps_before_first_tag"))

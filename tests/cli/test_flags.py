@@ -44,6 +44,20 @@ def test_values_tuples_optionals_and_fixed_fields():
                                             straight_through=False, learners="sequential")
 
 
+@pytest.mark.parametrize("values", [["32,16"], ["32", "16"], ["32,", "16"], ["3_2,16"]])
+def test_list_flags_take_commas_as_item_separators(values):
+    # a comma in a list flag separates items: "64,64" was once read as one layer of 6,464 units
+    args = _parser().parse_args(["--hidden-sizes", *values])
+    assert flags.train_config_from_args(args).learner.hidden_sizes == (32, 16)
+
+
+@pytest.mark.parametrize("value", [",", "64,x", "1.5"])
+def test_list_flags_refuse_what_is_not_integers(value, capsys):
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--hidden-sizes", value])
+    assert "expected" in capsys.readouterr().err
+
+
 def test_only_defaults_aliases_and_shown_defaults():
     parser = argparse.ArgumentParser()
     names = flags.add_dataclass_flags(

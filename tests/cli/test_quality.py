@@ -106,7 +106,7 @@ def test_every_entry_is_a_valid_run_and_the_fig3_entries_take_paper_004s_presets
 
 
 def test_curves_follow_each_entrys_metrics_even_while_it_runs(tmp_path):
-    from jaxmarl_accel.cli import outputs
+    from jaxmarl_accel.runs import outputs
 
     os.makedirs(tmp_path / "qmix-stag8")
     outputs.write_rows(str(tmp_path / "qmix-stag8"), [

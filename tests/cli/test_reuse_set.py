@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from experiments import reuse_set
-from jaxmarl_accel.cli.checkpoint import Checkpoints
+from jaxmarl_accel.runs.checkpoint import Checkpoints
 
 
 def sampler_items(reused, write_pos, size, capacity=10):

@@ -16,8 +16,9 @@ import pytest
 from PIL import Image
 
 from jaxmarl_accel.algos import ValueConfig
-from jaxmarl_accel.cli import host_loop, outputs, progress, run, run_store
-from jaxmarl_accel.cli.checkpoint import read_arrays
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import host_loop, outputs, progress, run_store
+from tests.runs.test_checkpoint import read_arrays
 
 pytestmark = pytest.mark.xdist_group("run")  # one worker computes the module's fixtures
 

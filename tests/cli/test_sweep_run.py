@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli import memory, run
-from jaxmarl_accel.cli.sweep_outputs import read_sweep
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import memory
+from jaxmarl_accel.runs.sweep_outputs import read_sweep
 from tests.cli.test_run import (
     TINY,
     assert_same_outputs,
@@ -112,20 +113,31 @@ def test_evaluate_scores_one_setting_the_best_by_default(sweep_run, tmp_path, ca
 
 def test_population_based_training_records_its_lineage_and_resumes_exactly(monkeypatch,
                                                                           tmp_path, capsys):
-    """--pbt: after each chunk but the last the worst quarter of the 8 lanes copy the best;
-    pbt.json holds the two steps, every row the values its lane trained with, and a run
-    interrupted after chunk 1 resumes to the same files."""
-    whole = str(tmp_path / "whole")
-    assert run.main([*TINY, *SWEEP, "--pbt", "--out", whole]) == 0
+    """--pbt: after each chunk but the last that learned throughout (chunk 0 starts before
+    the first update at 100 env steps) the worst quarter of the 8 lanes copy the best;
+    pbt.json holds the two steps, every row the values its lane trained with, sweep.json the
+    best final lane with the values it holds at the end, and a run interrupted after chunk 1
+    resumes to the same files."""
+    whole, longer = str(tmp_path / "whole"), [*TINY, "--total-env-steps", "800"]
+    assert run.main([*longer, *SWEEP, "--pbt", "--out", whole]) == 0
     lineage = json.loads(Path(whole, "pbt.json").read_text())["lineage"]
-    assert [step["chunk"] for step in lineage] == [0, 1]
+    assert [step["chunk"] for step in lineage] == [1, 2]
     assert all(len(step["replaced"]) == 2 for step in lineage)
     header = Path(whole, "metrics.csv").read_text().splitlines()[0].split(",")
     assert "hp_actor_lr" in header and "hp_tau" in header
     assert os.path.getsize(os.path.join(whole, "pbt.png")) > 0
+    lane = read_sweep(whole)["best_lane"]
+    rows = [dict(zip(header, map(float, line.split(",")), strict=True))
+            for line in Path(whole, "metrics.csv").read_text().splitlines()[1:]]
+    last = [r for r in rows if r["chunk"] == 3 and (r["setting"], r["seed"]) == (
+        lane["setting"], lane["seed"])]
+    assert lane["values"] == pytest.approx({"actor_lr": last[0]["hp_actor_lr"],
+                                            "tau": last[0]["hp_tau"]})
+    assert lane["score"] == max(read_sweep(whole)["final"][k][s] for k in range(4)
+                                for s in range(2))
     out = str(tmp_path / "interrupted")
     interrupt_after_chunk_1(monkeypatch)
-    assert run.main([*TINY, *SWEEP, "--pbt", "--out", out]) == 130
+    assert run.main([*longer, *SWEEP, "--pbt", "--out", out]) == 130
     monkeypatch.undo()
     assert run.main(["--resume", out, "--quiet"]) == 0
     assert_same_outputs(whole, out)

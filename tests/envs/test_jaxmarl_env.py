@@ -282,7 +282,7 @@ def test_every_learner_family_trains_a_chunk_on_smax_3m(algo):
 
 
 def test_summary_without_a_scripted_policy_has_no_normalized_score():
-    from jaxmarl_accel.cli import outputs
+    from jaxmarl_accel.runs import outputs
 
     summary = outputs.summarize([1.0, 2.0, 3.0], 0.5, None, baseline_se=(0.1, 0.1, 10))
     assert not any("normalized_score" in key and key != "normalized_score_note"

@@ -13,8 +13,9 @@ import pytest
 
 from jaxmarl_accel.cli.render import render_to_files
 from jaxmarl_accel.envs import make
+from jaxmarl_accel.envs.mpe.render import render_mpe
 from jaxmarl_accel.envs.policies import scripted_policy
-from jaxmarl_accel.envs.render import render_frame, render_mpe, render_rollout
+from jaxmarl_accel.envs.render import render_frame, render_rollout
 from jaxmarl_accel.envs.render_grid import render_hunt
 from jaxmarl_accel.envs.rollout import rollout
 

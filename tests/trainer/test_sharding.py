@@ -113,7 +113,7 @@ def _worker(out_root: str) -> None:
     import jax.numpy as jnp
 
     from jaxmarl_accel.cli import run
-    from jaxmarl_accel.cli.run_store import checkpoint_items
+    from jaxmarl_accel.runs.run_store import checkpoint_items
     from jaxmarl_accel.trainer.sharding import make_sharded_trainer
     from jaxmarl_accel.trainer.train import make_trainer
 
@@ -145,7 +145,7 @@ def _worker(out_root: str) -> None:
     summary = json.loads(Path(out, "summary.json").read_text())
     assert summary["layout"] == {"seed_shards": DEVICES // 2, "env_shards": 2}, summary
 
-    from jaxmarl_accel.cli.checkpoint import read_arrays
+    from tests.runs.test_checkpoint import read_arrays
 
     restored = read_arrays(os.path.join(out, "checkpoints"), 2)
     assert reference.keys() <= restored.keys() and len(reference) > 4

@@ -24,7 +24,7 @@ from jaxmarl_accel.algos.value.config import (
     ValueConfig,
     replay_kind,
 )
-from jaxmarl_accel.buffers import PRIORITIZED
+from jaxmarl_accel.buffers import is_prioritized, prioritized_samplers
 from jaxmarl_accel.envs.base import EnvSpec
 
 FAMILY = Family(
@@ -46,7 +46,7 @@ def weighting_mode(config: ValueConfig, auto: str, sampler: str | None = None) -
     except that priorities with a ``sampler`` that ignores them weight the loss instead."""
     if config.macpo_weighting != "auto":
         return config.macpo_weighting
-    if auto == "priority" and sampler is not None and sampler not in PRIORITIZED:
+    if auto == "priority" and sampler is not None and not is_prioritized(sampler):
         return "loss"
     return auto
 
@@ -108,10 +108,10 @@ def weights_checker(name: str, auto: str, sampler_required: bool = False
                 raise ValueError(f"sampler_kwargs loss_weights={loss_weights!r}: algo {name!r} "
                                  "weights its loss by MAC-PO's weights itself; use 'ones'")
         if (weighting_mode(run.learner, auto, run.sampler) == "priority"
-                and run.sampler not in PRIORITIZED):
+                and not is_prioritized(run.sampler)):
             raise ValueError(f"macpo_weighting 'priority': sampler {run.sampler!r} ignores "
                              "priorities, so MAC-PO's weights would act nowhere; use a sampler "
-                             f"of {PRIORITIZED} or macpo_weighting 'loss'")
+                             f"of {prioritized_samplers()} or macpo_weighting 'loss'")
 
     return check
 

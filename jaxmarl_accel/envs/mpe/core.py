@@ -282,12 +282,6 @@ def relative_positions(pos_from: jax.Array, pos_to: jax.Array) -> jax.Array:
     return pos_to[None, :, :] - pos_from[:, None, :]
 
 
-def others_index(num_agents: int) -> np.ndarray:
-    """Static ``[N, N-1]`` indices of every agent's others, in index order."""
-    idx = np.arange(num_agents)
-    return np.stack([np.delete(idx, i) for i in idx]).reshape(num_agents, num_agents - 1)
-
-
 def nearest_index(dist: jax.Array, k: int) -> jax.Array:
     """Indices of the ``k`` smallest entries of each row, closest first.
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.mpe import core
-from jaxmarl_accel.envs.render import render_mpe
+from jaxmarl_accel.envs.mpe.render import render_mpe
 from jaxmarl_accel.types import PyTree
 
 
@@ -138,7 +138,7 @@ def build_env(
     ``observe_physical_at``: ``observe_at(state, params, agents)`` (some agents' rows of
     ``observe``, e.g. k-nearest rows from ``[M, N]`` distances) of the unpacked state, or
     those rows of ``observe`` where the scenario gives no ``observe_at``. The env is drawn
-    by :func:`~jaxmarl_accel.envs.render.render_mpe`.
+    by :func:`~jaxmarl_accel.envs.mpe.render.render_mpe`.
     """
     if physical is not None:
         spec = dataclasses.replace(spec, physical_state_dim=physical.width,

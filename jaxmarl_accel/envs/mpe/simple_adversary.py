@@ -41,6 +41,7 @@ from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.mpe.scenario import build_env, moves_decoder
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 ADVERSARY_COLOR = (0.85, 0.35, 0.35)
 AGENT_COLOR = (0.35, 0.35, 0.85)
@@ -141,3 +142,8 @@ def make(
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
     env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_adversary", make, "physical deception: good agents hide the goal from adversaries",
+    (Team("adversaries", "num_adversaries"), Team("good agents", "num_good")), agent_count=None))

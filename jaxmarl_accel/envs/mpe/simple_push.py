@@ -44,6 +44,7 @@ from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env, moves_decoder
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 NUM_LANDMARKS = 2
 ADVERSARY_COLOR = (0.75, 0.25, 0.25)
@@ -149,3 +150,8 @@ def make(
     decode = moves_decoder(continuous_actions, 0)
     env = build_env(spec, init, decode, observe, reward, scripted, colliders=slice(0, n))
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_push", make, "keep-away: adversaries push good agents away from their goal",
+    (Team("adversaries", "num_adversaries"), Team("good agents", "num_good")), agent_count=None))

@@ -44,6 +44,7 @@ from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 NUM_AGENTS = 2
 NUM_LANDMARKS = 3
@@ -146,3 +147,8 @@ def make(
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
     env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_reference", make, "cooperative referring: each of two agents tells the other "
+    "where to go", (Team("agents", 2),), agent_count=None))

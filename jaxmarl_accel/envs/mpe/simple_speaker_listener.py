@@ -44,6 +44,7 @@ from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import build_env
 from jaxmarl_accel.envs.policies import state_policy
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 from jaxmarl_accel.types import Policy
 
 NUM_LANDMARKS = 3
@@ -169,3 +170,8 @@ def make(
     nothing = slice(0, 0)  # no entity collides: no contact forces to compute
     env = build_env(spec, init, decode, observe, reward, scripted, colliders=nothing)
     return env, params
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_speaker_listener", make, "cooperative communication: a speaker names the goal, "
+    "a listener goes there", (Team("speakers", 1), Team("listeners", 1)), agent_count=None))

@@ -47,6 +47,7 @@ from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.assignment import assign
 from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks, build_env, moves_decoder
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 AGENT_COLOR = (0.35, 0.35, 0.85)
 LANDMARK_COLOR = (0.25, 0.25, 0.25)
@@ -248,3 +249,8 @@ def scripted(shape: SpreadShape, key: jax.Array, state: core.MPEState, params: S
     if shape.continuous:
         return moves.moves_to_continuous(direction)
     return moves.direction_to_move(direction)
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_spread", make, "cooperative navigation: N agents cover L landmarks without colliding",
+    (Team("agents", "num_agents"),)))

@@ -54,6 +54,7 @@ from jaxmarl_accel.envs import moves
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.mpe import core
 from jaxmarl_accel.envs.mpe.scenario import agents_and_still_landmarks, build_env, moves_decoder
+from jaxmarl_accel.envs.registry import Scenario, Team, register_scenario
 
 PREDATOR_COLOR = (0.85, 0.35, 0.35)
 PREY_COLOR = (0.35, 0.85, 0.35)
@@ -334,3 +335,8 @@ def scripted(shape: TagShape, key: jax.Array, state: core.MPEState, params: TagP
     if shape.continuous:
         return moves.moves_to_continuous(direction)
     return moves.direction_to_move(direction)
+
+
+SCENARIO = register_scenario(Scenario(
+    "simple_tag", make, "predator-prey: N predators chase M prey among K obstacles",
+    (Team("predators", "num_predators"), Team("prey", "num_prey")), agent_count="num_predators"))

@@ -12,8 +12,8 @@ import pytest
 
 from jaxmarl_accel.algos.on_policy import OnPolicyConfig
 from jaxmarl_accel.cli import run
-from jaxmarl_accel.cli.run_store import checkpoint_items, state_from_items
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.runs.run_store import checkpoint_items, state_from_items
 from jaxmarl_accel.trainer.train import make_trainer
 
 TINY = OnPolicyConfig(hidden_sizes=(8,), rollout_length=5, epochs=2, minibatches=2)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli import memory
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.runs import memory
 
 
 def test_a_run_that_does_not_fit_names_the_flags_that_apply():

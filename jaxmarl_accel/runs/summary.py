@@ -12,13 +12,12 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.cli import marl_eval, outputs
-from jaxmarl_accel.cli.render import write_gif, write_png
-from jaxmarl_accel.cli.run_store import RunOptions
 from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted_team
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
+from jaxmarl_accel.runs import figures, marl_eval, outputs
+from jaxmarl_accel.runs.run_store import RunOptions
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
@@ -186,8 +185,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     path = outputs.write_summary(options.out_dir, summary)
     marl_eval.write(os.path.join(options.out_dir, outputs.MARL_EVAL_NAME), marl_eval.run_export(
         marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
-    outputs.plot_curve(options.out_dir, rows,
-                       outputs.curve_title(config.algo, config.env, options.seeds),
+    figures.plot_curve(options.out_dir, rows,
+                       figures.curve_title(config.algo, config.env, options.seeds),
                        summary["random_return"], summary.get("scripted_return"))
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
@@ -227,5 +226,5 @@ def render_episode(trainer: Trainer, algo_state: Any, out_dir: str, key: jax.Arr
     shown = int(np.argmax(ended)) + 1 if ended.any() else steps  # the first episode's frames
     states = jax.tree.map(lambda leaf: leaf[:shown], record.states)
     frames = render_rollout(env, states, params)
-    write_gif(os.path.join(out_dir, names[0]), frames)
-    write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])
+    figures.write_gif(os.path.join(out_dir, names[0]), frames)
+    figures.write_png(os.path.join(out_dir, names[1]), frames[len(frames) // 2])

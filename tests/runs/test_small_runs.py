@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from jaxmarl_accel.cli import outputs, run, summary
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import figures, outputs, summary
 from jaxmarl_accel.trainer.train import make_trainer
 from tests.cli.test_run import TINY
 
@@ -29,9 +30,9 @@ def stag_run(tmp_path_factory):
     """The tiny QMIX run's folder and the titles its learning curve was drawn with."""
     out = str(tmp_path_factory.mktemp("stag") / "run")
     titles = []
-    plot = outputs.plot_curve
+    plot = figures.plot_curve
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(outputs, "plot_curve", lambda out_dir, rows, title, *a: (
+        patch.setattr(figures, "plot_curve", lambda out_dir, rows, title, *a: (
             titles.append(title), plot(out_dir, rows, title, *a))[1])
         assert run.main([*STAG, "--out", out]) == 0
     return out, titles

@@ -7,7 +7,7 @@ CPU (``np.asarray`` of a CPU array is a view) and copies at most ``piece_bytes``
 from an accelerator (:func:`write_shards`). A reader reads any region of the file into a new
 host array, with zeros outside a stored corner (:func:`read_region`), or overwrites an
 existing array (or its corner) in place, ``piece_bytes`` at a time (:func:`fill_rows`).
-:mod:`~jaxmarl_accel.cli.checkpoint` stores the replay this way.
+:mod:`~jaxmarl_accel.runs.checkpoint` stores the replay this way.
 """
 
 from __future__ import annotations

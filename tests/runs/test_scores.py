@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.cli import outputs, run, summary
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import outputs, summary
 from tests.cli.test_run import TINY
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jaxmarl_accel.cli import progress
+from jaxmarl_accel.runs import progress
 
 
 def test_time_left_ignores_the_learning_free_warm_up(monkeypatch, capsys):

@@ -15,8 +15,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.cli import marl_eval, outputs
-from jaxmarl_accel.cli.summary import exploration_rates
+from jaxmarl_accel.runs import figures, marl_eval, outputs
+from jaxmarl_accel.runs.summary import exploration_rates
 from jaxmarl_accel.trainer.sweep import Sweep, format_setting, setting_config
 from jaxmarl_accel.trainer.train import Trainer
 
@@ -28,7 +28,7 @@ def sweep_rows(trainer: Trainer, sweep: Sweep, seeds: int, chunk: int, metrics: 
                scored: np.ndarray | None = None) -> list[dict[str, float]]:
     """One ``metrics.csv`` row per lane from host-side ``ChunkMetrics`` with a leading lane
     axis ``[K * S]`` (setting-major): ``setting`` ``k`` and ``seed`` ``s`` (within the
-    setting) first, then :func:`~jaxmarl_accel.cli.outputs.metric_rows`' columns, the
+    setting) first, then :func:`~jaxmarl_accel.runs.outputs.metric_rows`' columns, the
     exploration rate at setting ``k``'s own schedule."""
     rows = []
     for k in range(sweep.num_settings):
@@ -77,15 +77,47 @@ def median_iqr(table: np.ndarray) -> dict[str, Any]:
     return {"median": q50.tolist(), "iqr": np.stack([q25, q75], 1).tolist()}
 
 
+def best_lane(table: np.ndarray, rows: Sequence[dict[str, float]], seeds: int
+              ) -> dict[str, Any]:
+    """The lane with the highest final score of ``table`` ``[K, S]`` (ties: the first in
+    lane order), with the values it holds at the end (its last row's ``hp_<field>``
+    columns, population-based training's): ``lane`` (``setting * seeds + seed``),
+    ``setting`` (where it started), ``seed``, ``score`` and ``values``."""
+    lane = int(np.nanargmax(table.ravel()))
+    setting, seed = divmod(lane, seeds)
+    last = max(int(row["chunk"]) for row in rows)
+    (row,) = [r for r in rows if int(r["chunk"]) == last and int(r.get("setting", 0)) == setting
+              and int(r["seed"]) == seed]
+    values = {name[len("hp_"):]: float(v) for name, v in row.items() if name.startswith("hp_")}
+    return {"lane": lane, "setting": setting, "seed": seed,
+            "score": float(table.ravel()[lane]), "values": values}
+
+
+def best_note(summary: dict[str, Any]) -> str:
+    """One line naming a finished sweep's best: the best final lane of a population (with
+    the values it holds at the end), else the best setting by median over seeds."""
+    score = summary["score"].replace("_", " ")
+    lane = summary.get("best_lane")
+    if lane is not None:
+        return (f"best lane {lane['lane']} (started as setting {lane['setting']}, seed "
+                f"{lane['seed']}; at the end {format_setting(lane['values'])}): {score} "
+                f"{lane['score']:.3f}")
+    return (f"best setting {summary['best']} ({format_setting(summary['best_setting'])}): "
+            f"median {score} {summary['median'][summary['best']]:.3f}")
+
+
 def sweep_summary(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
                   random_return: float, scripted_return: float | None,
-                  stats: Sequence[str] = ()) -> dict[str, Any]:
+                  stats: Sequence[str] = (), population: bool = False) -> dict[str, Any]:
     """What ``sweep.json`` holds: ``settings`` (one ``{field: value}`` per setting, in the
     order of the ``setting`` column), the score used, each setting's ``final`` scores over
     seeds with their ``median`` and ``iqr``, and the ``best`` setting (highest median);
     ``stats``: for each of the env's episode counters named (``spec.episode_stats``, e.g.
     SMAX's ``won``, Tag's ``tags``) its final greedy evaluation per episode, ``final``
-    ``[K, S]`` with its ``median`` and ``iqr`` per setting."""
+    ``[K, S]`` with its ``median`` and ``iqr`` per setting. With ``population`` (a run of
+    population-based training, whose lanes change values as they go) the settings are where
+    the lanes started, and ``best_lane`` (:func:`best_lane`) is the best lane at the end
+    with the values it holds then."""
     score, table = final_scores(rows, sweep, seeds, random_return, scripted_return)
     spread = median_iqr(table)
     best = int(np.nanargmax(spread["median"]))
@@ -97,7 +129,8 @@ def sweep_summary(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
     return {"names": list(sweep.names), "settings": sweep.settings(), "seeds": seeds,
             "score": score, **spread, "final": table.tolist(), "best": best,
             "best_setting": sweep.setting(best), "random_return": random_return,
-            "scripted_return": scripted_return, "stats": counters}
+            "scripted_return": scripted_return, "stats": counters,
+            **({"best_lane": best_lane(table, rows, seeds)} if population else {})}
 
 
 def read_sweep(out_dir: str) -> dict[str, Any] | None:
@@ -110,17 +143,18 @@ def read_sweep(out_dir: str) -> dict[str, Any] | None:
 
 
 def write_sweep(out_dir: str, rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
-                config: Any, spec: Any) -> dict[str, Any]:
+                config: Any, spec: Any, population: bool = False) -> dict[str, Any]:
     """Write ``sweep.json``, ``sweep.png`` and the per-setting ``marl_eval.json`` after
     the run's summary (whose baseline returns score the settings); returns the summary."""
     with open(os.path.join(out_dir, outputs.SUMMARY_NAME)) as handle:
         run = json.load(handle)
     summary = sweep_summary(rows, sweep, seeds, run["random_return"],
-                            run.get("scripted_return"), spec.episode_stats)
+                            run.get("scripted_return"), spec.episode_stats, population)
     with open(os.path.join(out_dir, SWEEP_NAME), "w") as handle:
         json.dump(summary, handle, indent=2)
     plot_sweep(os.path.join(out_dir, SWEEP_PLOT_NAME), rows, sweep, summary,
-               f"{config.algo} on {config.env} ({seeds} seed{'s' if seeds > 1 else ''} each)")
+               f"{config.algo} on {config.env} ({seeds} seed{'s' if seeds > 1 else ''} each)",
+               population)
     env, task, algo = marl_eval.export_names(config, spec.num_agents)
     runs = {}
     for k in range(sweep.num_settings):
@@ -144,9 +178,11 @@ def grid_shape(sweep: Sweep) -> tuple[list[float], list[float]] | None:
 
 
 def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
-               summary: dict[str, Any], title: str) -> str:
+               summary: dict[str, Any], title: str, population: bool = False) -> str:
     """``sweep.png``: the median evaluation return over seeds per setting against env
-    steps, and beside it, for a two-field grid, the heatmap of the final median score."""
+    steps, and beside it, for a two-field grid, the heatmap of the final median score. For
+    a ``population`` the curves and cells are the lanes grouped by the setting they started
+    from, and say so."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,10 +194,10 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
     curve = axes[0][0]
     colors = plt.get_cmap("viridis")(np.linspace(0, 0.9, sweep.num_settings))
     for k in range(sweep.num_settings):
-        points = outputs.curve_points([r for r in rows if int(r["setting"]) == k])
+        points = figures.curve_points([r for r in rows if int(r["setting"]) == k])
         curve.plot([p.env_steps for p in points], [p.median for p in points],
                    color=colors[k], lw=2.5 if k == summary["best"] else 1.2,
-                   label=format_setting(sweep.setting(k)))
+                   label=("started as " if population else "") + format_setting(sweep.setting(k)))
     curve.set_xlabel("environment steps per seed")
     curve.set_ylabel("evaluation return (median over seeds)")
     curve.set_title(title)
@@ -182,7 +218,8 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
         for (i, j), value in np.ndenumerate(grid):
             heat.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
                       color="k" if value > middle else "w")
-        heat.set_title(f"final median {summary['score'].replace('_', ' ')}")
+        heat.set_title(f"final median {summary['score'].replace('_', ' ')}"
+                       + (" by starting setting" if population else ""))
         fig.colorbar(image, ax=heat)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -190,6 +227,6 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
     return path
 
 
-__all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "final_scores", "final_table", "grid_shape",
-           "lane_rows", "median_iqr", "plot_sweep", "read_sweep", "sweep_rows", "sweep_summary",
-           "write_sweep"]
+__all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "best_lane", "best_note", "final_scores",
+           "final_table", "grid_shape", "lane_rows", "median_iqr", "plot_sweep", "read_sweep",
+           "sweep_rows", "sweep_summary", "write_sweep"]

@@ -1,6 +1,6 @@
 """A run's folder: the options stored with it (``config.json``), preparing the folder,
 checkpoint items by tree path, and restoring the newest checkpoint that can be read
-(:mod:`jaxmarl_accel.cli.checkpoint` writes and reads the files)."""
+(:mod:`jaxmarl_accel.runs.checkpoint` writes and reads the files)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.buffers.storage import LAYOUTS
-from jaxmarl_accel.cli import outputs
-from jaxmarl_accel.cli.checkpoint import (
+from jaxmarl_accel.runs import outputs
+from jaxmarl_accel.runs.checkpoint import (
     CheckpointMismatch,
     Checkpoints,
     fills_in_place,
@@ -69,7 +69,7 @@ class RunOptions:
       quiet: no progress output.
       devices: devices to shard the seeds over (a count, or ``"auto"``).
       env_shards: devices each seed's envs are split over (None: chosen automatically).
-      loggers: the metric streams (:data:`jaxmarl_accel.cli.loggers.LOGGERS`); ``metrics.csv`` is
+      loggers: the metric streams (:data:`jaxmarl_accel.runs.loggers.LOGGERS`); ``metrics.csv`` is
         written whatever they are.
       sweep: the settings of a sweep (:class:`~jaxmarl_accel.trainer.sweep.Sweep`), each run
         for ``seeds`` seeds in the same program; ``None`` for one setting.

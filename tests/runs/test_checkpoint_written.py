@@ -19,12 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxmarl_accel.buffers import make_buffer
-from jaxmarl_accel.cli import run, run_store
-from jaxmarl_accel.cli.array_files import read_region, write_shards
-from jaxmarl_accel.cli.checkpoint import Checkpoints, read_arrays, read_streamed
-from tests.cli.test_checkpoint import run_script
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import run_store
+from jaxmarl_accel.runs.array_files import read_region, write_shards
+from jaxmarl_accel.runs.checkpoint import Checkpoints, read_streamed
 from tests.cli.test_evaluate import STAG_TINY
 from tests.cli.test_run import TIMING, TINY
+from tests.runs.test_checkpoint import read_arrays, run_script
 
 pytestmark = pytest.mark.xdist_group("run")
 
@@ -138,7 +139,7 @@ def test_sharded_corners_restore_onto_another_layout(tmp_path):
     out = run_script(f"""
         import jax, jax.numpy as jnp, numpy as np
         from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-        from jaxmarl_accel.cli.checkpoint import Checkpoints
+        from jaxmarl_accel.runs.checkpoint import Checkpoints
 
         mesh = Mesh(np.array(jax.devices()).reshape(2, 2), ("s", "e"))
         x = jnp.arange(4 * 6 * 4, dtype=jnp.float32).reshape(4, 6, 4) + 1

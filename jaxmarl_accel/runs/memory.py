@@ -57,7 +57,7 @@ the compiled chunk, the evaluation and baselines (``python -m experiments.bench 
 STATE_FACTOR = 1.0
 """Peak resident bytes per byte of training state, on the CPU (the same benchmark): the state
 itself, the chunk's temporaries that grow with it, and nothing for checkpoints, which are
-written from the state's own buffers (:mod:`jaxmarl_accel.cli.checkpoint`)."""
+written from the state's own buffers (:mod:`jaxmarl_accel.runs.checkpoint`)."""
 
 DEVICE_MARGIN = 0.10
 """Share of device memory kept free beside the state on accelerators (XLA's temporaries)."""

@@ -8,8 +8,8 @@ import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig
 from jaxmarl_accel.buffers import make_buffer
-from jaxmarl_accel.cli import memory
 from jaxmarl_accel.config import TrainConfig
+from jaxmarl_accel.runs import memory
 from jaxmarl_accel.trainer.train import make_trainer
 from jaxmarl_accel.tree_util import tree_leaf_bytes
 

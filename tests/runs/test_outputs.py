@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from jaxmarl_accel.cli import outputs
+from jaxmarl_accel.runs import outputs
 
 
 def test_rewriting_the_rows_read_back_reproduces_the_csv(tmp_path):

@@ -13,8 +13,9 @@ import jax.numpy as jnp
 import pytest
 from flax import struct
 
-from jaxmarl_accel.cli import run, run_store
-from jaxmarl_accel.cli.checkpoint import Checkpoints
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import run_store
+from jaxmarl_accel.runs.checkpoint import Checkpoints
 from tests.cli.test_run import TINY, one_line
 
 pytestmark = pytest.mark.xdist_group("run")

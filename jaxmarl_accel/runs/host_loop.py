@@ -4,7 +4,7 @@ Seeds (and, with fewer seeds than devices, envs) are sharded over the devices by
 :mod:`jaxmarl_accel.trainer.sharding`; one device is the plain single-device program. Under
 ``jax.distributed`` every process runs this loop on its own devices; only process 0
 writes files, and every process writes its own shards of the checkpoints
-(:mod:`jaxmarl_accel.cli.checkpoint`).
+(:mod:`jaxmarl_accel.runs.checkpoint`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxmarl_accel.cli import loggers, outputs
-from jaxmarl_accel.cli.checkpoint import Checkpoints
-from jaxmarl_accel.cli.memory import check_state_fits, compiled_temp_bytes
-from jaxmarl_accel.cli.pbt_run import PbtSteps, plot_values
-from jaxmarl_accel.cli.progress import ProgressBar
-from jaxmarl_accel.cli.remote import Mirror
-from jaxmarl_accel.cli.run_store import (
+from jaxmarl_accel.runs import loggers, outputs
+from jaxmarl_accel.runs.checkpoint import Checkpoints
+from jaxmarl_accel.runs.memory import check_state_fits, compiled_temp_bytes
+from jaxmarl_accel.runs.pbt_run import PbtSteps, plot_values
+from jaxmarl_accel.runs.progress import ProgressBar
+from jaxmarl_accel.runs.remote import Mirror
+from jaxmarl_accel.runs.run_store import (
     REPLAY,
     RunOptions,
     Started,
@@ -35,16 +35,17 @@ from jaxmarl_accel.cli.run_store import (
     run_record,
     save_checkpoint,
 )
-from jaxmarl_accel.cli.summary import (
+from jaxmarl_accel.runs.summary import (
     exploration_rates,
     rounded_steps_note,
     scored_agents,
     summarize_run,
     untrained_note,
 )
-from jaxmarl_accel.cli.sweep_outputs import (
+from jaxmarl_accel.runs.sweep_outputs import (
     SWEEP_NAME,
     SWEEP_PLOT_NAME,
+    best_note,
     lane_rows,
     sweep_rows,
     write_sweep,
@@ -55,7 +56,7 @@ from jaxmarl_accel.trainer.sharding import (
     make_sharded_trainer,
     plan_layout,
 )
-from jaxmarl_accel.trainer.sweep import format_setting, lane_groups, make_sweep_trainer
+from jaxmarl_accel.trainer.sweep import lane_groups, make_sweep_trainer
 from jaxmarl_accel.trainer.train import Trainer
 
 
@@ -152,12 +153,11 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
                   writer, log)
     if options.sweep is not None and writer:
         best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
-                           trainer.env.spec)
-        log(f"best setting {best['best']} ({format_setting(best['best_setting'])}): median "
-            f"{best['score'].replace('_', ' ')} {best['median'][best['best']]:.3f}; "
-            f"{SWEEP_NAME}, {SWEEP_PLOT_NAME}")
+                           trainer.env.spec, population=bool(options.pbt_every))
+        log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
         if options.pbt_every:
-            plot_values(options.out_dir, finished.rows)
+            lane = best["best_lane"]
+            plot_values(options.out_dir, finished.rows, (lane["setting"], lane["seed"]))
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
@@ -200,7 +200,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     (and calling ``saved()`` after each checkpoint: the upload of a remote run); returns
     the final state and all rows, or None after a non-finite metric (reported on stderr,
     the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect after
-    it (:func:`jaxmarl_accel.cli.checkpoint.deferred_interrupt`)."""
+    it (:func:`jaxmarl_accel.runs.checkpoint.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)
@@ -215,7 +215,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
         options.out_dir).items() if chunk < started.start} if options.resume else {}
     pbt = PbtSteps(config, options.seed, options.pbt_every, trainer.num_chunks, options.out_dir,
-                   writer) if options.pbt_every else None
+                   writer, trainer.first_update_step, steps_per_chunk
+                   ) if options.pbt_every else None
     try:
         for chunk in range(started.start, trainer.num_chunks):
             begun = time.perf_counter()

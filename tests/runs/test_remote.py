@@ -12,7 +12,8 @@ import uuid
 import fsspec
 import pytest
 
-from jaxmarl_accel.cli import evaluate, outputs, remote, run
+from jaxmarl_accel.cli import evaluate, run
+from jaxmarl_accel.runs import outputs, remote
 from tests.cli.test_run import (
     TINY,
     assert_same_outputs,

@@ -9,7 +9,7 @@ folder into the stage (:meth:`Mirror.pull`); evaluation files written into the r
 are uploaded after it.
 
 Why a stage rather than remote paths throughout: the replay's streaming writer
-(:mod:`~jaxmarl_accel.cli.array_files`) writes each shard at its offset in a file of the
+(:mod:`~jaxmarl_accel.runs.array_files`) writes each shard at its offset in a file of the
 final size, ``piece_bytes`` at a time, which object stores cannot do; staging keeps one
 writer, its memory bound and the exact resume for local and remote folders alike, at the
 cost of the run folder's size on the local disk.
@@ -23,7 +23,7 @@ modification time differs from when it was last uploaded or downloaded.
 
 Only files a run writes are ever deleted remotely: those this mirror uploaded or
 downloaded, and with ``--overwrite`` the remote run's own entries
-(:data:`~jaxmarl_accel.cli.outputs.RUN_ENTRIES`). Several processes
+(:data:`~jaxmarl_accel.runs.outputs.RUN_ENTRIES`). Several processes
 (``--distributed``) need one file system every process sees; a remote folder is refused
 there.
 """
@@ -37,7 +37,7 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
-from jaxmarl_accel.cli.checkpoint import INDEX_NAME, PARTIAL_SUFFIX
+from jaxmarl_accel.runs.checkpoint import INDEX_NAME, PARTIAL_SUFFIX
 
 STAGE_DEFAULT = "~/.cache/jaxmarl_accel/stage/<scheme>/<path>"
 """How ``--help`` shows :func:`default_stage`."""
@@ -201,7 +201,7 @@ def mirror_for_run(out: str | None, resume: str | None, overwrite: bool, stage: 
     ``overwrite``, and marked for deletion with it). ``ValueError`` (one line, naming the
     flag) for a remote folder that holds no run to resume or a run without ``overwrite``,
     an unknown scheme, several processes, or ``--stage`` without a URL."""
-    from jaxmarl_accel.cli.outputs import RUN_ENTRIES, clear_run
+    from jaxmarl_accel.runs.outputs import RUN_ENTRIES, clear_run
 
     url = resume or out
     if resume and overwrite:
@@ -233,7 +233,7 @@ def pulled_run(url: str, stage: str | None, name: str,
     """The :class:`Mirror` of the run at ``url``, downloaded into ``stage`` (default
     :func:`default_stage`; ``log`` is told before the download); ``ValueError`` (one line,
     naming it as ``name``) when the remote folder holds no run's ``config.json``."""
-    from jaxmarl_accel.cli.outputs import CONFIG_NAME, RUN_ENTRIES
+    from jaxmarl_accel.runs.outputs import CONFIG_NAME, RUN_ENTRIES
 
     mirror = Mirror(url, stage or default_stage(url), RUN_ENTRIES)
     if CONFIG_NAME not in mirror.remote_run_entries():

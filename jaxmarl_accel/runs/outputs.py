@@ -1,5 +1,6 @@
-"""What a run leaves in its output folder: stored config, metrics CSV, summary JSON,
-learning-curve PNG; and the checks of a folder before a run writes to it."""
+"""What a run leaves in its output folder: the names of its files, stored config, metrics
+CSV, summary JSON with its scores; and the checks of a folder before a run writes to it
+(the pictures: :mod:`~.figures`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import os
 import shutil
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
     ``eval_return`` and ``train_return`` are the means over the ``scored`` agents (bool
     ``[N]``, default all; with scripted prey the predators); ``eval_return_agent{i}`` are
     every agent's own. ``schedule``: columns every seed shares, known on the host (the
-    exploration rate, :func:`jaxmarl_accel.cli.summary.exploration_rates`); they replace
+    exploration rate, :func:`jaxmarl_accel.runs.summary.exploration_rates`); they replace
     learner metrics of the same name, which average only the chunk's updates."""
     eval_return = np.asarray(metrics.eval_return)  # [S, N]
     scored = np.ones(eval_return.shape[1], bool) if scored is None else np.asarray(scored)
@@ -262,83 +263,4 @@ def write_summary(out_dir: str, summary: dict[str, Any]) -> str:
     path = os.path.join(out_dir, SUMMARY_NAME)
     with open(path, "w") as handle:
         json.dump(summary, handle, indent=2)
-    return path
-
-
-class CurvePoint(NamedTuple):
-    """One evaluation of a run over its seeds: env steps on the run's clock, the median and
-    quartiles of ``key`` over the seeds' rows at it, and the number of rows."""
-
-    env_steps: float
-    median: float
-    low: float
-    high: float
-    count: int
-
-
-def curve_points(rows: Sequence[dict[str, float]], key: str = "eval_return"
-                 ) -> list[CurvePoint]:
-    """The metric rows (every seed, every evaluation) as one :class:`CurvePoint` per
-    evaluation, in order of env steps."""
-    points = []
-    for steps in sorted({row["env_steps"] for row in rows}):
-        values = [row[key] for row in rows if row["env_steps"] == steps]
-        low, high = np.percentile(values, [25, 75])
-        points.append(CurvePoint(steps, float(np.median(values)), float(low), float(high),
-                                 len(values)))
-    return points
-
-
-MARKED_POINTS = 20
-"""Curves of at most this many evaluations mark each one (a single point draws no line)."""
-
-
-def curve_title(algo: str, env: str, seeds: int) -> str:
-    """The learning curve's title: ``"qmix on stag_hunt (1 seed)"``."""
-    return f"{algo} on {env} ({seeds} seed{'' if seeds == 1 else 's'})"
-
-
-def curve_figure(rows: Sequence[dict[str, float]], title: str, random_return: float,
-                 scripted_return: float | None) -> Any:
-    """The learning curve as a matplotlib figure: median evaluation return over seeds with
-    an interquartile band, each evaluation marked when there are few
-    (:data:`MARKED_POINTS`), and the random and scripted policies' returns (the scripted
-    when there is one)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps, median, low, high = zip(*((p.env_steps, p.median, p.low, p.high)
-                                     for p in curve_points(rows)), strict=True)
-    marker = "o" if len(steps) <= MARKED_POINTS else None
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(steps, median, color="tab:blue", marker=marker, label="median over seeds")
-    if len(steps) > 1:
-        ax.fill_between(steps, low, high, color="tab:blue", alpha=0.25,
-                        label="interquartile range")
-    else:  # one evaluation: its interquartile range as an error bar
-        ax.errorbar(steps, median, yerr=[[median[0] - low[0]], [high[0] - median[0]]],
-                    color="tab:blue", capsize=4, label="interquartile range")
-    ax.axhline(random_return, color="tab:red", ls="--", label="random policy")
-    if scripted_return is not None:
-        ax.axhline(scripted_return, color="tab:green", ls="--", label="scripted policy")
-    ax.set_xlabel("environment steps per seed")
-    ax.set_ylabel("evaluation return per agent per episode")
-    ax.set_title(title)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
-    return fig
-
-
-def plot_curve(out_dir: str, rows: Sequence[dict[str, float]], title: str,
-               random_return: float, scripted_return: float | None) -> str:
-    """Write the learning curve (:func:`curve_figure`) to ``learning_curve.png`` in
-    ``out_dir``; returns the file's path."""
-    import matplotlib.pyplot as plt
-
-    fig = curve_figure(rows, title, random_return, scripted_return)
-    path = os.path.join(out_dir, CURVE_NAME)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path

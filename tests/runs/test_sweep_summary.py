@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxmarl_accel.cli.sweep_outputs import sweep_summary
+from jaxmarl_accel.runs.pbt_run import PbtSteps
+from jaxmarl_accel.runs.sweep_outputs import best_note, sweep_summary
 from jaxmarl_accel.trainer.sweep import grid
 
 
@@ -46,3 +47,28 @@ def test_a_counter_the_rows_do_not_have_is_left_out():
     summary = sweep_summary(rows, sweep, 1, 0.0, None, stats=("won",))
     assert summary["score"] == "eval_return" and summary["stats"] == {}
     assert summary["best"] == 1
+
+
+def test_a_population_names_its_best_final_lane_with_the_values_it_ends_with():
+    sweep = grid({"lr": (0.001, 0.0005)})
+    rows = rows_of([[1.0, 2.0], [3.0, 0.5]], [[0.0, 0.0], [0.0, 0.0]])
+    for row in rows:  # the values each lane trained its chunk with
+        row["hp_lr"] = 0.01 * (1 + row["chunk"]) * (1 + row["setting"] * 2 + row["seed"])
+    summary = sweep_summary(rows, sweep, 2, 0.0, None, population=True)
+    lane = summary["best_lane"]
+    assert (lane["lane"], lane["setting"], lane["seed"], lane["score"]) == (2, 1, 0, 3.0)
+    assert lane["values"] == {"lr": 0.06}  # the last chunk's, not the starting 0.0005
+    assert best_note(summary).startswith("best lane 2 (started as setting 1, seed 0; at the "
+                                         "end lr=0.06): eval return 3.000")
+    assert "best_lane" not in sweep_summary(rows, sweep, 2, 0.0, None)
+    assert best_note(sweep_summary(rows, sweep, 2, 0.0, None)).startswith("best setting 1")
+
+
+def test_population_steps_wait_for_learning_and_for_scores_that_differ(tmp_path):
+    steps = PbtSteps(None, 0, 1, 10, str(tmp_path), False, first_update_step=250,
+                     steps_per_chunk=100)
+    assert not steps.steps_after(1, [1.0, 2.0])  # chunk 1 (100-200) ran before learning
+    assert not steps.steps_after(2, [1.0, 2.0])  # chunk 2 (200-300) learned from 250 only
+    assert steps.steps_after(3, [1.0, 2.0])
+    assert not steps.steps_after(3, [1.5, 1.5, float("nan")])  # a tie: no best to copy
+    assert not steps.steps_after(9, [1.0, 2.0])  # the last chunk

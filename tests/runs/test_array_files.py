@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxmarl_accel.cli.array_files import _host_pieces, fill_rows, pieces
-from tests.cli.test_checkpoint import run_script
+from jaxmarl_accel.runs.array_files import _host_pieces, fill_rows, pieces
+from tests.runs.test_checkpoint import run_script
 
 
 @settings(max_examples=200, deadline=None)
@@ -60,7 +60,7 @@ def test_restoring_in_place_holds_at_most_two_pieces(tmp_path):
     np.arange(2 * 32 * 2**20, dtype=np.float32).tofile(path)
     out = run_script(f"""
         import jax, jax.numpy as jnp, numpy as np
-        from jaxmarl_accel.cli.array_files import fill_rows
+        from jaxmarl_accel.runs.array_files import fill_rows
 
         def mib(key):
             with open("/proc/self/status") as status:

@@ -32,13 +32,28 @@ def read_lineage(out_dir: str) -> list[dict[str, Any]]:
 
 class PbtSteps:
     """The host loop's population-based training: after every ``every`` chunks (none after
-    the last), the worst lanes copy the best."""
+    the last), the worst lanes copy the best, from the first chunk that learned throughout
+    on (a chunk that starts at or after ``first_update_step`` on the run's clock: before
+    it, the lanes' scores are those of untrained learners) and only when the lanes' scores
+    differ (a population that ties has no best to copy). Steps that are skipped are not
+    made up later."""
 
     def __init__(self, config: Any, seed: int, every: int, num_chunks: int, out_dir: str,
-                 writer: bool) -> None:
+                 writer: bool, first_update_step: int = 0, steps_per_chunk: int = 1) -> None:
         self.config, self.seed, self.every, self.num_chunks = config, seed, every, num_chunks
         self.out_dir, self.writer = out_dir, writer
+        self.first_update_step, self.steps_per_chunk = first_update_step, steps_per_chunk
         self.apply = make_apply()
+
+    def steps_after(self, chunk: int, scores: Sequence[float]) -> bool:
+        """Whether a step follows ``chunk`` whose lanes scored ``scores``: a step's chunk,
+        not the last, that learned throughout, with scores that differ."""
+        if (chunk + 1) % self.every or chunk + 1 >= self.num_chunks:
+            return False
+        if chunk * self.steps_per_chunk < self.first_update_step:
+            return False
+        finite = np.asarray(scores, np.float64)[np.isfinite(scores)]
+        return finite.size > 0 and bool(np.ptp(finite) > 0)
 
     def after_chunk(self, chunk: int, state: Any, rows: Sequence[dict[str, Any]]) -> Any:
         """Mark ``rows`` (the chunk's, one per lane in lane order) with the values each lane
@@ -48,9 +63,9 @@ class PbtSteps:
         for lane, row in enumerate(rows):
             row.update({f"{HYPER_PREFIX}{name}": as_float32(v[lane])
                         for name, v in hyper.items()})
-        if (chunk + 1) % self.every or chunk + 1 >= self.num_chunks:
-            return state
         scores = [float(row["eval_return"]) for row in rows]
+        if not self.steps_after(chunk, scores):
+            return state
         exploit = exploit_explore(self.config, scores, hyper,
                                   np.random.default_rng([self.seed, chunk]))
         state = self.apply(state, np.asarray(exploit.parents, np.int32), exploit.hyper)
@@ -65,9 +80,11 @@ class PbtSteps:
             json.dump({"every_chunks": self.every, "lineage": lineage}, handle, indent=2)
 
 
-def plot_values(out_dir: str, rows: Sequence[dict[str, Any]]) -> str | None:
-    """``pbt.png``: each lane's values (one panel per field, log scale) over env steps;
-    None when the rows carry none."""
+def plot_values(out_dir: str, rows: Sequence[dict[str, Any]], best: tuple[int, int] | None = None
+                ) -> str | None:
+    """``pbt.png``: each lane's values (one panel per field, log scale) over env steps, a
+    line per lane labelled by its starting setting and seed (``best``, ``(setting, seed)``,
+    drawn thick); None when the rows carry none."""
     names = sorted(k[len(HYPER_PREFIX):] for k in rows[0] if k.startswith(HYPER_PREFIX))
     if not names:
         return None
@@ -84,8 +101,11 @@ def plot_values(out_dir: str, rows: Sequence[dict[str, Any]]) -> str | None:
                          key=lambda r: r["env_steps"])
             values = [r[HYPER_PREFIX + name] for r in own]  # held during each chunk
             ax.step([0] + [r["env_steps"] for r in own], values[:1] + values, where="pre",
-                    lw=1, alpha=0.7)
+                    lw=2.5 if lane == best else 1, alpha=1.0 if lane == best else 0.7,
+                    label=f"setting {lane[0]}, seed {lane[1]}" + (" (best)" if lane == best
+                                                                  else ""))
         ax.set_yscale("log")
+        ax.legend(fontsize=6, ncol=max(1, len(lanes) // 12), loc="best")
         ax.set_xlabel("environment steps per seed")
         ax.set_title(f"{name} of each member")
     fig.tight_layout()

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxmarl_accel.cli import host_loop, loggers, outputs, run, run_store
+from jaxmarl_accel.cli import run
+from jaxmarl_accel.runs import host_loop, loggers, outputs, run_store
 
 pytest.importorskip("tensorboardX")
 from tensorboardX.proto import event_pb2  # noqa: E402

@@ -27,7 +27,7 @@ Why the replay is not an orbax item: saving a 2 GiB array through orbax 0.12 too
 streaming writer's time on this project's CPU machine, one measurement saw orbax's host copy
 raise the peak memory by 1.77 GiB (``docs/training.md``), and its per-save byte limit
 (``save_concurrent_gb``) waits for ever on an array larger than the limit. The streaming
-writer (:mod:`~jaxmarl_accel.cli.array_files`) writes each shard's bytes straight from the
+writer (:mod:`~jaxmarl_accel.runs.array_files`) writes each shard's bytes straight from the
 array's own buffer on the CPU (``np.asarray`` of a CPU array is a view) and copies at most
 ``piece_bytes`` at a time from an accelerator. A single-process restore overwrites a fresh
 replay in place, ``piece_bytes`` at a time, with at most two pieces held
@@ -56,8 +56,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.cli.array_files import PIECE_BYTES, fill_rows, read_region, write_shards
-from jaxmarl_accel.cli.tree_paths import from_nested, nested
+from jaxmarl_accel.runs.array_files import PIECE_BYTES, fill_rows, read_region, write_shards
+from jaxmarl_accel.runs.tree_paths import from_nested, nested
 
 MANIFEST_NAME = "manifest.json"
 INDEX_NAME = "checkpoint.json"
@@ -334,19 +334,6 @@ def _read_json(path: str, required: str) -> dict[str, Any]:
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
     return data
-
-
-def read_arrays(folder: str, step: int | None = None) -> dict[str, np.ndarray]:
-    """Every array of checkpoint ``step`` (None: the newest) in the checkpoints ``folder``,
-    as host arrays keyed by their state path (e.g. ``".algo.actor['params']..."``)."""
-    checkpoints = Checkpoints(folder)
-    step = checkpoints.latest_step() if step is None else step
-    if step is None:
-        raise ValueError(f"{folder} holds no checkpoints")
-    index = checkpoints.index(step)
-    target = {name: jax.ShapeDtypeStruct(tuple(entry["shape"]), jnp.dtype(entry["dtype"]))
-              for name, entry in index["arrays"].items()}
-    return {name: np.asarray(value) for name, value in checkpoints.restore(step, target).items()}
 
 
 def read_streamed(folder: str, names: tuple[str, ...], step: int | None = None,

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from jaxmarl_accel.cli.outputs import TENSORBOARD_NAME, WANDB_NAME
+from jaxmarl_accel.runs.outputs import TENSORBOARD_NAME, WANDB_NAME
 
 Row = dict[str, float]
 
