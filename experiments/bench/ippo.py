@@ -25,8 +25,9 @@ ours, ...) so that both see the same machine; a call of theirs is all its seeds 
 fastest call, ``_median`` over the median call. The final return of a seed is the mean
 per-agent return of the training (exploration) episodes of its last rollout on JaxMARL's side
 (its ``returned_episode_returns`` of the last update, divided by the agent count its log
-wrapper multiplies the rewards by) and of its last chunk on ours (``train_return``), with our
-greedy evaluation's (``eval_return``) beside it.
+wrapper multiplies the rewards by) and of its last chunk on ours (``train_return``: the whole
+run unless ``--eval-every`` cuts it into chunks), with our greedy evaluation's
+(``eval_return``) beside it.
 
 Differences that remain (ours is the library's PPO at these settings): theirs anneals the
 learning rate linearly to 0 and uses Adam's epsilon 1e-5, ours a constant rate and epsilon
@@ -93,9 +94,10 @@ def reference_config(base: dict[str, Any], env_steps: int) -> dict[str, Any]:
     return {**copy.deepcopy(base), "TOTAL_TIMESTEPS": env_steps}
 
 
-def our_config(base: dict[str, Any], env: str, env_steps: int,
-               eval_episodes: int = 32) -> TrainConfig:
-    """Our PPO run at the settings of JaxMARL's ``base`` config on ``env``."""
+def our_config(base: dict[str, Any], env: str, env_steps: int, eval_episodes: int = 32,
+               eval_every: int | None = None) -> TrainConfig:
+    """Our PPO run at the settings of JaxMARL's ``base`` config on ``env``: one chunk (one
+    greedy evaluation, at the end) unless ``eval_every`` env steps say otherwise."""
     learner = OnPolicyConfig(
         hidden_sizes=(64, 64), lr=float(base["LR"]), gamma=float(base["GAMMA"]),
         gae_lambda=float(base["GAE_LAMBDA"]), clip_eps=float(base["CLIP_EPS"]),
@@ -103,7 +105,7 @@ def our_config(base: dict[str, Any], env: str, env_steps: int,
         grad_clip=float(base["MAX_GRAD_NORM"]), rollout_length=int(base["NUM_STEPS"]),
         epochs=int(base["UPDATE_EPOCHS"]), minibatches=int(base["NUM_MINIBATCHES"]))
     return TrainConfig(algo="ppo", env=env, learner=learner, num_envs=int(base["NUM_ENVS"]),
-                       total_env_steps=env_steps, eval_every=env_steps,
+                       total_env_steps=env_steps, eval_every=eval_every or env_steps,
                        eval_episodes=eval_episodes)
 
 
@@ -182,7 +184,8 @@ def bench_seeds(args: argparse.Namespace, base: dict[str, Any],
     """The record of one seed count: every side compiled, timed (interleaved) and scored."""
     keys = jax.random.split(jax.random.PRNGKey(args.seed), seeds)
     steps = args.env_steps // rollout_steps(base) * rollout_steps(base)
-    programs = [ours_program(our_config(base, env, steps), keys)[0] for env in args.env]
+    programs = [ours_program(our_config(base, env, steps, eval_every=args.eval_every), keys)[0]
+                for env in args.env]
     if reference is not None:
         programs.append(reference_program(reference, reference_config(base, steps), keys))
     for program in programs if args.warmup else ():
@@ -249,6 +252,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"our env(s) (default: {' '.join(ENVS)})")
     parser.add_argument("--reps", type=int, default=3,
                         help="timed calls of each side after a warm-up call (default: 3)")
+    parser.add_argument("--eval-every", type=int, default=None, metavar="STEPS",
+                        help="our chunk: env steps between greedy evaluations (default: the "
+                             "whole run, one chunk). Our final training return averages the "
+                             "episodes of the last chunk: for a learning comparison, set it "
+                             "to a few rollouts (e.g. 20480) so that it is the end of the "
+                             "run's, as JaxMARL's last update's log is")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="no untimed first call (for long runs, where it would double "
                              "the time and one call's start-up is negligible)")
