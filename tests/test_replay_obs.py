@@ -76,7 +76,7 @@ def test_a_run_learns_the_same_to_float_rounding():
 @pytest.mark.parametrize(("algo", "critic", "sharing", "batch"), [
     ("matd3", "knearest", "team", "pairs"), ("masac", "pic", "team", "pairs"),
     ("maddpg", "meanfield", "team", "joint_steps")])
-@pytest.mark.fast_cases(1)
+@pytest.mark.slow
 def test_neighbourhood_learners_observe_the_physical_states_themselves(algo, critic, sharing,
                                                                        batch):
     """The replay hands a neighbourhood learner the packed physical states, and it observes
@@ -131,6 +131,7 @@ def test_the_memory_check_counts_the_smaller_state():
         2 * (1000 + 4 + side) * row)
 
 
+@pytest.mark.slow
 def test_a_cli_run_trains_with_the_physical_state_replay(tmp_path):
     out = str(tmp_path / "out")
     argv = ["--env", "simple_spread", "--agents", "6", "--env-kwargs", "k_nearest=3",

@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 import jax
+import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,7 @@ def test_this_run_compiles_into_its_own_folder():
     assert os.path.isdir(folder)
 
 
+@pytest.mark.slow
 def test_a_run_makes_shares_and_removes_its_own_folder(tmp_path):
     suite, record = tmp_path / "suite", tmp_path / "record"
     suite.mkdir()

@@ -373,6 +373,7 @@ def cache_hits():
         jax.monitoring.unregister_event_listener(count_hits)
 
 
+@pytest.mark.slow
 def test_a_recurrent_value_learner_trains_from_the_cli_and_resumes_exactly(
         tmp_path, compile_cache_restored):
     out, cache = str(tmp_path / "qmix"), str(tmp_path / "xla_cache")

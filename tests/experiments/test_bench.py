@@ -9,6 +9,7 @@ import pytest
 from experiments.bench.__main__ import main
 
 
+@pytest.mark.slow
 def test_sampler_bench_writes_the_samplers_asked_for_and_flashbax(tmp_path, capsys):
     """One sampler asked for (each sampler's own code is tested in ``tests/buffers``; every
     one compiles loops of its own here, about 5 s each on 2 cores), so the others are
@@ -29,6 +30,7 @@ def test_sampler_bench_writes_the_samplers_asked_for_and_flashbax(tmp_path, caps
     assert "goals" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_train_bench_records_throughput_and_matmul_share(tmp_path):
     """--num-envs, --update-every and --batch-size left out: the family's defaults apply."""
     path = tmp_path / "train.json"
@@ -92,6 +94,7 @@ def test_gru_paths_bench_times_both_paths_and_restores_the_limit(tmp_path, capsy
         main(["gru_paths", "--shapes", "mpe_spread_b32", "--reps", "0"])
 
 
+@pytest.mark.slow
 def test_update_profile_splits_an_update_into_loops_mixer_and_the_rest(tmp_path, capsys):
     path = tmp_path / "profile.json"
     main(["update_profile", "--reps", "2", "--profile-updates", "2", "--top", "3",

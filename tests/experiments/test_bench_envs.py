@@ -20,6 +20,7 @@ def _args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(list(argv))
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_records(tmp_path, capsys):
     path = tmp_path / "out" / "bench.json"
     bench.main(_args("--scenarios", "spread,reference", "--agents", "2", "--envs", "3",

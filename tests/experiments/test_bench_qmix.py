@@ -33,6 +33,7 @@ def main(config):
 '''
 
 
+@pytest.mark.slow
 def test_ours_only_when_the_reference_is_absent(tmp_path, capsys):
     path = tmp_path / "out" / "qmix.json"
     main(["qmix", *TINY, "--json", str(path)])

@@ -6,9 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 
+import pytest
+
 from experiments.bench import tag_scale as bench
 
 
+@pytest.mark.slow
 def test_tiny_configuration_writes_a_record(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     bench.add_arguments(parser)

@@ -66,6 +66,7 @@ def test_bad_flags_give_one_line_errors(capsys):
         assert err.startswith("characterize: error:") and "\n" not in err
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_sane_outputs(tmp_path):
     out = str(tmp_path)
     characterize.main(["--env", "simple_spread", "--agents", "3", "--batch-size", "32",

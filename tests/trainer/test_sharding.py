@@ -94,6 +94,7 @@ def test_cli_refuses_more_devices_than_exist(capsys):
     assert "--devices must be a positive count or 'auto'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sharded_runs_match_the_single_device_run(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                XLA_FLAGS=f"--xla_force_host_platform_device_count={DEVICES} "

@@ -68,7 +68,7 @@ SWEEPS = {
 
 
 @pytest.mark.parametrize("algo", sorted(SWEEPS))
-@pytest.mark.fast_cases(1)
+@pytest.mark.slow
 def test_each_setting_of_a_sweep_trains_as_its_own_run(algo):
     """Setting k's lanes (one program for K=2 settings x 2 seeds) against a run of setting k
     alone at the same seeds: parameters and learning curves within float32 rounding."""
