@@ -236,6 +236,41 @@ def profile_minibatch_step(base: dict[str, Any], env: str, seeds: int, calls: in
             "top_level": result["top_level"][:12]}
 
 
+def seed_layouts(base: dict[str, Any], env: str, seeds: int, cpu_devices: int, reps: int
+                 ) -> dict[str, Any]:
+    """One chunk of our run (10 rollouts and a greedy evaluation) at 1 seed and at ``seeds``
+    seeds laid out three ways: in one ``vmap`` on one device, one seed after another on one
+    device (:func:`~jaxmarl_accel.trainer.sharding.in_groups`), and sharded over
+    ``cpu_devices`` CPU devices. Each program compiled once, then ``reps`` calls of all of
+    them interleaved; per layout the fastest call's seconds and its ratio to 1 seed's."""
+    from jaxmarl_accel.trainer.sharding import make_sharded_trainer, plan_layout
+
+    trainer = make_trainer(our_config(base, env, 40 * 10 * rollout_steps(base),
+                                      eval_every=10 * rollout_steps(base)))
+    num_envs = trainer.config.num_envs
+    layouts = {"1 seed": (1, 1, 1), f"{seeds} seeds, one vmap": (seeds, 1, 1),
+               f"{seeds} seeds, one after another": (seeds, 1, seeds),
+               f"{seeds} seeds on {cpu_devices} CPU devices": (seeds, cpu_devices, 1)}
+    programs = {}
+    for name, (count, devices, groups) in layouts.items():
+        sharded = make_sharded_trainer(trainer, plan_layout(count, num_envs, devices), count,
+                                       lane_groups=groups)
+        compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
+        state, _ = compiled(sharded.init(jax.random.PRNGKey(0)), np.int32(0))
+        programs[name] = [compiled, jax.block_until_ready(state), []]
+    for rep in range(reps):
+        for program in programs.values():
+            start = time.perf_counter()
+            program[1], _ = program[0](program[1], np.int32(rep + 1))
+            jax.block_until_ready(program[1])
+            program[2].append(time.perf_counter() - start)
+    one = min(programs["1 seed"][2])
+    return {"env": env, "seeds": seeds, "cpu_devices": cpu_devices,
+            "env_steps_per_seed": trainer.steps_per_chunk,
+            "seconds": {name: min(p[2]) for name, p in programs.items()},
+            "times_one_seed": {name: min(p[2]) / one for name, p in programs.items()}}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
     parser.add_argument("--jaxmarl-src", default=None,
@@ -265,6 +300,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile-step", type=int, default=0, metavar="CALLS",
                         help="also profile one minibatch step op by op at each seed count, "
                              "over CALLS calls (default: 0, off)")
+    parser.add_argument("--layouts", type=int, default=0, metavar="CPU_DEVICES",
+                        help="instead of the comparison: one chunk of ours at 1 seed and at "
+                             "the largest --seeds count in one vmap, one seed after another "
+                             "and sharded over CPU_DEVICES CPU devices (the CPU split before "
+                             "JAX starts), each as a multiple of 1 seed's time")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="change one of JaxMARL's config keys for both sides (e.g. "
                              "NUM_ENVS=8); repeatable")
@@ -295,6 +335,20 @@ def default_settings() -> dict[str, Any]:
 def main(args: argparse.Namespace) -> None:
     if args.reps < 1 or min(args.seeds) < 1:
         raise ValueError("--reps and every --seeds count must be >= 1")
+    start_load = list(os.getloadavg())
+    if args.layouts:  # before the backend starts
+        from jaxmarl_accel.cli.flags import split_cpu
+
+        split_cpu(args.layouts)
+        base = parse_sets(args.set, default_settings())
+        record = seed_layouts(base, args.env[0], max(args.seeds), args.layouts, args.reps)
+        record.update(load_average_start=start_load, load_average_end=list(os.getloadavg()),
+                      backend=jax.default_backend(), cpu_count=os.cpu_count())
+        for name, ratio in record["times_one_seed"].items():
+            print(f"{name:>36}: {record['seconds'][name]:.3f} s a chunk, {ratio:.2f}x 1 seed's",
+                  flush=True)
+        write_record(args.json, record)
+        return
     reference = load_reference(args.jaxmarl_src)
     base = parse_sets(args.set, reference[1] if reference is not None else default_settings())
     if args.env_steps < rollout_steps(base):
@@ -305,7 +359,7 @@ def main(args: argparse.Namespace) -> None:
         "reference": None if reference is None else str(Path(args.jaxmarl_src).resolve()),
         "settings": base, "backend": jax.default_backend(), "cpu_count": os.cpu_count(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
-        "load_average_start": list(os.getloadavg()), "records": []}
+        "load_average_start": start_load, "records": []}
     for seeds in args.seeds:
         record = bench_seeds(args, base, None if reference is None else reference[0], seeds)
         result["records"].append(record)

@@ -398,6 +398,28 @@ def add_compile_cache_flag(parser: Any) -> None:
                              "variable's folder, or no cache)")
 
 
+CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+"""XLA's flag that splits the host CPU into several devices."""
+
+
+def split_cpu(count: int) -> None:
+    """Make XLA's CPU backend ``count`` devices (``--cpu-devices``), before it starts: each
+    runs its own programs on its own thread, so seeds sharded over them (``--devices auto``)
+    run side by side on a multi-core CPU. ``ValueError`` (one line) for a count below 1, or
+    one that ``XLA_FLAGS`` already sets otherwise; 1 changes nothing."""
+    if count < 1:
+        raise ValueError(f"--cpu-devices must be >= 1, got {count}")
+    flags = os.environ.get("XLA_FLAGS", "")
+    given = re.search(rf"{CPU_DEVICES_FLAG}=(\d+)", flags)
+    if given is not None:
+        if int(given.group(1)) != count and count != 1:
+            raise ValueError(f"--cpu-devices {count} but XLA_FLAGS sets "
+                             f"{CPU_DEVICES_FLAG}={given.group(1)}; give one of them")
+        return
+    if count > 1:
+        os.environ["XLA_FLAGS"] = f"{flags} {CPU_DEVICES_FLAG}={count}".strip()
+
+
 def use_compile_cache(folder: str) -> None:
     """Point JAX's persistent compilation cache at ``folder`` (created if missing): every
     program this process compiles afterwards is stored there and, when an identical one

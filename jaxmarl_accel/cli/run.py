@@ -63,7 +63,26 @@ def distributed_parser() -> argparse.ArgumentParser:
                        help="with --distributed: number of processes (hosts)")
     group.add_argument("--process-id", type=flags.parse_int, default=None,
                        help="with --distributed: index of this process, 0 .. num-processes - 1")
+    cpu = parser.add_argument_group("CPU devices (set before JAX starts)")
+    cpu.add_argument("--cpu-devices", type=flags.parse_int, default=1, metavar="N",
+                     help="split the CPU into N XLA devices (e.g. one per core), so that "
+                          "--devices auto shards the seeds over them and they run side by "
+                          "side: on a 2-core CPU, 4 PPO seeds at JaxMARL's MPE settings ran in "
+                          "2.9x the time of one seed on 2 devices, 5.0x on one (numbers agree "
+                          "with the one-device run to about 1e-6, not bit for bit); the same as "
+                          "XLA_FLAGS=--xla_force_host_platform_device_count=N (default: 1)")
     return parser
+
+
+def warn_unsplit_cpu(count: int) -> None:
+    """A warning on stderr when ``--cpu-devices count`` came too late: this process's CPU
+    backend had started with another device count (a second run in one Python process)."""
+    import jax
+
+    if jax.default_backend() == "cpu" and jax.local_device_count() != count:
+        print(f"warning: --cpu-devices {count} has no effect: this process's CPU backend "
+              f"started before with {jax.local_device_count()} device(s); run the command in a "
+              "new process", file=sys.stderr)
 
 
 def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -203,6 +222,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     out_dir, mirror = None, None
     try:
         early, _ = distributed_parser().parse_known_args(argv)
+        flags.split_cpu(early.cpu_devices)  # before anything starts a JAX backend
         if early.distributed:
             import jax
 
@@ -222,6 +242,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
         trainer, options = options_from_args(parser, args)
         out_dir = options.out_dir
+        if early.cpu_devices > 1:
+            warn_unsplit_cpu(early.cpu_devices)
         from jaxmarl_accel.runs.host_loop import run_training
 
         return run_training(trainer, options, mirror)

@@ -112,3 +112,21 @@ def test_two_processes_train_the_run_of_one_process_with_two_devices(tmp_path):
     assert multi_items.keys() == single_items.keys()
     for name, value in single_items.items():
         np.testing.assert_array_equal(multi_items[name], value, err_msg=name)
+
+
+@pytest.mark.slow
+def test_cpu_devices_shard_the_seeds_over_the_cpu_split_in_two(tmp_path):
+    """``--cpu-devices 2`` (no XLA_FLAGS of its own): the seeds run on 2 CPU devices and the
+    run learns what the one-device run learns, to float rounding."""
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=FAST_XLA)
+    results = {}
+    for devices in (1, 2):
+        out = tmp_path / f"devices_{devices}"
+        argv = [*ARGS, "--out", str(out), "--cpu-devices", str(devices)]
+        argv.remove("--quiet")
+        done = subprocess.run([sys.executable, "-m", "experiments.run", *argv], cwd=REPO,
+                              env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert f"on {devices} device(s)" in done.stderr
+        results[devices] = np.genfromtxt(out / "metrics.csv", delimiter=",", names=True)
+    np.testing.assert_allclose(results[2]["eval_return"], results[1]["eval_return"], atol=1e-3)

@@ -4,6 +4,7 @@ built back from them."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 
 import pytest
@@ -122,3 +123,18 @@ def test_usage_errors_are_one_line(capsys):
     assert capsys.readouterr().err == (
         "cmd: error: argument --n: expected an integer such as 1000000 or 1e6, got 'x'; "
         "see --help\n")
+
+
+def test_cpu_devices_set_xla_flags_once(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    flags.split_cpu(1)
+    assert flags.CPU_DEVICES_FLAG not in os.environ["XLA_FLAGS"]
+    flags.split_cpu(2)
+    assert os.environ["XLA_FLAGS"] == (
+        "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=2")
+    flags.split_cpu(2)  # the same count again: left as it is
+    assert os.environ["XLA_FLAGS"].count(flags.CPU_DEVICES_FLAG) == 1
+    with pytest.raises(ValueError, match="XLA_FLAGS sets"):
+        flags.split_cpu(4)
+    with pytest.raises(ValueError, match=">= 1"):
+        flags.split_cpu(0)

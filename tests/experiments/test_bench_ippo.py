@@ -4,11 +4,17 @@ seeds must come one key at a time), the settings taken from JaxMARL's keys, one-
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from experiments.bench import ippo as bench
 from experiments.bench.__main__ import main
+
+REPO = Path(__file__).resolve().parents[2]
 
 TINY = ("--seeds", "2", "--reps", "1", "--env", "simple_spread", "--env-steps", "64",
         "--set", "NUM_ENVS=2", "--set", "NUM_STEPS=16", "--set", "NUM_MINIBATCHES=2")
@@ -78,3 +84,21 @@ def test_refusals(tmp_path):
         main(["ippo", "--env-steps", "100"])
     with pytest.raises(ValueError, match="must be >= 1"):
         main(["ippo", "--reps", "0"])
+
+
+@pytest.mark.slow
+def test_seed_layouts_in_a_process_of_its_own(tmp_path):
+    """--layouts splits the CPU before JAX starts (hence a process of its own) and times a
+    chunk at 1 seed and at 2 seeds in each layout."""
+    path = tmp_path / "layouts.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "experiments.bench", "ippo", "--layouts", "2", "--seeds", "2",
+         "--reps", "1", "--env", "simple_spread", "--set", "NUM_ENVS=2", "--set",
+         "NUM_STEPS=16", "--set", "NUM_MINIBATCHES=2", "--json", str(path)],
+        cwd=REPO, env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True,
+        timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads(path.read_text())
+    assert record["times_one_seed"]["1 seed"] == 1.0
+    assert set(record["seconds"]) == {"1 seed", "2 seeds, one vmap",
+                                      "2 seeds, one after another", "2 seeds on 2 CPU devices"}
