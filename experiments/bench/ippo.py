@@ -43,6 +43,8 @@ import copy
 import importlib.util
 import os
 import statistics
+import subprocess
+import sys
 import time
 import types
 from pathlib import Path
@@ -62,6 +64,8 @@ from jaxmarl_accel.trainer.train import make_trainer
 REFERENCE_SCRIPT = Path("baselines/IPPO/ippo_ff_mpe.py")
 REFERENCE_CONFIG = Path("baselines/IPPO/config/ippo_ff_mpe.yaml")
 ENVS = ("simple_spread", "jaxmarl:MPE_simple_spread_v3")
+LAYOUTS_CHILD = "JAXMARL_BENCH_LAYOUTS_CHILD"
+"""Set in the process ``--layouts`` starts when its own CPU backend had started unsplit."""
 
 
 def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
@@ -336,10 +340,18 @@ def main(args: argparse.Namespace) -> None:
     if args.reps < 1 or min(args.seeds) < 1:
         raise ValueError("--reps and every --seeds count must be >= 1")
     start_load = list(os.getloadavg())
-    if args.layouts:  # before the backend starts
+    if args.layouts:
         from jaxmarl_accel.cli.flags import split_cpu
 
         split_cpu(args.layouts)
+        if jax.local_device_count() < args.layouts:  # the backend started before the split
+            if os.environ.get(LAYOUTS_CHILD):
+                raise ValueError(f"--layouts {args.layouts}: the CPU backend has "
+                                 f"{jax.local_device_count()} device(s)")
+            env = dict(os.environ, **{LAYOUTS_CHILD: "1"})
+            subprocess.run([sys.executable, "-m", "experiments.bench", *sys.argv[1:]],
+                           env=env, check=True)
+            return
         base = parse_sets(args.set, default_settings())
         record = seed_layouts(base, args.env[0], max(args.seeds), args.layouts, args.reps)
         record.update(load_average_start=start_load, load_average_end=list(os.getloadavg()),

@@ -68,7 +68,7 @@ def distributed_parser() -> argparse.ArgumentParser:
                      help="split the CPU into N XLA devices (e.g. one per core), so that "
                           "--devices auto shards the seeds over them and they run side by "
                           "side: on a 2-core CPU, 4 PPO seeds at JaxMARL's MPE settings ran in "
-                          "2.9x the time of one seed on 2 devices, 5.0x on one (numbers agree "
+                          "2.5x the time of one seed on 2 devices, 4.2x on one (numbers agree "
                           "with the one-device run to about 1e-6, not bit for bit); the same as "
                           "XLA_FLAGS=--xla_force_host_platform_device_count=N (default: 1)")
     return parser
