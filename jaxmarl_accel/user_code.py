@@ -23,6 +23,23 @@ def is_reference(text: str) -> bool:
     return isinstance(text, str) and bool(_REFERENCE.match(text))
 
 
+class ReferenceChoices(tuple):
+    """The valid values of a command-line flag that names a registered record, for its
+    ``choices``: iterates over ``shown`` (the registered names and the reference form, as
+    help shows them), and contains every name in ``registered`` (the live registry) and every
+    ``package.module:attr`` reference (checked when it is loaded)."""
+
+    registered: Any
+
+    def __new__(cls, shown: Any, registered: Any) -> ReferenceChoices:
+        choices = super().__new__(cls, shown)
+        choices.registered = registered
+        return choices
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self.registered or is_reference(name))
+
+
 def _one_line(error: BaseException) -> str:
     return " ".join(f"{type(error).__name__}: {error}".split())
 
@@ -79,4 +96,4 @@ def load_record(text: str, what: str, record_type: type) -> Any:
     return record
 
 
-__all__ = ["is_reference", "load_record", "load_reference"]
+__all__ = ["ReferenceChoices", "is_reference", "load_record", "load_reference"]

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from jaxmarl_accel.algos.base import Algo
 from jaxmarl_accel.checks import choice_message
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.user_code import is_reference, load_record
+from jaxmarl_accel.user_code import ReferenceChoices, is_reference, load_record
 
 REPLAY_DEFAULTED = ("buffer_capacity", "batch_size", "num_envs", "total_env_steps",
                     "learning_starts")
@@ -264,18 +264,11 @@ def algo_phases(name: str, spec: EnvSpec, config: Any, sampler: str | None = Non
     return record.phases(spec, config, BuildContext(sampler=sampler))
 
 
-class AlgoNames(tuple):
-    """The valid ``--algo`` values for a command line's ``choices``: iterates over the
-    registered names and ``package.module:SPEC`` (as help shows them), and contains every
-    registered name and every such reference (checked when it is loaded)."""
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in _ALGOS or is_reference(name))
-
-
-def algo_names() -> AlgoNames:
-    """:class:`AlgoNames` of the learners registered now."""
-    return AlgoNames((*(n for n in _ALGOS if not is_reference(n)), "package.module:SPEC"))
+def algo_names() -> ReferenceChoices:
+    """The valid ``--algo`` values (:class:`~jaxmarl_accel.user_code.ReferenceChoices`):
+    the learners registered now and ``package.module:SPEC``."""
+    return ReferenceChoices((*(n for n in _ALGOS if not is_reference(n)),
+                             "package.module:SPEC"), _ALGOS)
 
 
 def default_sampler(name: str) -> tuple[str, dict[str, Any]] | None:
@@ -329,7 +322,7 @@ def observes_physical(config: Any) -> bool:
             and bool(hook(config.learner)))
 
 
-__all__ = ["DEFAULT_SAMPLER", "FAMILY_DEFAULTED", "REPLAY_DEFAULTED", "AlgoNames", "AlgoSpec",
+__all__ = ["DEFAULT_SAMPLER", "FAMILY_DEFAULTED", "REPLAY_DEFAULTED", "AlgoSpec",
            "BuildContext", "Family", "algo_names", "algo_phases", "algo_spec", "buffer_kwargs",
            "check_sampler", "config_type", "default_sampler", "families", "family_defaults",
            "family_members", "family_of", "make_algo", "observes_physical", "register_algo",

@@ -17,7 +17,7 @@ from typing import Any
 
 from jaxmarl_accel.buffers.assemble import Buffer
 from jaxmarl_accel.checks import choice_message
-from jaxmarl_accel.user_code import is_reference, load_reference
+from jaxmarl_accel.user_code import ReferenceChoices, is_reference, load_reference
 
 REFERENCE_FORM = "package.module:factory"
 """How help and errors show a sampler named by reference."""
@@ -116,20 +116,12 @@ def sampler_options(name: str) -> tuple[str, ...]:
     return tuple(sorted(set(defaults) - {"layout", "index_sharing"}))
 
 
-class SamplerNames(tuple):
-    """The valid ``--sampler`` values for a command line's ``choices``: iterates over the
-    registered names and ``package.module:factory`` (as help shows them), and contains every
-    registered name and every such reference (checked when it is loaded)."""
-
-    def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in _SAMPLERS or is_reference(name))
+def sampler_names() -> ReferenceChoices:
+    """The valid ``--sampler`` values (:class:`~jaxmarl_accel.user_code.ReferenceChoices`):
+    the samplers registered now and ``package.module:factory``."""
+    return ReferenceChoices((*registered_samplers(), REFERENCE_FORM), _SAMPLERS)
 
 
-def sampler_names() -> SamplerNames:
-    """:class:`SamplerNames` of the samplers registered now."""
-    return SamplerNames((*registered_samplers(), REFERENCE_FORM))
-
-
-__all__ = ["REFERENCE_FORM", "SamplerNames", "SamplerSpec", "is_prioritized",
+__all__ = ["REFERENCE_FORM", "SamplerSpec", "is_prioritized",
            "prioritized_samplers", "register_sampler", "registered_samplers", "sampler_names",
            "sampler_options", "sampler_spec"]
