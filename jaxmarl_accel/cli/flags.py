@@ -409,15 +409,15 @@ def split_cpu(count: int) -> None:
     one that ``XLA_FLAGS`` already sets otherwise; 1 changes nothing."""
     if count < 1:
         raise ValueError(f"--cpu-devices must be >= 1, got {count}")
-    flags = os.environ.get("XLA_FLAGS", "")
-    given = re.search(rf"{CPU_DEVICES_FLAG}=(\d+)", flags)
+    current = os.environ.get("XLA_FLAGS", "")
+    given = re.search(rf"{CPU_DEVICES_FLAG}=(\d+)", current)
     if given is not None:
         if int(given.group(1)) != count and count != 1:
             raise ValueError(f"--cpu-devices {count} but XLA_FLAGS sets "
                              f"{CPU_DEVICES_FLAG}={given.group(1)}; give one of them")
         return
     if count > 1:
-        os.environ["XLA_FLAGS"] = f"{flags} {CPU_DEVICES_FLAG}={count}".strip()
+        os.environ["XLA_FLAGS"] = f"{current} {CPU_DEVICES_FLAG}={count}".strip()
 
 
 def use_compile_cache(folder: str) -> None:
