@@ -48,10 +48,26 @@ PROG = "jaxmarl-accel run"
 """The command's name in usage lines (``python -m experiments.run`` in a checkout)."""
 
 
+FIRST_FIELDS = ("env", "algo", "total_env_steps", "eval_every")
+"""The ``TrainConfig`` fields that open ``--help``, in this order (``--seeds`` follows
+``--total-env-steps``, the run folder's flags ``--eval-every``)."""
+
+USAGE = ("{prog} [--env ENV] [--algo ALGO] [--total-env-steps N] [--seeds N]\n"
+         "{indent}[--eval-every N] [--out DIR] [--resume DIR] [options]")
+"""The usage lines: the options set first (``--help`` lists every flag below them)."""
+
+
 def distributed_parser() -> argparse.ArgumentParser:
     """The multi-host flags, parsed on their own first: ``jax.distributed.initialize()``
     must run before anything (even importing the scenarios) touches a JAX backend."""
     parser = flags.Parser(add_help=False)
+    add_distributed_flags(parser)
+    return parser
+
+
+def add_distributed_flags(parser: argparse.ArgumentParser) -> None:
+    """The multi-host and CPU-device flags, in two groups of ``parser`` (the last ones of
+    ``--help``)."""
     group = parser.add_argument_group("multi-host (jax.distributed)")
     group.add_argument("--distributed", action="store_true",
                        help="multi-host run: call jax.distributed.initialize() first; start the "
@@ -71,7 +87,6 @@ def distributed_parser() -> argparse.ArgumentParser:
                           "2.5x the time of one seed on 2 devices, 4.2x on one (numbers agree "
                           "with the one-device run to about 1e-6, not bit for bit); the same as "
                           "XLA_FLAGS=--xla_force_host_platform_device_count=N (default: 1)")
-    return parser
 
 
 def warn_unsplit_cpu(count: int) -> None:
@@ -90,12 +105,22 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     from jaxmarl_accel.algos.value.presets import PRESETS
     from jaxmarl_accel.config import TrainConfig
 
-    parser = flags.Parser(
-        prog=prog, description=flags.plain_description(__doc__ or ""),
-        parents=[distributed_parser()])
+    summary, _, details = flags.plain_description(__doc__ or "").partition("\n\n")
+    example, _, details = details.partition("\n\n")
+    parser = flags.Parser(prog=prog, usage=USAGE.format(prog=prog, indent=" " * (len(prog) + 8)),
+                          description=f"{summary}\n\n{example}", epilog=details)
+    family_defaults, family_shown = flags.family_flag_defaults()
+    first = parser.add_argument_group(
+        "main options (set these first; every flag after them has a default)")
+    for field in FIRST_FIELDS:
+        parser.fields += flags.add_dataclass_flags(
+            first, TrainConfig, only=(field,), choices=flags.train_choices(),
+            defaults=family_defaults, shown_defaults=family_shown)
+        if field == "total_env_steps":
+            first.add_argument("--seeds", type=flags.parse_int, default=1,
+                               help="number of seeds trained at once (vmapped) (default: 1)")
+    add_folder_flags(first)
     run = parser.add_argument_group("run")
-    run.add_argument("--seeds", type=flags.parse_int, default=1,
-                     help="number of seeds trained at once (vmapped) (default: 1)")
     run.add_argument("--seed", type=flags.parse_int, default=0,
                      help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
                           "(default: 0)")
@@ -105,7 +130,6 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                           "Table III, punishment -1.5): env, env kwargs, batch, replay (capped "
                           "at 20,000 episodes), epsilon start and AccMER's decay and window; "
                           "flags given beside it win (default: none)")
-    add_folder_flags(run)
     run.add_argument("--agents", type=flags.parse_int, default=None,
                      help=agents_help())
     run.add_argument("--env-kwargs", type=flags.parse_key_values, default=(),
@@ -147,12 +171,12 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                          help="devices each seed's envs are split over (default: 1 when the "
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
-    family_defaults, family_shown = flags.family_flag_defaults()
-    parser.fields = flags.add_dataclass_flags(
-        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner"),
+    parser.fields += flags.add_dataclass_flags(
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner", *FIRST_FIELDS),
         choices=flags.train_choices(), defaults=family_defaults,
         shown_defaults=family_shown)
     add_learner_flags(parser, family_defaults, family_shown)
+    add_distributed_flags(parser)
     return parser
 
 

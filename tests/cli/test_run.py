@@ -73,6 +73,18 @@ def test_help_documents_every_flag(capsys):
     assert "--total-env-steps and --eval-every are multiples of the env steps per round" in text
 
 
+def test_help_opens_with_the_options_set_first_and_ends_with_multi_host():
+    text = run.build_parser().format_help()
+    assert text.splitlines()[0].startswith("usage: jaxmarl-accel run [--env ENV] [--algo ALGO]")
+    first = text.index("main options")
+    order = [text.index(f"\n  {flag} ", first) for flag in
+             ("--env", "--algo", "--total-env-steps", "--seeds", "--eval-every", "--out",
+              "--resume")]
+    assert order == sorted(order) and order[-1] < text.index("\nrun:")
+    assert text.index("multi-host (jax.distributed)") > text.index("on-policy learners")
+    assert text.count("\n  --env ") == 1  # each flag once
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--algo", "dqn"], "invalid choice"),
     (["--batch-size", "0"], "--batch-size must be >= 1"),
