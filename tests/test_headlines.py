@@ -1,8 +1,9 @@
-"""The README's headline table is checkable: every figure with a decimal point in a row
-(0.826, 3.48x, 13.1x-17.7x) is found, at the precision the README prints it, in the records
-that row links: the linked Markdown pages, the JSON records they link, and the JSON files the
-row names. A figure edited in the README without its record, or a record re-measured without
-the README, fails here."""
+"""The headline tables are checkable: every figure with a decimal point in a row (0.826,
+3.48x, 13.1x-17.7x) is found, at the precision the table prints it, in the records that row
+links: the linked Markdown pages, the JSON records they link, and the JSON files the row names.
+A figure edited in a table without its record, or a record re-measured without the table,
+fails here. The tables: the README's ``## Headline results`` (at most ten rows, each with its
+command in the code block below it) and docs/results.md's ``## Headline claims`` (all of them)."""
 
 from __future__ import annotations
 
@@ -20,15 +21,22 @@ DECIMAL = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+(?![.\d])")
 NUMBER = re.compile(r"-?\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?")
 
 
-def headline_rows(text: str) -> list[list[str]]:
-    """The cells of each body row of the table under ``## Headline results``."""
-    section = text.split("## Headline results", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("|")]
+RESULTS = REPO / "docs" / "results.md"
+
+
+def section(text: str, heading: str) -> str:
+    """The text under ``## heading`` up to the next ``## `` heading."""
+    return text.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def headline_rows(text: str, heading: str = "Headline results") -> list[list[str]]:
+    """The cells of each body row of the first table under ``## heading``."""
+    rows = [line for line in section(text, heading).splitlines() if line.startswith("|")]
     return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
 
 
 def figures(cells: list[str]) -> list[str]:
-    """The decimal figures of a row's claim, ours and peer cells (link targets left out)."""
+    """The decimal figures of a row's cells (link targets left out)."""
     text = " ".join(LINK.sub(lambda m: m.group(0).split("](")[0], cell) for cell in cells)
     return DECIMAL.findall(text)
 
@@ -93,17 +101,49 @@ def test_the_checker_finds_a_figure_and_misses_a_changed_one(tmp_path):
     assert linked_files(row, tmp_path / "page.md") == [record.resolve()]
 
 
-ROWS = headline_rows(README.read_text(encoding="utf-8"))
+README_TEXT = README.read_text(encoding="utf-8")
+ROWS = headline_rows(README_TEXT)
+TABLES = [(README, cells) for cells in ROWS] + [
+    (RESULTS, cells) for cells in headline_rows(RESULTS.read_text(encoding="utf-8"),
+                                                "Headline claims")]
 
 
-def test_the_table_has_rows_that_each_link_a_record():
-    assert len(ROWS) >= 10
+def test_the_readme_table_has_ten_numbered_rows_that_each_link_a_record():
+    assert len(ROWS) == 10
+    assert [cells[0] for cells in ROWS] == [str(number) for number in range(1, 11)]
     for cells in ROWS:
-        assert linked_files(cells[-1:], README), f"no record linked: {cells[0]}"
+        assert linked_files(cells[-1:], README), f"no record linked: {cells[1]}"
 
 
-@pytest.mark.parametrize("cells", ROWS, ids=[re.sub(r"\W+", "_", c[0])[:40] for c in ROWS])
-def test_every_headline_figure_is_in_its_records(cells):
-    numbers = record_numbers(linked_files(cells, README))
-    missing = [figure for figure in figures(cells[:3]) if not matches(figure, numbers)]
-    assert not missing, f"{cells[0]}: not in the linked records: {missing}"
+def test_every_readme_row_has_a_command_that_exists():
+    block = section(README_TEXT, "Headline results").split("```bash\n", 1)[1].split("```", 1)[0]
+    rows = set()
+    for line in block.splitlines():
+        command, _, comment = line.partition("  # ")
+        rows.update(int(n) for n in re.findall(r"^\s*(\d+)", comment))
+        module = re.match(r"python -m ([\w.]+)(?: (\w+))?", command)
+        assert module, f"not a command: {line}"
+        path = REPO / (module.group(1).replace(".", "/"))
+        assert path.with_suffix(".py").is_file() or (path / "__main__.py").is_file(), line
+        if module.group(1) == "experiments.bench":
+            assert (path / f"{module.group(2)}.py").is_file(), line
+    assert rows == set(range(1, 11))
+
+
+def test_the_results_page_keeps_every_claim_and_the_readme_its_rows():
+    claims = [cells for page, cells in TABLES if page == RESULTS]
+    assert len(claims) >= 20
+    for cells in claims:
+        assert linked_files(cells[-1:], RESULTS), f"no record linked: {cells[0]}"
+
+
+def row_id(page: pathlib.Path, cells: list[str]) -> str:
+    """A test id: the page and the row's first words."""
+    return page.stem + "-" + re.sub(r"\W+", "_", " ".join(cells[:2]))[:40]
+
+
+@pytest.mark.parametrize("page,cells", TABLES, ids=[row_id(*row) for row in TABLES])
+def test_every_headline_figure_is_in_its_records(page, cells):
+    numbers = record_numbers(linked_files(cells, page))
+    missing = [figure for figure in figures(cells[:-1]) if not matches(figure, numbers)]
+    assert not missing, f"{page.name}: {cells[0]} {cells[1]}: not in the linked records: {missing}"

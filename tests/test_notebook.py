@@ -1,5 +1,6 @@
 """notebooks/quickstart.ipynb: its install cell chooses the right requirement (run here with
-pip stubbed out), and the whole notebook executes top to bottom on CPU with its tiny sizes."""
+pip stubbed out), and the whole notebook executes top to bottom on CPU with its tiny sizes
+(``TINY = True`` in its first code cell)."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def run_install_cell(monkeypatch, tmp_path, repository: str) -> list[list[str]]:
     """Runs the install cell as if jaxmarl_accel were not installed, from a folder with no
     checkout above it, with `REPOSITORY = repository`; returns the commands it ran."""
     setting, install = (cell.source for cell in code_cells(nbformat.read(NOTEBOOK, 4))[:2])
-    assert setting == ('REPOSITORY = ""  # fill in: a git URL of jaxmarl_accel, or the path '
-                       'of an uploaded .whl')
+    assert setting.splitlines() == [
+        'REPOSITORY = ""  # fill in: a git URL of jaxmarl_accel, or the path of an uploaded .whl',
+        "TINY = False  # True: tiny sizes, one to two minutes on a CPU (too small to learn)"]
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "jaxmarl_accel"
@@ -85,7 +87,6 @@ def test_install_cell_on_a_tpu_installs_the_tpu_extra_from_the_repository(monkey
 
 @pytest.mark.slow
 def test_quickstart_notebook_runs_with_the_tiny_sizes(tmp_path, monkeypatch):
-    monkeypatch.setenv("JAXMARL_NOTEBOOK_TINY", "1")
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0 "
                                     "--xla_llvm_disable_expensive_passes=true")
@@ -94,6 +95,8 @@ def test_quickstart_notebook_runs_with_the_tiny_sizes(tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert all(not cell.get("outputs") for cell in code_cells(notebook))
+    setting = code_cells(notebook)[0]
+    setting.source = setting.source.replace("TINY = False", "TINY = True")  # as a user would
     client = NotebookClient(notebook, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
