@@ -1,5 +1,6 @@
 """The built-in suites: ``jaxmarl-minimal`` (JaxMARL 0.2.0's minimal baseline set with our
-learners), ``papers`` (the five papers' headline tasks) and ``smax`` (every SMAX map).
+learners), ``papers`` (the five papers' headline tasks) and ``smax`` (every SMAX map);
+:func:`load_suite` finds a suite by name or reads a YAML file.
 
 ``jaxmarl-minimal`` is ``baselines/run_minimal_baseline_set.yaml`` of JaxMARL 0.2.0: MPE
 spread / reference / tag with its ``ippo_ff, mappo_rnn, qmix_rnn, vdn_rnn, vdn_ff``; SMAX 2s3z,
@@ -23,7 +24,9 @@ steps and 10 seeds, as ``jaxmarl-minimal``.
 
 from __future__ import annotations
 
-from jaxmarl_accel.benchmark.suites import Learner, Suite, SuiteFactory, Task
+import os
+
+from jaxmarl_accel.benchmark.suites import Learner, Suite, SuiteFactory, Task, suite_from
 
 JAXMARL_STEPS = 10_000_000
 JAXMARL_SEEDS = 10
@@ -109,3 +112,26 @@ def smax() -> Suite:
 BUILT_IN: dict[str, SuiteFactory] = {"jaxmarl-minimal": jaxmarl_minimal, "papers": papers,
                                      "smax": smax}
 """Built-in suite name -> the function that builds it."""
+
+
+def load_suite(name: str) -> Suite:
+    """A built-in suite (:data:`BUILT_IN`) by name, or the suite of a YAML file."""
+    if name in BUILT_IN:
+        return BUILT_IN[name]()
+    if not name.endswith((".yaml", ".yml")):
+        raise ValueError(f"unknown suite {name!r}; built-in suites: {', '.join(BUILT_IN)}, "
+                         "or a YAML file (.yaml)")
+    if not os.path.isfile(name):
+        raise ValueError(f"suite file {name!r} does not exist")
+    import yaml  # a dependency of flax
+
+    with open(name) as handle:
+        try:
+            record = yaml.safe_load(handle)
+        except yaml.YAMLError as error:
+            raise ValueError(f"{name}: not YAML ({str(error).splitlines()[0]})") from None
+    stem = os.path.splitext(os.path.basename(name))[0]
+    try:
+        return suite_from(record, stem)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None

@@ -1,5 +1,6 @@
 """What a benchmark is: tasks (an env, its keywords, its env steps) x learners (an algo and
-its flags) x seeds, as frozen records; the built-in suites; the YAML file a user writes.
+its flags) x seeds, as frozen records, and the YAML file a user writes (read by
+:func:`~.builtin.load_suite`, beside the built-in suites):
 
     name: tiny                        # optional (default: the file's name)
     seeds: 2                          # seeds of every pair, vmapped in one program
@@ -30,7 +31,6 @@ A flag is written without its dashes; a list is several values, a mapping is
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -236,31 +236,6 @@ def suite_from(record: Any, default_name: str) -> Suite:
         raise ValueError(f"suite: seeds must be >= 1, got {seeds}")
     return Suite(name=str(fields.get("name") or default_name), tasks=tasks, learners=learners,
                  seeds=seeds, seed=int(fields.get("seed", 0)))
-
-
-def load_suite(name: str) -> Suite:
-    """A built-in suite (:data:`BUILT_IN`) by name, or the suite of a YAML file."""
-    from jaxmarl_accel.benchmark.builtin import BUILT_IN
-
-    if name in BUILT_IN:
-        return BUILT_IN[name]()
-    if not name.endswith((".yaml", ".yml")):
-        raise ValueError(f"unknown suite {name!r}; built-in suites: {', '.join(BUILT_IN)}, "
-                         "or a YAML file (.yaml)")
-    if not os.path.isfile(name):
-        raise ValueError(f"suite file {name!r} does not exist")
-    import yaml  # a dependency of flax
-
-    with open(name) as handle:
-        try:
-            record = yaml.safe_load(handle)
-        except yaml.YAMLError as error:
-            raise ValueError(f"{name}: not YAML ({str(error).splitlines()[0]})") from None
-    stem = os.path.splitext(os.path.basename(name))[0]
-    try:
-        return suite_from(record, stem)
-    except ValueError as error:
-        raise ValueError(f"{name}: {error}") from None
 
 
 SuiteFactory = Callable[[], Suite]

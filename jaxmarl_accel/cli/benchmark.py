@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
 def run_benchmark(args: argparse.Namespace, jaxmarl: str | None, say: object) -> int:
     """Check, run and report the suite of ``args`` (``say``: one line of progress)."""
     from jaxmarl_accel.benchmark import execute
+    from jaxmarl_accel.benchmark.builtin import load_suite
     from jaxmarl_accel.benchmark.results import report
-    from jaxmarl_accel.benchmark.suites import load_suite
 
     suite = load_suite(args.suite)
     chosen = execute.select(suite, args.only)

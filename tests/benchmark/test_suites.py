@@ -16,7 +16,7 @@ def write(tmp_path, text):
 
 
 def test_the_tiny_example_is_two_tasks_by_two_learners_by_two_seeds():
-    suite = suites.load_suite(TINY)
+    suite = builtin.load_suite(TINY)
     assert suite.seeds == 2
     assert [p.name for p in suites.pairs(suite)] == [
         "spread/iql", "spread/vdn", "stag_hunt/iql", "stag_hunt/vdn"]
@@ -38,16 +38,16 @@ def test_the_tiny_example_is_two_tasks_by_two_learners_by_two_seeds():
 ])
 def test_a_malformed_suite_file_is_one_line_naming_the_entry(tmp_path, text, message):
     with pytest.raises(ValueError, match=None) as error:
-        suites.load_suite(write(tmp_path, text))
+        builtin.load_suite(write(tmp_path, text))
     assert message in str(error.value)
     assert "\n" not in str(error.value)
 
 
 def test_an_unknown_suite_name_lists_the_built_in_ones():
     with pytest.raises(ValueError, match="unknown suite 'nope'; built-in suites: jaxmarl-minimal"):
-        suites.load_suite("nope")
+        builtin.load_suite("nope")
     with pytest.raises(ValueError, match="does not exist"):
-        suites.load_suite("missing.yaml")
+        builtin.load_suite("missing.yaml")
 
 
 def test_flags_become_run_arguments():
@@ -58,7 +58,7 @@ def test_flags_become_run_arguments():
 
 
 def test_run_arguments_scale_the_budget_and_the_evaluations():
-    suite = suites.load_suite(TINY)
+    suite = builtin.load_suite(TINY)
     pair = suites.pairs(suite)[0]
     argv = suites.run_argv(pair, suite, "OUT", budget_scale=0.5)
     assert argv[argv.index("--total-env-steps") + 1] == "1000"
@@ -68,7 +68,7 @@ def test_run_arguments_scale_the_budget_and_the_evaluations():
 
 
 def test_only_picks_pairs_by_pattern_task_or_learner():
-    suite = suites.load_suite(TINY)
+    suite = builtin.load_suite(TINY)
     assert [p.name for p in execute.select(suite, ["spread/*"])] == ["spread/iql", "spread/vdn"]
     assert [p.name for p in execute.select(suite, ["vdn"])] == ["spread/vdn", "stag_hunt/vdn"]
     assert [p.name for p in execute.select(suite, ["stag_hunt/vdn", "spread/iql"])] == [
