@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from jaxmarl_accel.benchmark.scores import Record
-from jaxmarl_accel.benchmark.suites import Pair, Suite
+from jaxmarl_accel.benchmark.suites import Pair, Suite, scaled_steps
 
 SCRIPTS: dict[tuple[str, str], str] = {
     ("ippo_ff", "mpe"): "IPPO/ippo_ff_mpe.py",
@@ -65,8 +66,14 @@ def baseline_of(pair: Pair) -> tuple[str, str] | None:
     return (baseline, suite) if (baseline, suite) in SCRIPTS else None
 
 
-def check_reference_pairs(chosen: Sequence[Pair]) -> None:
-    """A ``ValueError`` when no chosen pair has a JaxMARL baseline (nothing to reference)."""
+def check_reference_pairs(chosen: Sequence[Pair], checkout: str) -> None:
+    """A ``ValueError`` when no chosen pair has a JaxMARL baseline (nothing to reference), or
+    the checkout lacks the script of one."""
+    for pair in chosen:
+        found = baseline_of(pair)
+        if found and not os.path.isfile(os.path.join(checkout, "baselines", SCRIPTS[found])):
+            raise ValueError(f"--reference jaxmarl: {checkout} has no baselines/"
+                             f"{SCRIPTS[found]} (pair {pair.name})")
     if not any(baseline_of(p) for p in chosen):
         raise ValueError("--reference jaxmarl: none of the chosen pairs has a JaxMARL baseline "
                          "(tasks and learners name theirs with 'jaxmarl:')")
@@ -79,15 +86,51 @@ def record_path(out_dir: str, pair: Pair, baseline: str) -> str:
 
 def run_references(checkout: str, suite: Suite, chosen: Sequence[Pair], out_dir: str,
                    budget_scale: float, say: Callable[[str], None]) -> int:
-    """Run the reference of every chosen pair that has one and no record yet (each seed
-    one after another); returns the exit status."""
+    """Run the reference of every chosen pair that has one and no record yet, at the pair's
+    env steps, its seeds one after another (:func:`~.jaxmarl_scripts.run_seeds`); each
+    finished reference is written at once, so an interrupted call loses only the one it was
+    in. Returns 0; a script that fails raises a one-line ``ValueError`` naming the pair."""
     todo = [(p, b) for p in chosen if (b := baseline_of(p)) is not None
             and not os.path.isfile(record_path(out_dir, p, b[0]))]
-    if todo:
-        raise ValueError("--reference jaxmarl: running JaxMARL's scripts is not available in "
-                         f"this version ({len(todo)} reference pair(s) left: "
-                         + ", ".join(f"{p.task.name}/{b[0]}" for p, b in todo) + ")")
+    for index, (pair, (baseline, family)) in enumerate(todo):
+        say(f"benchmark: reference {index}/{len(todo)} done; running jaxmarl:{baseline} on "
+            f"{pair.task.name} ({suite.seeds} seed(s) one after another)")
+        try:
+            record = reference_record(checkout, pair, baseline, family, suite, budget_scale)
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise ValueError(f"reference jaxmarl:{baseline} on {pair.task.name}: "
+                             f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
+                             ) from None
+        path = record_path(out_dir, pair, baseline)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w") as handle:
+            json.dump(record, handle)
+        os.replace(path + ".tmp", path)
     return 0
+
+
+def reference_record(checkout: str, pair: Pair, baseline: str, family: str, suite: Suite,
+                     budget_scale: float) -> dict:
+    """The record (module docstring) of JaxMARL's ``baseline`` script on ``pair``'s task."""
+    from jaxmarl_accel.benchmark import jaxmarl_scripts as scripts
+
+    script = Path(checkout) / "baselines" / SCRIPTS[baseline, family]
+    env = pair.task.jaxmarl.split(":", 1)[1]
+    config = scripts.script_config(script, baseline, family, env,
+                                   scaled_steps(pair.task, budget_scale))
+    module, collector = scripts.load_script(script)
+    train, agents = scripts.make_script_train(module, config)
+    per_update = int(config.get("NUM_ENVS", 1)) * int(config.get("NUM_STEPS", 1))
+    seeds = [suite.seed + i for i in range(suite.seeds)]
+    curves, seconds = [], 0.0
+    for logged, elapsed in scripts.run_seeds(train, seeds, collector):
+        curves.append(scripts.curve(logged, per_update, agents, family == "mpe",
+                                    pair.task.evaluations))
+        seconds += elapsed
+    wins = [c[2] for c in curves]
+    return {"script": str(script), "seeds": seeds, "steps": curves[0][0],
+            "returns": [c[1] for c in curves],
+            "wins": None if any(w is None for w in wins) else wins, "wall_s": seconds}
 
 
 def reference_records(out_dir: str) -> list[Record]:

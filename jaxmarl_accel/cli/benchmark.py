@@ -112,7 +112,7 @@ def run_benchmark(args: argparse.Namespace, jaxmarl: str | None, say: object) ->
     if jaxmarl is not None:
         from jaxmarl_accel.benchmark.jaxmarl_reference import check_reference_pairs
 
-        check_reference_pairs(chosen)
+        check_reference_pairs(chosen, jaxmarl)
     if args.check:
         say(f"{suite.name}: {len(chosen)} pair(s) checked: " + ", ".join(p.name for p in chosen))
         return 0
