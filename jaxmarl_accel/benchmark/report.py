@@ -111,7 +111,7 @@ def write_figures(out_dir: str, statistics: dict[str, Any]) -> list[str]:
     plot_utils.plot_performance_profiles(
         {n: np.array(profiles[n])[:, 0] for n in names}, np.array(profiles["tau"]),
         performance_profile_cis={n: np.array(profiles[n])[:, 1:].T for n in names},
-        xlabel=r"score $(\tau)$", ax=ax)
+        xlabel=r"score $(\tau)$", ax=ax, legend=True)
     fig.savefig(paths[2], bbox_inches="tight")
     curves = statistics["curves"]
     fig, ax = plt.subplots(figsize=(7, 5))
@@ -119,7 +119,8 @@ def write_figures(out_dir: str, statistics: dict[str, Any]) -> list[str]:
     plot_utils.plot_sample_efficiency_curve(
         fraction, {n: np.array(c["iqm"]) for n, c in curves.items()},
         {n: np.array([c["low"], c["high"]]) for n, c in curves.items()},
-        algorithms=list(curves), xlabel="share of the env steps", ylabel="IQM score", ax=ax)
+        algorithms=list(curves), xlabel="share of the env steps", ylabel="IQM score", ax=ax,
+        legend=True)
     fig.savefig(paths[3], bbox_inches="tight")
     plt.close("all")
     return [p for p in paths if os.path.exists(p)]
