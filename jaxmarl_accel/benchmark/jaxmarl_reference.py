@@ -117,7 +117,7 @@ def reference_record(checkout: str, pair: Pair, baseline: str, family: str, suit
     script = Path(checkout) / "baselines" / SCRIPTS[baseline, family]
     env = pair.task.jaxmarl.split(":", 1)[1]
     config = scripts.script_config(script, baseline, family, env,
-                                   scaled_steps(pair.task, budget_scale))
+                                   scaled_steps(pair.task, budget_scale), pair.task.evaluations)
     module, collector = scripts.load_script(script)
     train, agents = scripts.make_script_train(module, config)
     per_update = int(config.get("NUM_ENVS", 1)) * int(config.get("NUM_STEPS", 1))

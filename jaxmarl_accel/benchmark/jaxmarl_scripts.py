@@ -95,12 +95,13 @@ def _yaml(path: Path) -> dict[str, Any]:
         return yaml.safe_load(handle) or {}
 
 
-def script_config(script: Path, baseline: str, suite: str, env: str, env_steps: int
-                  ) -> dict[str, Any]:
+def script_config(script: Path, baseline: str, suite: str, env: str, env_steps: int,
+                  evaluations: int = 10) -> dict[str, Any]:
     """The script's config as its Hydra ``main`` builds it (the Q-learning scripts: their
     ``config.yaml`` with ``alg`` merged in; the others: the YAML their decorator names),
     with the task's env (MPE: ``ENV_NAME``; SMAX: ``MAP_NAME``; Overcooked: the layout),
-    ``TOTAL_TIMESTEPS`` and one seed; logging goes to the collector."""
+    ``TOTAL_TIMESTEPS``, one seed and a greedy test (where the script tests) ``evaluations``
+    times over the run, at least once an update; logging goes to the collector."""
     alg = QL_ALG_CONFIGS.get((baseline, suite))
     if alg is not None:
         base = _yaml(script.parent / "config" / "config.yaml")
@@ -117,8 +118,10 @@ def script_config(script: Path, baseline: str, suite: str, env: str, env_steps: 
         config["MAP_NAME"] = env
     elif suite == "overcooked":
         config.setdefault("ENV_KWARGS", {})["layout"] = env.removeprefix("overcooked_")
+    updates = max(1, int(env_steps) // (int(config.get("NUM_ENVS", 1))
+                                        * int(config.get("NUM_STEPS", 1))))
     config.update(TOTAL_TIMESTEPS=int(env_steps), NUM_SEEDS=1, WANDB_MODE="online",
-                  TEST_INTERVAL=min(float(config.get("TEST_INTERVAL", 0.05)), 0.1))
+                  TEST_INTERVAL=max(1.0 / evaluations, 1.0 / updates))
     return config
 
 
