@@ -5,6 +5,7 @@
     jaxmarl-accel evaluate runs/qmix --episodes 1000
     jaxmarl-accel render --env simple_tag --out results/render
 
+``jaxmarl-accel benchmark SUITE --out DIR`` runs a whole suite (:mod:`~.benchmark`).
 ``python -m jaxmarl_accel.cli COMMAND ...`` is the same program; in a checkout,
 ``python -m experiments.run`` / ``experiments.evaluate`` / ``experiments.render_demo`` run
 the same commands. This package holds the commands and their flags: :mod:`~.run` (flags of

@@ -1,4 +1,5 @@
-"""``jaxmarl-accel COMMAND ...``: the installed command line (``run``, ``evaluate``, ``render``)."""
+"""``jaxmarl-accel COMMAND ...``: the installed command line (``run``, ``evaluate``, ``render``,
+``benchmark``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ COMMANDS = {
     "run": "train a learner for several seeds at once; --resume continues a run",
     "evaluate": "restore a run's checkpoint and score every seed's greedy policy",
     "render": "render a scripted or random rollout (MPE, stag hunt) to a GIF and a PNG",
+    "benchmark": "run a suite of tasks x learners x seeds and report IQM, intervals, profiles",
 }
-USAGE = ("usage: jaxmarl-accel {run,evaluate,render} ...\n\n"
+USAGE = ("usage: jaxmarl-accel {run,evaluate,render,benchmark} ...\n\n"
          + "\n".join(f"  {name:<9} {text}" for name, text in COMMANDS.items())
          + "\n\n'jaxmarl-accel COMMAND --help' explains a command's flags.")
 

@@ -166,7 +166,8 @@ def _record_of(name: str) -> Scenario | None:
     JaxMARL env)."""
     if name in _SCENARIOS:
         return _SCENARIOS[name]
-    return scenario(name) if is_reference(name) else None
+    # "jaxmarl:<id>" has the reference form too, but names JaxMARL's env, not an attribute
+    return scenario(name) if is_reference(name) and not name.startswith("jaxmarl:") else None
 
 
 def agent_count_kwarg(name: str) -> str:

@@ -337,3 +337,11 @@ def test_keywords_of_an_env_that_needs_arguments_are_left_to_jaxmarl():
     with pytest.raises(ValueError, match="missing 2 required positional") as error:
         make("jaxmarl:LearnedPolicyEnemySMAX", **dict(given))
     assert "\n" not in str(error.value)
+
+
+def test_a_jaxmarl_env_sets_its_agents_with_num_agents():
+    """``jaxmarl:<id>`` has the ``module:attr`` form but is no reference to user code: its
+    agent-count keyword (read when a run's marl-eval names are written) is ``num_agents``."""
+    from jaxmarl_accel.envs import agent_count_kwarg
+
+    assert agent_count_kwarg("jaxmarl:MPE_simple_spread_v3") == "num_agents"
