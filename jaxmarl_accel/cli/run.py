@@ -148,6 +148,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                               "seeds divide over the devices, else devices / gcd(seeds, devices))")
     train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
     family_defaults, family_shown = flags.family_flag_defaults()
+    family_defaults["eval_every"] = flags.UNSET  # follows the budget (runs.fit)
+    family_shown["eval_every"] = (
+        "min(50000, --total-env-steps / 10 rounded down to 1, 2 or 5 x 10^k), up to whole "
+        "rounds: 10 points or more on the curve")
+    family_shown["buffer_capacity"] += (
+        "; at most the items the run adds per seed and what half the memory available "
+        "holds for all seeds, printed at the start")
     parser.fields = flags.add_dataclass_flags(
         train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner"),
         choices=flags.train_choices(), defaults=family_defaults,
@@ -201,10 +208,33 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
-    agent-count keyword in ``--env-kwargs``); the learner's record checks the rest."""
+    agent-count keyword in ``--env-kwargs``); the learner's record checks the rest. Without
+    ``--eval-every`` the period is the whole budget here; :func:`fit_run` then sets it."""
+    fixed = {}
+    if args.eval_every is flags.UNSET:
+        from jaxmarl_accel.algos.registry import family_defaults
+
+        total = args.total_env_steps
+        fixed["eval_every"] = (family_defaults(args.algo)["total_env_steps"]
+                               if total is flags.UNSET else total)
     return flags.train_config_from_args(
         args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
-        sampler_kwargs=args.sampler_kwargs)
+        sampler_kwargs=args.sampler_kwargs, **fixed)
+
+
+def fit_run(trainer: Any, args: argparse.Namespace, lanes: int) -> Any:
+    """``trainer`` with the replay capacity and evaluation period the user left out fitted
+    to the run's budget and the machine (:func:`jaxmarl_accel.runs.fit.fit_defaults`), and
+    the line saying so printed (unless ``--quiet``)."""
+    from jaxmarl_accel.runs.fit import fit_defaults
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    fitted = fit_defaults(trainer, make_trainer, lanes,
+                          capacity_given=args.buffer_capacity is not flags.UNSET,
+                          eval_every_given=args.eval_every is not flags.UNSET)
+    if fitted.note is not None and not args.quiet:
+        print(fitted.note, flush=True)
+    return fitted.trainer
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
@@ -332,6 +362,12 @@ def options_from_args(parser: argparse.ArgumentParser,
         pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
     except ValueError as error:
         parser.error(str(error).replace("sweep:", "--sweep:", 1))
+    lanes = args.seeds * (1 if sweep is None else sweep.num_settings)
+    try:
+        trainer = fit_run(trainer, args, lanes)
+    except (ValueError, TypeError) as error:
+        parser.error(flags.flag_message(str(error), parser.fields))
+    config = trainer.config
     from jaxmarl_accel.runs.summary import default_baseline_episodes
 
     baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,
