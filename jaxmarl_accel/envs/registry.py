@@ -166,7 +166,8 @@ def _record_of(name: str) -> Scenario | None:
     JaxMARL env)."""
     if name in _SCENARIOS:
         return _SCENARIOS[name]
-    return scenario(name) if is_reference(name) else None
+    jaxmarl = name.startswith("jaxmarl:")  # envs.JAXMARL_PREFIX: not a module's attribute
+    return scenario(name) if is_reference(name) and not jaxmarl else None
 
 
 def agent_count_kwarg(name: str) -> str:
