@@ -93,8 +93,9 @@ _made_cache: list[str] = []
 
 def pytest_configure(config) -> None:
     """Points JAX's compilation cache, in this process and in the processes it starts, at the
-    run's folder (see the module docstring), making an empty one if none is named yet. Under
-    ``-n``, the controller runs this before it starts its workers."""
+    run's folder (see the module docstring), making an empty one if none is named yet, and
+    turns the baseline cache off. Under ``-n``, the controller runs this before it starts
+    its workers."""
     os.environ[BASELINE_CACHE_ENV] = "off"
     if not os.environ.get(CACHE_ENV):
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jaxmarl_accel_xla_cache-")
