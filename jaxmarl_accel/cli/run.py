@@ -20,7 +20,9 @@ Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
 ``--eval-every`` the last evaluation period is shorter. Value learners on episode replay
 count ``--num-envs`` x episode length env steps per round (a clock every seed shares) and
-round both up to whole rounds. Integers may be written ``1e6``.
+round both up to whole rounds. Integers may be written ``1e6``. Left out,
+``--buffer-capacity`` and ``--eval-every`` follow the run's budget and the machine's memory,
+and a line at the start says what they are.
 
 Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
 than devices, each seed's envs are split too); ``--devices 1`` is the single-device
@@ -119,7 +121,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="episodes used to measure the random and scripted returns that "
                           "define the normalized score (default: 1000, fewer for large "
                           "scenarios: 8,000,000 agent steps / (agents x episode length), at "
-                          "least 8; 80 for 1,000 agents x 100 steps)")
+                          "least 8; 80 for 1,000 agents x 100 steps); measured once per "
+                          "env and its settings, then read back by later runs from "
+                          "$XDG_CACHE_HOME/jaxmarl_accel/baselines "
+                          "(JAXMARL_ACCEL_BASELINE_CACHE=DIR elsewhere, =off: no cache)")
     run.add_argument("--checkpoint-every", type=flags.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--checkpoint-replay", choices=("true", "false"), default="true",
