@@ -156,7 +156,7 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     family_defaults["eval_every"] = flags.UNSET  # follows the budget (runs.fit)
     family_shown["eval_every"] = (
         "min(50000, --total-env-steps / 10 rounded down to 1, 2 or 5 x 10^k), up to whole "
-        "rounds: 10 points or more on the curve")
+        "rounds: about 10 points or more on the curve")
     family_shown["buffer_capacity"] += (
         "; at most the items the run adds per seed and what half the memory available "
         "holds for all seeds, printed at the start")
