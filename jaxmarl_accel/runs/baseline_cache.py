@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import importlib.util
+import inspect
 import json
 import os
 import tempfile
@@ -57,8 +57,8 @@ def _files_hash(paths: list[str]) -> str:
 
 def env_code_tag(env: str) -> str:
     """A tag of the code an env's baselines come from: a hash of the package's ``envs``
-    modules, with the module file of a ``package.module:factory`` env, or JaxMARL's
-    version for ``jaxmarl:<id>``."""
+    modules, with the module file of the factory of an env registered or referenced from
+    user code (``package.module:factory``), or JaxMARL's version for ``jaxmarl:<id>``."""
     paths = [os.path.join(folder, name) for folder, _, names in os.walk(_ENVS_FOLDER)
              for name in names if name.endswith(".py")]
     extra = ""
@@ -67,13 +67,15 @@ def env_code_tag(env: str) -> str:
             extra = "jaxmarl " + importlib.metadata.version("jaxmarl")
         except importlib.metadata.PackageNotFoundError:
             extra = "jaxmarl unknown"
-    elif ":" in env:
+    else:  # a registered or referenced factory outside the package: its module's file too
+        from jaxmarl_accel.envs import scenario
+
         try:
-            spec = importlib.util.find_spec(env.split(":", 1)[0])
-        except (ImportError, ValueError):
-            spec = None
-        if spec is not None and spec.origin and os.path.isfile(spec.origin):
-            paths.append(spec.origin)
+            source = inspect.getsourcefile(scenario(env).make)
+        except (TypeError, ValueError, OSError):
+            source = None
+        if source is not None and os.path.isfile(source) and source not in paths:
+            paths.append(source)
     return _files_hash(paths) + (f" {extra}" if extra else "")
 
 
