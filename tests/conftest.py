@@ -22,6 +22,10 @@ start as subprocesses:
   change the last bits of results, so the fingerprint turns the fusion emitters back on for
   its own programs (:func:`tests.fingerprint.compile_options`). An ``XLA_FLAGS`` that already
   sets a level is left as it is;
+* no baseline cache (``JAXMARL_ACCEL_BASELINE_CACHE=off``,
+  :mod:`jaxmarl_accel.runs.baseline_cache`): every run measures its baselines, and nothing
+  is read from or written to the user's cache folder; the cache's own tests point it at a
+  temporary folder;
 * the two tiers: ``pytest`` runs the tests not marked ``slow`` by default (``addopts`` in
   ``pyproject.toml``), and ``pytest.mark.fast_cases(n)`` keeps only the first ``n`` cases of
   a parametrized test out of the slow tier (:func:`pytest_collection_modifyitems`);
@@ -41,6 +45,7 @@ import tempfile
 import jax
 import pytest
 
+from jaxmarl_accel.runs.baseline_cache import CACHE_ENV as BASELINE_CACHE_ENV
 from jaxmarl_accel.trainer.compiling import CPU_OPTIONS
 from tests.fingerprint import FUSION_EMITTERS
 from tests.xdist_groups import pytest_xdist_make_scheduler  # noqa: F401  (a pytest hook)
@@ -88,8 +93,10 @@ _made_cache: list[str] = []
 
 def pytest_configure(config) -> None:
     """Points JAX's compilation cache, in this process and in the processes it starts, at the
-    run's folder (see the module docstring), making an empty one if none is named yet. Under
-    ``-n``, the controller runs this before it starts its workers."""
+    run's folder (see the module docstring), making an empty one if none is named yet, and
+    turns the baseline cache off. Under ``-n``, the controller runs this before it starts
+    its workers."""
+    os.environ[BASELINE_CACHE_ENV] = "off"
     if not os.environ.get(CACHE_ENV):
         os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="jaxmarl_accel_xla_cache-")
         _made_cache.append(os.environ[CACHE_ENV])

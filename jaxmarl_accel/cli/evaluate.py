@@ -140,10 +140,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
          f"per seed); evaluating {episodes} greedy episode(s) for each of {seeds} seed(s)...")
     returns, stats = evaluate_seeds(trainer, state.algo, jax.random.PRNGKey(stored["seed"] + 3),
                                     episodes)
-    _log(f"evaluating the random and scripted baselines ({stored['baseline_episodes']} episodes "
-         "each)...")
-    base = summary.baseline_returns(trainer, jax.random.PRNGKey(stored["seed"] + 1),
-                                      stored["baseline_episodes"])
+    base = summary.run_baselines(trainer, stored["seed"] + 1, stored["baseline_episodes"], _log)
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
     scored = summary.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents

@@ -20,7 +20,9 @@ Sizes: ``--total-env-steps`` and ``--eval-every`` are multiples of the env steps
 max(``--num-envs``, ``--update-every``); when ``--total-env-steps`` is not a multiple of
 ``--eval-every`` the last evaluation period is shorter. Value learners on episode replay
 count ``--num-envs`` x episode length env steps per round (a clock every seed shares) and
-round both up to whole rounds. Integers may be written ``1e6``.
+round both up to whole rounds. Integers may be written ``1e6``. Left out,
+``--buffer-capacity`` and ``--eval-every`` follow the run's budget and the machine's memory,
+and a line at the start says what they are.
 
 Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
 than devices, each seed's envs are split too); ``--devices 1`` is the single-device
@@ -110,6 +112,13 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = flags.Parser(prog=prog, usage=USAGE.format(prog=prog, indent=" " * (len(prog) + 8)),
                           description=f"{summary}\n\n{example}", epilog=details)
     family_defaults, family_shown = flags.family_flag_defaults()
+    family_defaults["eval_every"] = flags.UNSET  # follows the budget (runs.fit)
+    family_shown["eval_every"] = (
+        "min(50000, --total-env-steps / 10 rounded down to 1, 2 or 5 x 10^k), up to whole "
+        "rounds: about 10 points or more on the curve")
+    family_shown["buffer_capacity"] += (
+        "; at most the items the run adds per seed and what half the memory available "
+        "holds for all seeds, printed at the start")
     first = parser.add_argument_group(
         "main options (set these first; every flag after them has a default)")
     for field in FIRST_FIELDS:
@@ -143,7 +152,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
                      help="episodes used to measure the random and scripted returns that "
                           "define the normalized score (default: 1000, fewer for large "
                           "scenarios: 8,000,000 agent steps / (agents x episode length), at "
-                          "least 8; 80 for 1,000 agents x 100 steps)")
+                          "least 8; 80 for 1,000 agents x 100 steps); measured once per "
+                          "env and its settings, then read back by later runs from "
+                          "$XDG_CACHE_HOME/jaxmarl_accel/baselines "
+                          "(JAXMARL_ACCEL_BASELINE_CACHE=DIR elsewhere, =off: no cache)")
     run.add_argument("--checkpoint-every", type=flags.parse_int, default=1,
                      help="save a checkpoint every this many chunks (default: 1)")
     run.add_argument("--checkpoint-replay", choices=("true", "false"), default="true",
@@ -225,10 +237,33 @@ def add_learner_flags(parser: argparse.ArgumentParser, family_defaults: dict,
 
 def config_from_args(args: argparse.Namespace) -> Any:
     """The run's ``TrainConfig`` from the parsed flags (``--agents`` sets the scenario's
-    agent-count keyword in ``--env-kwargs``); the learner's record checks the rest."""
+    agent-count keyword in ``--env-kwargs``); the learner's record checks the rest. Without
+    ``--eval-every`` the period is the whole budget here; :func:`fit_run` then sets it."""
+    fixed = {}
+    if args.eval_every is flags.UNSET:
+        from jaxmarl_accel.algos.registry import family_defaults
+
+        total = args.total_env_steps
+        fixed["eval_every"] = (family_defaults(args.algo)["total_env_steps"]
+                               if total is flags.UNSET else total)
     return flags.train_config_from_args(
         args, env_kwargs=scenario_kwargs(args.env, args.env_kwargs, args.agents),
-        sampler_kwargs=args.sampler_kwargs)
+        sampler_kwargs=args.sampler_kwargs, **fixed)
+
+
+def fit_run(trainer: Any, args: argparse.Namespace, lanes: int) -> Any:
+    """``trainer`` with the replay capacity and evaluation period the user left out fitted
+    to the run's budget and the machine (:func:`jaxmarl_accel.runs.fit.fit_defaults`), and
+    the line saying so printed (unless ``--quiet``)."""
+    from jaxmarl_accel.runs.fit import fit_defaults
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    fitted = fit_defaults(trainer, make_trainer, lanes,
+                          capacity_given=args.buffer_capacity is not flags.UNSET,
+                          eval_every_given=args.eval_every is not flags.UNSET)
+    if fitted.note is not None and not args.quiet:
+        print(fitted.note, flush=True)
+    return fitted.trainer
 
 
 def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
@@ -356,6 +391,12 @@ def options_from_args(parser: argparse.ArgumentParser,
         pbt_every = pbt_from_args(args.pbt, args.pbt_every, sweep)
     except ValueError as error:
         parser.error(str(error).replace("sweep:", "--sweep:", 1))
+    lanes = args.seeds * (1 if sweep is None else sweep.num_settings)
+    try:
+        trainer = fit_run(trainer, args, lanes)
+    except (ValueError, TypeError) as error:
+        parser.error(flags.flag_message(str(error), parser.fields))
+    config = trainer.config
     from jaxmarl_accel.runs.summary import default_baseline_episodes
 
     baselines = args.baseline_episodes or default_baseline_episodes(spec.num_agents,

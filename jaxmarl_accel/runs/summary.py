@@ -16,7 +16,7 @@ from jaxmarl_accel.envs.evaluate import evaluate_policy
 from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted_team
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
-from jaxmarl_accel.runs import figures, marl_eval, outputs
+from jaxmarl_accel.runs import baseline_cache, figures, marl_eval, outputs
 from jaxmarl_accel.runs.run_store import RunOptions
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
@@ -62,6 +62,28 @@ def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[st
     for name, result in results.items():  # per-episode counters of the env, e.g. captures
         out.update({f"{name}_{stat}": float(np.mean(v)) for stat, v in result.stats.items()})
     return out
+
+
+def run_baselines(trainer: Trainer, key_seed: int, episodes: int,
+                  log: Callable[..., None]) -> dict[str, Any]:
+    """:func:`baseline_returns` of ``trainer``'s env over ``episodes`` episodes from
+    ``PRNGKey(key_seed)``, read from the baseline cache when an earlier run of the same env
+    stored them (:mod:`jaxmarl_accel.runs.baseline_cache`), else measured and stored;
+    ``log`` says which, and what measuring costs and which flag lowers it."""
+    folder = baseline_cache.cache_folder()
+    key = baseline_cache.baseline_key(trainer.config, key_seed, episodes)
+    cached = baseline_cache.load(folder, key)
+    if cached is not None:
+        log(f"random and scripted baselines ({episodes} episodes each) read from "
+            f"{baseline_cache.entry_path(folder, key)}")
+        return cached
+    steps = episodes * trainer.env.spec.episode_length
+    kept = (f"; kept in {folder} for later runs of this env" if folder is not None else "")
+    log(f"evaluating the random and scripted baselines ({episodes} episodes each, up to "
+        f"{steps:,} env steps each; --baseline-episodes lowers it{kept})...")
+    measured = baseline_returns(trainer, jax.random.PRNGKey(key_seed), episodes)
+    baseline_cache.store(folder, key, measured)
+    return measured
 
 
 def episode_stats_summary(rows: list[dict[str, float]], trainer: Trainer,
@@ -156,10 +178,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     updates = [int(sum(r["updates"] for r in rows  # a sweep's settings share the schedule
                        if r["seed"] == seed and r.get("setting", 0) == 0))
                for seed in range(options.seeds)]
-    log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
-        "episodes each)...")
-    base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
-                            options.baseline_episodes)
+    base = run_baselines(trainer, options.seed + 1, options.baseline_episodes, log)
     untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
     scripted = ({"scripted_return_per_team": team_means(base["scripted"], spec.teams)}
                 if spec.scripted else {})

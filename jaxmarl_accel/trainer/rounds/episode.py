@@ -189,6 +189,8 @@ def _one_episode_each(config: Any, schedule: Schedule) -> str:
 EPISODE = register_round(RoundSpec(
     name="episode", make=make_episode_round, schedule=episode_schedule,
     check=check_episode_run, describe=_one_episode_each,
+    items_written=lambda config, schedule: schedule.total_rounds * config.num_envs,
+    item_name="episodes",
     summary="run E whole episodes, add them, episode_updates updates (pymarl2's schedule)"))
 """The episode replay's record."""
 

@@ -71,6 +71,9 @@ class RoundSpec:
       memory_hint: what to lower when a run of this kind does not fit in memory.
       temporaries_hint: what the compiled chunk's temporaries grow with, added to
         ``memory_hint`` when they count.
+      items_written: ``(config, schedule) -> int``, the items one seed's whole run adds to
+        its replay (what ``buffer_capacity`` counts); ``None`` for a kind without a replay.
+      item_name: what ``buffer_capacity`` counts, plural (``"transitions"``).
     """
 
     name: str
@@ -81,6 +84,8 @@ class RoundSpec:
     summary: str = ""
     memory_hint: str = "lower --buffer-capacity, --seeds or --num-envs"
     temporaries_hint: str = "or --batch-size, which the temporaries grow with"
+    items_written: Callable[[Any, Schedule], int] | None = None
+    item_name: str = "transitions"
 
 
 _ROUNDS: dict[str, RoundSpec] = {}

@@ -223,7 +223,7 @@ def check_transition_run(config: Any) -> None:
         raise ValueError(
             f"num_envs ({config.num_envs}) and update_every ({config.update_every}) must "
             "divide one another so that updates fall on whole vectorized steps")
-    for name in ("eval_every", "total_env_steps"):
+    for name in ("total_env_steps", "eval_every"):
         if getattr(config, name) % steps_per_round(config):
             raise ValueError(
                 f"{name} ({getattr(config, name)}) must be a multiple of the env steps per "
@@ -237,6 +237,7 @@ TRANSITION = register_round(RoundSpec(
     name="transition", make=make_transition_round, schedule=transition_schedule,
     check=check_transition_run,
     describe=lambda config, schedule: "whole rounds of max(--num-envs, --update-every) steps",
+    items_written=lambda config, schedule: schedule.total_rounds * schedule.steps_per_round,
     summary="step E envs, add every transition, one update per update_every env steps"))
 """The transition replay's record."""
 
