@@ -139,8 +139,8 @@ def test_recurrent_mappo_trains_on_smax_with_its_world_state():
             assert np.all(np.isfinite(value))
 
 
+@pytest.mark.slow  # the fast tier trains recurrent MAPPO from the command line above
 @pytest.mark.parametrize("algo", ["mappo", "a2c"])
-@pytest.mark.fast_cases(1)
 def test_recurrent_runs_resume_exactly_with_their_carries(algo):
     config = tiny(algo, "simple_tag", env_kwargs=(("num_obstacles", 0), ("num_predators", 2)))
     config = dataclasses.replace(config, learner=dataclasses.replace(config.learner,
