@@ -17,6 +17,7 @@ from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.runs import figures, marl_eval, outputs
+from jaxmarl_accel.runs.interrupts import interruptible
 from jaxmarl_accel.runs.run_store import RunOptions
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
@@ -158,8 +159,8 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
                for seed in range(options.seeds)]
     log(f"evaluating the random and scripted baselines ({options.baseline_episodes} "
         "episodes each)...")
-    base = baseline_returns(trainer, jax.random.PRNGKey(options.seed + 1),
-                            options.baseline_episodes)
+    base = interruptible(baseline_returns, trainer, jax.random.PRNGKey(options.seed + 1),
+                         options.baseline_episodes)
     untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
     scripted = ({"scripted_return_per_team": team_means(base["scripted"], spec.teams)}
                 if spec.scripted else {})
