@@ -139,8 +139,7 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
     with phase("compiling the training program", out_dir):
-        compiled = interruptible(sharded.run_chunk.lower(sharded.abstract_state,
-                                                         np.int32(0)).compile)
+        compiled = interruptible(compile_chunk, sharded)
     compile_s = time.perf_counter() - t0
     temp_bytes = compiled_temp_bytes(compiled)
     state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.lanes,
@@ -235,6 +234,12 @@ def unsaved_message(manager: Checkpoints, chunk: int, error: OSError) -> str:
     manager.discard_partial(chunk)
     return (f"the checkpoint after chunk {chunk} could not be written ({error.strerror or error}"
             f"); stopping ({kept_note(manager)}; --resume continues from it)")
+
+
+def compile_chunk(sharded: Any) -> Any:
+    """The compiled chunk program of ``sharded`` (traced, lowered and compiled: the long
+    wait that :func:`interruptible` makes stoppable)."""
+    return sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
 
 
 def run_one_chunk(compiled: Any, state: Any, chunk: int) -> tuple[Any, Any]:
