@@ -59,8 +59,9 @@ def _stored_value(dest: str, given: dict[str, Any], config: Any, stored: dict[st
     from jaxmarl_accel.cli.scenario_flags import scenario_kwargs
 
     if dest in ("env_kwargs", "agents"):  # compared as the scenario keywords they make
-        return (scenario_kwargs(config.env, given.get("env_kwargs", config.env_kwargs),
-                                given.get("agents")), config.env_kwargs)
+        made = scenario_kwargs(config.env, given.get("env_kwargs", config.env_kwargs),
+                               given.get("agents"))
+        return tuple(sorted(made)), tuple(sorted(config.env_kwargs))
     if dest == "out":
         return os.path.abspath(given[dest]), os.path.abspath(resume)
     if dest == "checkpoint_replay":

@@ -80,6 +80,7 @@ def interruptible(function: Callable[..., T], *args: Any) -> T:
     worker.start()
     while worker.is_alive():
         worker.join(0.1)  # a timed wait: the main thread handles signals between them
+        check()  # and one dropped meanwhile (a gc callback ran in this thread) stops it too
     check()
     if "error" in done:
         raise done["error"]
