@@ -7,9 +7,11 @@ A resumed run takes every setting from its ``config.json``; only its budget may 
 over its own env steps (``epsilon_anneal_steps``), learning rates are constant, target
 networks and population-based training (every ``pbt_every`` chunks) count their own steps.
 An extended run therefore goes on from the state it stopped in exactly as a run started
-with the larger budget would have gone on from there, save for a run whose last chunk was
-shorter than the others (its budget not a multiple of ``eval_every``): it ended between two
-evaluations of the longer run and cannot be extended.
+with the larger budget would have gone on from there, with two exceptions: PBT makes no step
+after a run's last chunk, so a finished PBT run whose last chunk fell on a step lacks that
+step (the note says so); and a run whose last chunk was shorter than the others (its budget
+not a multiple of ``eval_every``) ended between two evaluations of the longer run and cannot
+be extended.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def extension_note(out_dir: str, steps: list[int], before: int, trainer: Any,
                          f"{trainer.steps_per_chunk:,}), so it cannot be extended: train a new "
                          f"run with the larger --total-env-steps instead")
     pbt = f"; PBT goes on every {pbt_every} chunk(s)" if pbt_every else ""
+    if pbt_every and start and start % pbt_every == 0 and start * trainer.steps_per_chunk == before:
+        pbt += (f", but its step after chunk {start - 1}, none as the run's last, is not made "
+                "up (there the run parts from one started with the larger budget)")
     return (f"extending {out_dir} from {before:,} to {trainer.total_steps:,} env steps per seed "
             f"(chunks {start} to {trainer.num_chunks - 1}): no schedule depends on the budget "
             f"(exploration anneals over its own env steps, learning rates are constant), so the "
