@@ -49,6 +49,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from typing import Any
 
 import jax
@@ -96,6 +97,24 @@ def fills_in_place() -> bool:
     """Whether :meth:`Checkpoints.restore` overwrites the arrays given as ``into`` (single
     process) rather than reading every array by shards."""
     return jax.process_count() == 1
+
+
+def quiet_closed_loop_reports() -> None:
+    """Drop the reports of ``RuntimeError: Event loop is closed`` from now on: after a failed
+    orbax restore (a damaged checkpoint written without ``state_files``), tensorstore's reads
+    still in flight complete into orbax's closed event loop, and each printed that traceback
+    (through ``sys.unraisablehook``) after the one-line error."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop", False):
+        return
+
+    def hook(report: Any) -> None:
+        if report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed":
+            return
+        previous(report)
+
+    hook.drops_closed_loop = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def _orbax_error(path: str, error: BaseException) -> ValueError:
@@ -301,6 +320,7 @@ class Checkpoints:
                 with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
                     tree = checkpointer.restore(path, args=ocp.args.StandardRestore(abstract))
             except Exception as error:  # orbax and tensorstore raise many kinds
+                quiet_closed_loop_reports()
                 raise _orbax_error(path, error) from None
             out.update(from_nested(tree, learned))
         streamed = [n for n in present if index["arrays"][n]["part"] == STREAMED_NAME]

@@ -47,11 +47,9 @@ def save_traceback(out_dir: str | None, phase: str, error: BaseException) -> str
     """Write ``error``'s traceback, the phase, the command line and the versions into
     ``out_dir/error.txt`` (the folder made if needed; without ``out_dir``, or where it cannot
     be written, a temporary file); its path, or None when nothing could be written."""
-    import jax
-
     text = "".join([f"phase: {phase}\n", f"time: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n",
                     f"command: {' '.join(sys.argv)}\n",
-                    f"python {platform.python_version()}, jax {jax.__version__}, "
+                    f"python {platform.python_version()}, {_versions()}, "
                     f"{platform.platform()}\n\n",
                     *traceback.format_exception(error)])
     if out_dir is not None:
@@ -70,6 +68,18 @@ def save_traceback(out_dir: str | None, phase: str, error: BaseException) -> str
         return path
     except OSError:
         return None
+
+
+def _versions() -> str:
+    from importlib import metadata
+
+    found = []
+    for name in ("jax", "jaxlib", "orbax-checkpoint", "jaxmarl_accel"):
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return ", ".join(found)
 
 
 @contextlib.contextmanager
