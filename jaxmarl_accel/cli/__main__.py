@@ -45,7 +45,7 @@ def exit_with(status: int) -> None:
     (SIGSEGV or SIGABRT after the "interrupted; continue with" line; ``python -m
     experiments.bench interrupts`` measures how often). Nothing is lost: the command's
     ``main`` has already closed its files and finished any checkpoint save
-    (``checkpoint.deferred_interrupt``) before it returns, and the standard streams are
+    (``runs.interrupts.deferred_interrupt``) before it returns, and the standard streams are
     flushed here."""
     if status == INTERRUPTED:
         sys.stdout.flush()

@@ -12,7 +12,10 @@ and scripted policies), ``marl_eval.json`` (the evaluations in marl-eval's forma
 ``episode.png``, and with ``--logger tensorboard,wandb``, ``tensorboard/`` and ``wandb/``.
 A folder that holds a run is refused
 unless ``--resume`` continues it or ``--overwrite`` replaces it. ``--resume`` starts
-from the newest checkpoint that restores and takes every setting from ``config.json``.
+from the newest checkpoint whose files are whole (checked before compiling) and takes every
+setting from ``config.json``: a flag beside it with another value than the run's is refused,
+save a larger ``--total-env-steps``, which extends the run from where it stopped; a finished
+run is left as it is.
 ``--out`` and ``--resume`` may be URLs (``gs://bucket/run``): the run is written to a
 local ``--stage`` folder and uploaded from it (:mod:`jaxmarl_accel.runs.remote`).
 
@@ -23,6 +26,13 @@ count ``--num-envs`` x episode length env steps per round (a clock every seed sh
 round both up to whole rounds. Integers may be written ``1e6``. Left out,
 ``--buffer-capacity`` and ``--eval-every`` follow the run's budget and the machine's memory,
 and a line at the start says what they are.
+
+Exit status: 0 the run finished (or was finished already); 1 a non-finite value stopped it
+(the last good checkpoint kept); 2 bad input (a flag, the folder, the devices, the memory,
+the disk), said in one line before any compiling where it can be; 3 an internal failure,
+not the input's: one line says what failed in which phase (building the env, compiling,
+training, writing) and the traceback is saved in the run folder's ``error.txt``; 130
+interrupted by Ctrl-C, at any moment, the last complete checkpoint kept.
 
 Seeds are sharded over all local devices by default (``--devices auto``; with fewer seeds
 than devices, each seed's envs are split too); ``--devices 1`` is the single-device
@@ -41,6 +51,7 @@ import time
 from typing import Any
 
 from jaxmarl_accel.cli import flags
+from jaxmarl_accel.cli.resume_flags import resumed_config
 from jaxmarl_accel.cli.scenario_flags import agents_help, scenario_kwargs
 from jaxmarl_accel.cli.sweep_flags import add_sweep_flags, pbt_from_args, sweep_from_args
 from jaxmarl_accel.runs import loggers
@@ -208,9 +219,11 @@ def add_folder_flags(run: Any) -> None:
     run.add_argument("--resume", metavar="DIR", default=None,
                      help="continue the interrupted run in DIR (a folder or a URL, as --out) "
                           "from its newest checkpoint that "
-                          "restores (skipping unreadable ones), with the settings stored in its "
-                          "config.json; other flags than --quiet, --compile-cache, --devices "
-                          "and --env-shards are ignored")
+                          "restores (skipping damaged ones, found before compiling), with the "
+                          "settings stored in its config.json: a flag given beside it with "
+                          "another value than the run's is refused (--quiet, --compile-cache, "
+                          "--devices and --env-shards may be anything); a larger "
+                          "--total-env-steps extends the run; a finished run is left as it is")
     run.add_argument("--overwrite", action="store_true",
                      help="replace the run that --out holds (its config, metrics, summary, "
                           "plots and checkpoints are removed first); without it, or --resume, "
@@ -276,8 +289,17 @@ def parse_devices(parser: argparse.ArgumentParser, text: str) -> int | str:
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
-    """Run the command line; returns the exit status (2: usage or set-up error, 1: a
-    non-finite value stopped the run, 130: interrupted)."""
+    """Run the command line; returns the exit status (the module docstring's). A Ctrl-C
+    stops it in any phase (:func:`~jaxmarl_accel.runs.interrupts.sigint_stops`)."""
+    from jaxmarl_accel.runs.interrupts import sigint_stops
+
+    with sigint_stops():
+        return _main(argv, prog)
+
+
+def _main(argv: list[str] | None, prog: str) -> int:
+    from jaxmarl_accel.runs.failures import INTERNAL_STATUS, RunFailure, save_traceback
+
     out_dir, mirror = None, None
     try:
         early, _ = distributed_parser().parse_known_args(argv)
@@ -291,6 +313,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         preload_learner(argv)
         parser = build_parser(prog)
         args = apply_preset(parser, parser.parse_args(argv), argv)
+        out_dir = args.resume or args.out
         if args.compile_cache:  # before anything is compiled
             flags.use_compile_cache(args.compile_cache)
         from jaxmarl_accel.runs.remote import mirror_for_run
@@ -299,7 +322,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
                                 early.distributed)
         if mirror is not None:  # the run is written to the stage and uploaded from there
             args.resume, args.out = (mirror.stage, None) if args.resume else (None, mirror.stage)
-        trainer, options = options_from_args(parser, args)
+        trainer, options = options_from_args(parser, args, argv)
         out_dir = options.out_dir
         if early.cpu_devices > 1:
             warn_unsplit_cpu(early.cpu_devices)
@@ -309,6 +332,9 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     except ValueError as error:  # set-up problems: the folder, the devices, the memory, ...
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except RunFailure as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return INTERNAL_STATUS
     except KeyboardInterrupt:
         if mirror is not None and CONFIG_NAME in mirror.known:
             print(f"interrupted; continue with: {prog} --resume {mirror.url}", file=sys.stderr)
@@ -319,6 +345,11 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         else:
             print("interrupted before the run was stored; nothing to resume", file=sys.stderr)
         return 130
+    except Exception as error:  # a fault outside the run's phases: still not the input's
+        what = "setting up the run"
+        print(f"error: {RunFailure(what, error, save_traceback(out_dir, what, error))}",
+              file=sys.stderr)
+        return INTERNAL_STATUS
 
 
 def preload_learner(argv: list[str] | None) -> None:
@@ -355,13 +386,15 @@ def apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace,
     return parser.parse_args(argv)
 
 
-def options_from_args(parser: argparse.ArgumentParser,
-                      args: argparse.Namespace) -> tuple[Any, Any]:
+def options_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                      argv: list[str] | None = None) -> tuple[Any, Any]:
     """The run's trainer and ``RunOptions`` of the parsed flags, or of the stored run with
     ``--resume``. The trainer is built once, here: building it checks that the learner suits
     the env (e.g. a mixer without a global state), and the host loop runs it. Usage errors
     exit through ``parser.error`` (one line, status 2), a run that cannot be resumed raises
-    ``ValueError``."""
+    ``ValueError``; a failure to build the env or learners that is not a refusal raises
+    :class:`~jaxmarl_accel.runs.failures.RunFailure`. ``argv``: the command line, whose
+    flags given beside ``--resume`` are checked against the run's (:mod:`.resume_flags`)."""
     for flag, value, least in (("--seeds", args.seeds, 1), ("--agents", args.agents, 1),
                                ("--checkpoint-every", args.checkpoint_every, 1),
                                ("--baseline-episodes", args.baseline_episodes, 1),
@@ -371,18 +404,28 @@ def options_from_args(parser: argparse.ArgumentParser,
     if args.resume and args.overwrite:
         parser.error("--resume and --overwrite exclude each other")
     devices = parse_devices(parser, args.devices)
+    from jaxmarl_accel.runs.failures import phase
     from jaxmarl_accel.runs.run_store import RunOptions, stored_run
     from jaxmarl_accel.trainer.train import make_trainer
 
+    building = "building the env and learners"
     if args.resume:
         config, stored = stored_run(args.resume)
         check_loggers(parser, stored["loggers"])
+        wanted = resumed_config(parser, argv, args.resume, config, stored)
+        with phase(building, args.resume, (ValueError,)):
+            trainer, extends = make_trainer(wanted), 0
+            if wanted is not config:  # a larger budget: an extension unless it rounds the same
+                before = make_trainer(config).total_steps
+                extends = before if trainer.total_steps > before else 0
+                trainer = trainer if extends else make_trainer(config)
         options = RunOptions(**stored, out_dir=args.resume, resume=True, quiet=args.quiet,
-                             devices=devices, env_shards=args.env_shards)
-        return make_trainer(config), options
+                             devices=devices, env_shards=args.env_shards, extends=extends)
+        return trainer, options
     check_loggers(parser, args.logger)
     try:
-        trainer = make_trainer(config_from_args(args))  # checks the learner against the env
+        with phase(building, args.out, (ValueError, TypeError)):
+            trainer = make_trainer(config_from_args(args))  # checks the learner against the env
     except (ValueError, TypeError) as error:
         parser.error(flags.flag_message(str(error), parser.fields))
     config, spec = trainer.config, trainer.env.spec

@@ -39,6 +39,7 @@ from typing import Any
 
 from jaxmarl_accel.envs.base import Env, EnvSpec
 from jaxmarl_accel.envs.registry import (
+    JAXMARL_PREFIX,
     Scenario,
     Team,
     agent_count_kwarg,
@@ -85,8 +86,6 @@ def _checked(name: str, made: Any) -> tuple[Env, Any]:
                          "not an EnvSpec")
     return made
 
-
-JAXMARL_PREFIX = "jaxmarl:"
 
 
 def is_valid_name(name: str) -> bool:

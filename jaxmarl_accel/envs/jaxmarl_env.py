@@ -244,7 +244,9 @@ def wrap(inner: Any, name: str, episode_length: int | None = None) -> tuple[Env,
     obs_sizes = tuple(_flat_size(inner.observation_space(a), name, a) for a in agents)
     acts = _action_spaces(inner, name)
     episode_length = _episode_length(episode_length, family.time_limit)
-    avail_fn = _avail_fn(inner)
+    # masks choose among discrete actions; JaxNav defines them for its discrete mode alone
+    # (its masks have another width than the continuous actions it steps by default)
+    avail_fn = None if acts.continuous else _avail_fn(inner)
     spec = _spec(name, agents, obs_sizes, acts, episode_length, family)
     width_mask = (np.arange(spec.act_dim)[None, :] < np.asarray(acts.sizes)[:, None]
                   ).astype(np.float32)  # [N, act_dim] (continuous)

@@ -161,13 +161,17 @@ def scenario(name: str) -> Scenario:
     return Scenario(name=name.replace(":", "."), make=found)
 
 
+JAXMARL_PREFIX = "jaxmarl:"
+"""The prefix of a JaxMARL env's name (``jaxmarl:<id>``; it has a reference's form, but
+names no Python module of the user's)."""
+
+
 def _record_of(name: str) -> Scenario | None:
     """The record of a registered or referenced scenario; ``None`` for any other name (a
     JaxMARL env)."""
     if name in _SCENARIOS:
         return _SCENARIOS[name]
-    # "jaxmarl:<id>" has the reference form too, but names JaxMARL's env, not an attribute
-    return scenario(name) if is_reference(name) and not name.startswith("jaxmarl:") else None
+    return scenario(name) if is_reference(name) and not name.startswith(JAXMARL_PREFIX) else None
 
 
 def agent_count_kwarg(name: str) -> str:
@@ -213,6 +217,6 @@ def is_reference_name(name: str) -> bool:
     return name not in _SCENARIOS and is_reference(name)
 
 
-__all__ = ["Scenario", "Team", "agent_count_kwarg", "counts_total", "describe_factory",
-           "is_reference_name", "is_registered", "package_scenarios", "register_env",
-           "register_scenario", "registered_envs", "scenario", "total_count_kwargs"]
+__all__ = ["JAXMARL_PREFIX", "Scenario", "Team", "agent_count_kwarg", "counts_total",
+           "describe_factory", "is_reference_name", "is_registered", "package_scenarios",
+           "register_env", "register_scenario", "registered_envs", "scenario", "total_count_kwargs"]

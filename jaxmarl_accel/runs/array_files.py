@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -223,3 +224,36 @@ def fill_rows(array: jax.Array, path: str, piece_bytes: int = PIECE_BYTES,
         starts = np.array([s.start or 0 for s in index], np.int32)
         array = _write_region(array.block_until_ready(), values, starts)
     return array
+
+
+def file_digests(folder: str) -> dict[str, list[int]]:
+    """Every file under ``folder`` (paths relative to it, ``/``-separated) with its size in
+    bytes and CRC-32: what :func:`check_digests` compares a folder against later."""
+    digests = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            digests[os.path.relpath(path, folder).replace(os.sep, "/")] = [
+                os.path.getsize(path), _crc32(path)]
+    return dict(sorted(digests.items()))
+
+
+def check_digests(folder: str, digests: dict[str, list[int]]) -> None:
+    """``ValueError`` (one line, naming the file) when a file that :func:`file_digests` listed
+    under ``folder`` is missing or holds other bytes (another size or CRC-32)."""
+    for name, (size, crc) in digests.items():
+        path = os.path.join(folder, *name.split("/"))
+        if not os.path.isfile(path):
+            raise ValueError(f"{path} is missing")
+        if os.path.getsize(path) != size:
+            raise ValueError(f"{path} holds {os.path.getsize(path)} bytes, {size} were written")
+        if _crc32(path) != crc:
+            raise ValueError(f"{path} holds other bytes than were written (CRC-32 differs)")
+
+
+def _crc32(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as file:
+        while block := file.read(2**20):
+            crc = zlib.crc32(block, crc)
+    return crc

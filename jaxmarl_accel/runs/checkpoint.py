@@ -16,8 +16,11 @@ A checkpoint is the folder ``<checkpoints>/<step>/``:
   and ``stored``: the leading corner the file holds (a replay's written slots, so that a
   checkpoint grows with the data, not the capacity); the rest is zeros, as in a fresh
   replay, and is restored so.
-- ``checkpoint.json``: every array's name, shape, dtype and part, and the names of state
-  parts left out (``omitted``, e.g. the replay with ``--checkpoint-replay false``).
+- ``checkpoint.json``: every array's name, shape, dtype and part, the names of state
+  parts left out (``omitted``, e.g. the replay with ``--checkpoint-replay false``), and the
+  size and CRC-32 of every file of ``state/`` (``state_files``): a damaged checkpoint is
+  found by reading its files, before orbax is asked to restore it (orbax's failed restore
+  left its asynchronous reads printing tracebacks after the error).
 
 A checkpoint is written as ``<step>.partial/`` and renamed once complete, so a folder named
 by a number is always a whole checkpoint; a run killed while saving leaves only a
@@ -43,20 +46,25 @@ The checkpoint folder must be on a file system every process sees.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import threading
-from collections.abc import Iterator
+import sys
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxmarl_accel.runs.array_files import PIECE_BYTES, fill_rows, read_region, write_shards
+from jaxmarl_accel.runs.array_files import (
+    PIECE_BYTES,
+    check_digests,
+    file_digests,
+    fill_rows,
+    read_region,
+    write_shards,
+)
+from jaxmarl_accel.runs.interrupts import deferred_interrupt
 from jaxmarl_accel.runs.tree_paths import from_nested, nested
 
 MANIFEST_NAME = "manifest.json"
@@ -91,20 +99,22 @@ def fills_in_place() -> bool:
     return jax.process_count() == 1
 
 
-@contextlib.contextmanager
-def deferred_interrupt() -> Iterator[None]:
-    """Finish the block before a Ctrl-C (SIGINT) that arrives during it takes effect."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+def quiet_closed_loop_reports() -> None:
+    """Drop the reports of ``RuntimeError: Event loop is closed`` from now on: after a failed
+    orbax restore (a damaged checkpoint written without ``state_files``), tensorstore's reads
+    still in flight complete into orbax's closed event loop, and each printed that traceback
+    (through ``sys.unraisablehook``) after the one-line error."""
+    previous = sys.unraisablehook
+    if getattr(previous, "drops_closed_loop", False):
         return
-    caught: list[Any] = []
-    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught:
-            raise KeyboardInterrupt
+
+    def hook(report: Any) -> None:
+        if report.exc_type is RuntimeError and str(report.exc_value) == "Event loop is closed":
+            return
+        previous(report)
+
+    hook.drops_closed_loop = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
 
 
 def _orbax_error(path: str, error: BaseException) -> ValueError:
@@ -197,9 +207,11 @@ class Checkpoints:
                 if streamed:
                     with open(os.path.join(replay, MANIFEST_NAME), "w") as file:
                         json.dump(manifest, file, indent=1)
+                state = os.path.join(partial, STATE_NAME)
+                files = file_digests(state) if os.path.isdir(state) else {}
                 with open(os.path.join(partial, INDEX_NAME), "w") as file:
                     json.dump({"format": FORMAT, "step": step, "omitted": list(omitted),
-                               "arrays": entries}, file, indent=1)
+                               "arrays": entries, "state_files": files}, file, indent=1)
                 shutil.rmtree(self.path(step), ignore_errors=True)
                 os.rename(partial, self.path(step))
                 for old in self.steps()[:-self.keep]:
@@ -219,8 +231,10 @@ class Checkpoints:
 
     def index(self, step: int) -> dict[str, Any]:
         """Checkpoint ``step``'s ``checkpoint.json``; ``ValueError`` (one line, naming the
-        file) when it is missing, unreadable or not of this format, and when the replay's
-        manifest or data files are (a truncated write: a data file of another size). The
+        file) when it is missing, unreadable or not of this format, when a file of the
+        learners' ``state/`` is missing or holds other bytes than were written (its size and
+        CRC-32 in ``state_files``; a checkpoint written before them has none to check), and
+        when the replay's manifest or data files are (a data file of another size). The
         replay's manifest, read and checked once here, is under the key ``"manifest"``."""
         path = os.path.join(self.path(step), INDEX_NAME)
         if not os.path.exists(path):
@@ -229,6 +243,7 @@ class Checkpoints:
                      else "no index")
             raise ValueError(f"{path} is missing ({found})")
         index = _read_json(path, "arrays")
+        check_digests(os.path.join(self.path(step), STATE_NAME), index.get("state_files", {}))
         if any(entry["part"] == STREAMED_NAME for entry in index["arrays"].values()):
             index["manifest"] = self.manifest(step)
         return index
@@ -305,6 +320,7 @@ class Checkpoints:
                 with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
                     tree = checkpointer.restore(path, args=ocp.args.StandardRestore(abstract))
             except Exception as error:  # orbax and tensorstore raise many kinds
+                quiet_closed_loop_reports()
                 raise _orbax_error(path, error) from None
             out.update(from_nested(tree, learned))
         streamed = [n for n in present if index["arrays"][n]["part"] == STREAMED_NAME]

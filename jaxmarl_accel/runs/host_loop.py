@@ -20,16 +20,22 @@ import numpy as np
 
 from jaxmarl_accel.runs import loggers, outputs
 from jaxmarl_accel.runs.checkpoint import Checkpoints
+from jaxmarl_accel.runs.failures import phase
+from jaxmarl_accel.runs.interrupts import check as check_interrupt
+from jaxmarl_accel.runs.interrupts import deferred_interrupt, interruptible
 from jaxmarl_accel.runs.memory import check_state_fits, compiled_temp_bytes
 from jaxmarl_accel.runs.pbt_run import PbtSteps, plot_values
 from jaxmarl_accel.runs.progress import ProgressBar
 from jaxmarl_accel.runs.remote import Mirror
+from jaxmarl_accel.runs.resume import extension_note, finished_note, usable_checkpoints
 from jaxmarl_accel.runs.run_store import (
+    ADDED_LATER,
     REPLAY,
     RunOptions,
     Started,
     check_disk_fits,
     check_folder_free,
+    checkpoint_items,
     prepare_folder,
     restore_or_init,
     run_record,
@@ -96,34 +102,44 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     """Run (or resume) a multi-seed training run of ``trainer`` (built once by the caller,
     which checked the learner against the env); returns the process exit code.
 
-    Check the output folder and store the config (:func:`prepare_folder`), restore or
-    initialize the state (:func:`restore_or_init`), compile one chunk, train the remaining
-    chunks (:func:`train_chunks`), then write the summary, curve and rendering
-    (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one line)
-    before anything is compiled, or, for a run whose compiled chunk's temporaries would not
-    fit beside its state, after compiling and before the state is allocated. With a
-    ``mirror`` (a remote run folder; ``options.out_dir`` is its stage), the folder is
-    uploaded once prepared, after every checkpoint and at the end.
+    Check the output folder, and for a resumed run choose its checkpoint
+    (:func:`resume_steps`: a finished run stops there), compile one chunk, store the config
+    (:func:`prepare_folder`), restore or initialize the state (:func:`restore_or_init`),
+    train the remaining chunks (:func:`train_chunks`), then write the summary, curve and
+    rendering (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one
+    line) before anything is compiled, or, for a run whose compiled chunk's temporaries would
+    not fit beside its state, after compiling and before the state is allocated. Anything
+    else that fails raises :class:`~jaxmarl_accel.runs.failures.RunFailure` naming the
+    phase, its traceback in the run folder. A Ctrl-C stops any phase
+    (:mod:`jaxmarl_accel.runs.interrupts`). With a ``mirror`` (a remote run folder;
+    ``options.out_dir`` is its stage), the folder is uploaded once prepared, after every
+    checkpoint and at the end.
     """
     check_folder_free(options)  # before compiling, as every refusal the user can fix
-    config = trainer.config
-    trainer, init_lanes = lane_trainer(trainer, options)
-    layout = choose_layout(options.lanes, config.num_envs, options.devices, options.env_shards)
-    groups = lane_groups(options.sweep, jax.devices()[0].platform, layout.num_devices)
-    sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes,
-                                   lane_groups=groups)
+    config, out_dir = trainer.config, options.out_dir
+    with phase("building the training program", out_dir, (ValueError,)):
+        trainer, init_lanes = lane_trainer(trainer, options)
+        layout = choose_layout(options.lanes, config.num_envs, options.devices,
+                               options.env_shards)
+        groups = lane_groups(options.sweep, jax.devices()[0].platform, layout.num_devices)
+        sharded = make_sharded_trainer(trainer, layout, options.lanes, init_lanes=init_lanes,
+                                       lane_groups=groups)
     settings = 1 if options.sweep is None else options.sweep.num_settings
     check_state_fits(sharded.abstract_state, options.lanes, layout.seed_shards, config=config,
                      settings=settings)
     check_disk_fits(sharded.abstract_state, options, config.layout, trainer.total_steps)
     writer = jax.process_index() == 0
-    log = _logger(options.quiet or not writer)
-    warn = _logger(not writer)
+    log, warn = _logger(options.quiet or not writer), _logger(not writer)
+    manager = Checkpoints(os.path.join(out_dir, outputs.CHECKPOINTS_NAME), streamed=(REPLAY,))
+    steps = resume_steps(trainer, options, sharded, manager, warn, log)
+    if steps is None:  # a finished run
+        return 0
     lanes = f"{settings} settings x " if settings > 1 else ""
     log(f"compiling one chunk for {lanes}{options.seeds} seed(s) on {layout.num_devices} device(s) "
         f"({layout.seed_shards} seed shard(s) x {layout.env_shards} env shard(s))...")
     t0 = time.perf_counter()
-    compiled = sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
+    with phase("compiling the training program", out_dir):
+        compiled = interruptible(compile_chunk, sharded)
     compile_s = time.perf_counter() - t0
     temp_bytes = compiled_temp_bytes(compiled)
     state_bytes, peak_bytes = check_state_fits(sharded.abstract_state, options.lanes,
@@ -131,7 +147,8 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
-    prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
+    with deferred_interrupt():  # a config.json written whole, or not at all
+        prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
     upload = mirror.push if mirror is not None else (lambda: 0)
     upload()
     note = rounded_steps_note(trainer)
@@ -139,28 +156,58 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
         log(f"note: {note}")
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
-    manager = Checkpoints(os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME),
-                          streamed=(REPLAY,))
-    started = restore_or_init(config, options, sharded, manager, warn, log)
+    with phase("restoring the checkpoint", out_dir, (ValueError,)):
+        started = restore_or_init(config, options, sharded, manager, warn, log, steps)
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer, upload)
     if finished is None:
         upload()
         return 1
     timing = {"compile_s": compile_s, "train_s_this_process": time.perf_counter() - t0,
-              "train_s_all_processes": sum(outputs.read_chunk_seconds(options.out_dir).values())}
-    summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
-                  writer, log)
-    if options.sweep is not None and writer:
-        best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
-                           trainer.env.spec, population=bool(options.pbt_every))
-        log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
-        if options.pbt_every:
-            lane = best["best_lane"]
-            plot_values(options.out_dir, finished.rows, (lane["setting"], lane["seed"]))
+              "train_s_all_processes": sum(outputs.read_chunk_seconds(out_dir).values())}
+    with phase("evaluating the baselines and writing the summary", out_dir):
+        check_interrupt()
+        summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
+                      writer, log)
+        write_sweep_outputs(trainer, config, options, finished, writer, log)
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
+
+
+def resume_steps(trainer: Trainer, options: RunOptions, sharded: Any, manager: Checkpoints,
+                 warn: Callable[..., None], log: Callable[..., None]) -> list[int] | None:
+    """The checkpoints a resumed run restores from, newest first, chosen by reading their
+    files before anything is compiled (:func:`~jaxmarl_accel.runs.resume.usable_checkpoints`;
+    ``[]`` for a new run); None for a finished run, which says so and does nothing more. An
+    extended run (``options.extends``) says how it goes on."""
+    if not options.resume:
+        return []
+    steps = usable_checkpoints(manager, checkpoint_items(sharded.abstract_state),
+                               trainer.num_chunks, ADDED_LATER, warn)
+    if options.extends:
+        log("note: " + extension_note(options.out_dir, steps, options.extends, trainer,
+                                      options.pbt_every))
+        return steps
+    note = finished_note(options.out_dir, steps, trainer.num_chunks, trainer.total_steps)
+    if note is not None:
+        warn(note)
+        return None
+    return steps
+
+
+def write_sweep_outputs(trainer: Trainer, config: Any, options: RunOptions, finished: Started,
+                        writer: bool, log: Callable[..., None]) -> None:
+    """A finished sweep's ``sweep.json`` and plot (and, with PBT, its values' plot);
+    ``config``: the sweep's base config."""
+    if options.sweep is None or not writer:
+        return
+    best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
+                       trainer.env.spec, population=bool(options.pbt_every))
+    log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
+    if options.pbt_every:
+        lane = best["best_lane"]
+        plot_values(options.out_dir, finished.rows, (lane["setting"], lane["seed"]))
 
 
 def lane_trainer(trainer: Trainer, options: RunOptions
@@ -189,6 +236,19 @@ def unsaved_message(manager: Checkpoints, chunk: int, error: OSError) -> str:
             f"); stopping ({kept_note(manager)}; --resume continues from it)")
 
 
+def compile_chunk(sharded: Any) -> Any:
+    """The compiled chunk program of ``sharded`` (traced, lowered and compiled: the long
+    wait that :func:`interruptible` makes stoppable)."""
+    return sharded.run_chunk.lower(sharded.abstract_state, np.int32(0)).compile()
+
+
+def run_one_chunk(compiled: Any, state: Any, chunk: int) -> tuple[Any, Any]:
+    """Chunk ``chunk`` of ``compiled`` from ``state``: the new state and the chunk's metrics,
+    fetched to the host (the wait that :func:`interruptible` makes stoppable)."""
+    state, metrics = compiled(state, np.int32(chunk))
+    return state, jax.device_get(metrics)
+
+
 def _logger(quiet: bool) -> Callable[..., None]:
     return (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr))
 
@@ -200,7 +260,8 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     (and calling ``saved()`` after each checkpoint: the upload of a remote run); returns
     the final state and all rows, or None after a non-finite metric (reported on stderr,
     the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect after
-    it (:func:`jaxmarl_accel.runs.checkpoint.deferred_interrupt`)."""
+    it, and the metric files are written whole
+    (:func:`jaxmarl_accel.runs.interrupts.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
     scored = scored_agents(config, trainer.env.spec)
@@ -219,37 +280,41 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                    ) if options.pbt_every else None
     try:
         for chunk in range(started.start, trainer.num_chunks):
+            check_interrupt()
             begun = time.perf_counter()
-            state, metrics = compiled(state, np.int32(chunk))
-            metrics = jax.device_get(metrics)
+            with phase(f"training chunk {chunk}", options.out_dir):
+                state, metrics = interruptible(run_one_chunk, compiled, state, chunk)
             try:
                 check_finite(metrics, chunk)
             except NonFiniteError as error:
                 bar.close()
                 print(f"error: {error}; stopping ({kept_note(manager)})", file=sys.stderr)
                 return None
-            chunk_rows = outputs.metric_rows(chunk, metrics, scored,
-                                             exploration_rates(trainer, chunk)
-                                             ) if options.sweep is None else sweep_rows(
-                trainer, options.sweep, options.seeds, chunk, metrics, scored)
-            if pbt is not None:  # the worst lanes copy the best before the checkpoint
-                state = pbt.after_chunk(chunk, state, chunk_rows)
-            rows.extend(chunk_rows)
-            if writer:
-                outputs.write_rows(options.out_dir, rows)
-                streams.write(lane_rows(chunk_rows, options.seeds))
-            if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
-                try:
-                    save_checkpoint(manager, chunk, state, options.checkpoint_replay,
-                                    config.layout)
-                except OSError as error:  # e.g. the disk filled up since the run started
-                    bar.close()
-                    print(f"error: {unsaved_message(manager, chunk, error)}", file=sys.stderr)
-                    return None
-                saved()
-            seconds[chunk] = time.perf_counter() - begun
-            if writer:
-                outputs.write_chunk_seconds(options.out_dir, seconds)
+            # the metric files and the checkpoint written whole before a Ctrl-C stops the run
+            with deferred_interrupt(), phase(f"writing the outputs of chunk {chunk}",
+                                             options.out_dir):
+                chunk_rows = outputs.metric_rows(chunk, metrics, scored,
+                                                 exploration_rates(trainer, chunk)
+                                                 ) if options.sweep is None else sweep_rows(
+                    trainer, options.sweep, options.seeds, chunk, metrics, scored)
+                if pbt is not None:  # the worst lanes copy the best before the checkpoint
+                    state = pbt.after_chunk(chunk, state, chunk_rows)
+                rows.extend(chunk_rows)
+                if writer:
+                    outputs.write_rows(options.out_dir, rows)
+                    streams.write(lane_rows(chunk_rows, options.seeds))
+                if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
+                    try:
+                        save_checkpoint(manager, chunk, state, options.checkpoint_replay,
+                                        config.layout)
+                    except OSError as error:  # e.g. the disk filled up since the run started
+                        bar.close()
+                        print(f"error: {unsaved_message(manager, chunk, error)}", file=sys.stderr)
+                        return None
+                    saved()
+                seconds[chunk] = time.perf_counter() - begun
+                if writer:
+                    outputs.write_chunk_seconds(options.out_dir, seconds)
             bar.update(min((chunk + 1) * steps_per_chunk, total), options.lanes,
                        float(np.mean(np.asarray(metrics.eval_return)[:, scored])),
                        learning=chunk * steps_per_chunk >= learning_from)

@@ -23,6 +23,7 @@ from jaxmarl_accel.runs.checkpoint import (
     fills_in_place,
     sync_processes,
 )
+from jaxmarl_accel.runs.resume import first_line
 from jaxmarl_accel.trainer.sharding import (
     ShardedTrainer,
 )
@@ -75,6 +76,9 @@ class RunOptions:
         for ``seeds`` seeds in the same program; ``None`` for one setting.
       pbt_every: with a sweep, population-based training of its lanes after every this
         many chunks (:mod:`jaxmarl_accel.trainer.pbt`); 0: none.
+      extends: with ``resume``, the budget (env steps per seed on the run's clock) of the
+        stored run that this one extends to its config's larger budget (its ``config.json``
+        rewritten with it, :mod:`jaxmarl_accel.runs.resume`); 0: not an extension.
     """
 
     seeds: int
@@ -92,6 +96,7 @@ class RunOptions:
     loggers: tuple[str, ...] = ("csv",)
     sweep: Any = None
     pbt_every: int = 0
+    extends: int = 0
 
     @property
     def lanes(self) -> int:
@@ -278,7 +283,8 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     """Make sure the run may write to ``options.out_dir`` and store its config there.
 
     A new run refuses a folder that holds another run unless ``options.overwrite`` (which
-    removes that run's files first); a resumed run keeps its stored config. Under
+    removes that run's files first); a resumed run keeps its stored config, rewritten with
+    the larger budget when it extends the run (``options.extends``). Under
     ``jax.distributed`` every process checks the folder before process 0 writes to it.
     """
     out_dir = options.out_dir
@@ -288,17 +294,18 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     sync_processes("output folder checked")
     if writer and not options.resume:
         outputs.clear_run(out_dir)
+    if writer and (options.extends or not options.resume):
         outputs.write_run_config(out_dir, run_record(config, options))
     sync_processes("output folder ready")
 
 
 def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
                     manager: Checkpoints, warn: Callable[..., None],
-                    log: Callable[..., None]) -> Started:
+                    log: Callable[..., None], steps: list[int] | None = None) -> Started:
     """The newest restorable checkpoint's state and metric rows when resuming
-    (:func:`restore_newest`), else a fresh state."""
+    (:func:`restore_newest` of ``steps``), else a fresh state."""
     if options.resume:
-        started = restore_newest(config, options, sharded, manager, warn)
+        started = restore_newest(config, options, sharded, manager, warn, steps)
         if started is not None:
             log(f"resuming {options.out_dir} after chunk {started.start - 1}")
             return started
@@ -312,8 +319,11 @@ def fresh_state(sharded: ShardedTrainer, seed: int) -> Any:
 
 
 def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                   manager: Checkpoints, warn: Callable[..., None]) -> Started | None:
-    """Restore the newest checkpoint that can be read, newest first (None: there is none).
+                   manager: Checkpoints, warn: Callable[..., None],
+                   steps: list[int] | None = None) -> Started | None:
+    """Restore the newest checkpoint that can be read, newest first (None: there is none),
+    of ``steps`` (default: every checkpoint; a resumed run passes those that
+    :func:`~jaxmarl_accel.runs.resume.usable_checkpoints` chose before compiling).
 
     A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
     warning naming it and the reason, and removed once an older one restored, so that the
@@ -324,7 +334,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
     folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
     abstract = sharded.abstract_state
     target = checkpoint_items(abstract)
-    steps = manager.steps()[::-1]
+    steps = manager.steps()[::-1] if steps is None else steps
     skipped: list[str] = []
     for step in steps:
         if step >= sharded.trainer.num_chunks:
@@ -349,7 +359,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
             raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
                              f"{len(rows)} rows up to chunk {step}, not "
                              f"{(step + 1) * options.lanes} ({options.lanes} seeds)")
-        for newer in (s for s in steps if s > step):
+        for newer in (s for s in manager.steps() if s > step):
             manager.delete(newer)
         items = fill_added_later(target, items)
         missing = target.keys() - items.keys()
@@ -367,10 +377,3 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
     if skipped:
         raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
     return None
-
-
-def first_line(error: BaseException) -> str:
-    """``Type: first line of the message`` (at most 160 characters)."""
-    text = (str(error).strip().splitlines() or [""])[0]
-    text = text if len(text) <= 160 else text[:157] + "..."
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__

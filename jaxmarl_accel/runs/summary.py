@@ -17,6 +17,7 @@ from jaxmarl_accel.envs.policies import random_policy, scripted_policy, scripted
 from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.runs import baseline_cache, figures, marl_eval, outputs
+from jaxmarl_accel.runs.interrupts import interruptible
 from jaxmarl_accel.runs.run_store import RunOptions
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
@@ -81,7 +82,7 @@ def run_baselines(trainer: Trainer, key_seed: int, episodes: int,
     kept = (f"; kept in {folder} for later runs of this env" if folder is not None else "")
     log(f"evaluating the random and scripted baselines ({episodes} episodes each, up to "
         f"{steps:,} env steps each; --baseline-episodes lowers it{kept})...")
-    measured = baseline_returns(trainer, jax.random.PRNGKey(key_seed), episodes)
+    measured = interruptible(baseline_returns, trainer, jax.random.PRNGKey(key_seed), episodes)
     baseline_cache.store(folder, key, measured)
     return measured
 

@@ -190,9 +190,9 @@ def test_outputs(finished_run):
     assert len(lines) == 1 + 3 * 2  # header + chunks x seeds
 
 
-def assert_same_outputs(expected: str, got: str) -> None:
+def assert_same_outputs(expected: str, got: str, last: int = 2) -> None:
     """Every output file of two run folders byte for byte (the summary without its timings)
-    and the parameters of the final checkpoint."""
+    and the parameters of the final checkpoint (after chunk ``last``)."""
     names = sorted(os.listdir(expected))
     assert sorted(os.listdir(got)) == names
     for name in names:
@@ -204,7 +204,7 @@ def assert_same_outputs(expected: str, got: str) -> None:
             for timing in TIMING:
                 want.pop(timing), have.pop(timing)
         assert want == have, name
-    final, resumed = restore_params(expected, 2), restore_params(got, 2)
+    final, resumed = restore_params(expected, last), restore_params(got, last)
     assert final.keys() == resumed.keys() and len(final) > 4
     for name, value in final.items():
         np.testing.assert_array_equal(np.asarray(value), np.asarray(resumed[name]), err_msg=name)
@@ -273,6 +273,92 @@ def test_resume_fails_in_one_line_when_no_checkpoint_restores(finished_run, tmp_
     assert run.main(["--resume", out, "--quiet"]) == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error")]
     assert lines == [lines[0]] and f"no checkpoint in {out}/checkpoints can be restored" in lines[0]
+
+
+def nothing_compiles(monkeypatch) -> None:
+    """Make compiling (or training) a chunk fail the test."""
+    def compiled(function, *args):
+        raise AssertionError("a chunk was compiled")
+
+    monkeypatch.setattr(host_loop, "interruptible", compiled)
+
+
+def test_a_finished_run_resumed_says_so_and_does_nothing(finished_run, tmp_path, capsys,
+                                                        monkeypatch):
+    out = str(tmp_path / "finished")
+    shutil.copytree(finished_run, out)
+    names = ("summary.json", "metrics.csv", "config.json", "learning_curve.png")
+    before = {name: Path(out, name).read_bytes() for name in names}
+    nothing_compiles(monkeypatch)
+    assert run.main([*TINY, "--resume", out]) == 0  # its own command, with --resume
+    assert one_line(capsys.readouterr().err) == (
+        f"{out} is finished (600 env steps per seed; summary.json holds its results); nothing "
+        "to do: to train it further, give --total-env-steps larger than 600 beside --resume")
+    assert {name: Path(out, name).read_bytes() for name in names} == before
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--batch-size", "64"], "--batch-size asks for 64, the run has 32: --resume continues"),
+    (["--agents", "4"], "--agents asks for num_agents=4, the run has num_agents=3"),
+    (["--seeds", "3"], "--seeds asks for 3, the run has 2"),
+    (["--total-env-steps", "400"], "--total-env-steps 400 is below the budget"),
+    (["--sweep", "critic_lr=0.1,0.2"], "--sweep: --resume continues"),
+])
+def test_resume_refuses_a_changed_flag_in_one_line(finished_run, flags, message, capsys,
+                                                  monkeypatch):
+    nothing_compiles(monkeypatch)
+    assert exit_code(["--resume", finished_run, *flags]) == 2
+    assert message in one_line(capsys.readouterr().err)
+
+
+def test_damaged_checkpoints_are_found_before_compiling(finished_run, tmp_path, capsys,
+                                                       monkeypatch):
+    """Learner files of the same size with other bytes: no orbax restore is tried (its failed
+    restore printed tracebacks from its asynchronous reads after the error)."""
+    out = str(tmp_path / "damaged")
+    shutil.copytree(finished_run, out)
+    for path in glob.glob(os.path.join(out, "checkpoints", "*", "state", "**", "*"),
+                          recursive=True):
+        if os.path.isfile(path) and not os.path.basename(path).startswith("_"):
+            data = Path(path).read_bytes()
+            Path(path).write_bytes(bytes(255 - b for b in data[:16]) + data[16:])
+    nothing_compiles(monkeypatch)
+    assert run.main(["--resume", out, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error")]
+    assert len(errors) == 1 and f"no checkpoint in {out}/checkpoints can be restored" in errors[0]
+    assert "holds other bytes than were written" in errors[0] and "Traceback" not in err
+
+
+def test_an_internal_failure_names_its_phase_and_keeps_its_traceback(tmp_path, capsys,
+                                                                    monkeypatch):
+    def broken(function, *args):
+        raise ValueError("index can't contain negative values")
+
+    monkeypatch.setattr(host_loop, "interruptible", broken)
+    out = str(tmp_path / "broken")
+    assert run.main([*TINY, "--out", out]) == 3  # not 2: the input is not at fault
+    line = one_line(capsys.readouterr().err)
+    assert line == (f"error: internal failure while compiling the training program (ValueError: "
+                    f"index can't contain negative values); this is not a problem with the "
+                    f"flags: the traceback is in {out}/error.txt; please report it")
+    saved = Path(out, "error.txt").read_text()
+    assert saved.startswith("phase: compiling the training program") and "Traceback" in saved
+    assert outputs.run_entries(out) == []  # the folder holds no run: the next one may use it
+
+
+@pytest.mark.slow
+def test_a_larger_budget_extends_a_run_as_a_run_given_it_would_have_gone_on(
+        finished_run, tmp_path, capsys):
+    longer = str(tmp_path / "longer")
+    assert run.main([*TINY, "--out", longer, "--render", "--total-env-steps", "1000"]) == 0
+    out = str(tmp_path / "extended")
+    shutil.copytree(finished_run, out)
+    capsys.readouterr()
+    assert run.main(["--resume", out, "--total-env-steps", "1000"]) == 0
+    assert (f"note: extending {out} from 600 to 1,000 env steps per seed (chunks 3 to 4)"
+            in capsys.readouterr().err)
+    assert_same_outputs(longer, out, last=4)
 
 
 @pytest.mark.slow

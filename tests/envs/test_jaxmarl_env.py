@@ -339,9 +339,30 @@ def test_keywords_of_an_env_that_needs_arguments_are_left_to_jaxmarl():
     assert "\n" not in str(error.value)
 
 
-def test_a_jaxmarl_env_sets_its_agents_with_num_agents():
-    """``jaxmarl:<id>`` has the ``module:attr`` form but is no reference to user code: its
-    agent-count keyword (read when a run's marl-eval names are written) is ``num_agents``."""
-    from jaxmarl_accel.envs import agent_count_kwarg
+def test_jaxnav_continuous_actions_have_no_action_masks():
+    """JaxNav defines available-action masks for its discrete mode alone (their width is not
+    its continuous action's): a run padded them to a negative width while compiling."""
+    env, _ = make("jaxmarl:jaxnav")
+    spec = env.spec
+    assert spec.continuous and spec.num_actions == 0 and env.avail_actions is None
 
-    assert agent_count_kwarg("jaxmarl:MPE_simple_spread_v3") == "num_agents"
+
+@pytest.mark.slow
+def test_jaxnav_steps_its_continuous_actions():
+    env, params = make("jaxmarl:jaxnav")
+    spec = env.spec
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    actions = jnp.full(spec.action_shape, 0.5)
+    obs, state, reward, *_, info = jax.jit(env.step)(jax.random.PRNGKey(1), state, actions,
+                                                     params)
+    assert obs.shape == (spec.num_agents, spec.obs_dim) and "avail_actions" not in info
+    assert bool(jnp.all(jnp.isfinite(reward)))
+
+
+def test_jaxmarl_ids_are_no_module_references():
+    """``jaxmarl:<id>`` has the form of ``package.module:attr`` but names no module of the
+    user's: the scenario record lookups (marl-eval's names, --agents) leave it alone."""
+    from jaxmarl_accel.envs import agent_count_kwarg, counts_total
+
+    assert agent_count_kwarg("jaxmarl:jaxnav") == "num_agents"
+    assert not counts_total("jaxmarl:jaxnav")

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -186,7 +187,9 @@ def test_a_partial_checkpoint_is_ignored_and_replaced(tmp_path):
     ("empty manifest", "manifest.json cannot be read"),
     ("empty index", "checkpoint.json cannot be read"),
     ("no index", "checkpoint.json is missing"),
-    ("no orbax data", "cannot be restored by orbax"),
+    ("no orbax data", "state/.* is missing"),
+    ("orbax data overwritten", "holds other bytes than were written"),
+    ("no orbax data, no file list", "cannot be restored by orbax"),
 ])
 def test_damaged_checkpoints_fail_in_one_line_naming_the_file(tmp_path, damage, message):
     folder = str(tmp_path / "ck")
@@ -202,11 +205,20 @@ def test_damaged_checkpoints_fail_in_one_line_naming_the_file(tmp_path, damage, 
         open(os.path.join(path, "checkpoint.json"), "w").close()
     elif damage == "no index":
         os.remove(os.path.join(path, "checkpoint.json"))
-    else:
+    else:  # the learners' orbax files: gone, or the same sizes with other bytes
         for root, _, files in os.walk(os.path.join(path, "state")):
             for name in files:
                 if not name.startswith("_"):
-                    os.remove(os.path.join(root, name))
+                    file = os.path.join(root, name)
+                    if damage == "orbax data overwritten":
+                        with open(file, "r+b") as handle:
+                            handle.write(bytes(255 - b for b in handle.read(8)))
+                    else:
+                        os.remove(file)
+        if damage.endswith("no file list"):  # as written before checkpoints listed them
+            index = json.loads(Path(path, "checkpoint.json").read_text())
+            Path(path, "checkpoint.json").write_text(json.dumps(
+                {k: v for k, v in index.items() if k != "state_files"}))
     with pytest.raises(ValueError, match=message) as error:
         checkpoints.restore(0, targets(items))
     assert "\n" not in str(error.value) and path in str(error.value)

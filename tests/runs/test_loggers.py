@@ -111,7 +111,7 @@ def logged_run(tmp_path_factory):
         shutil.copytree(out, resumed)
         shutil.rmtree(Path(resumed, "checkpoints", "1"))
         patch.setitem(sys.modules, "wandb", fake_wandb())
-        assert run.main(["--resume", resumed, "--quiet", "--logger", "csv"]) == 0
+        assert run.main(["--resume", resumed, "--quiet"]) == 0
         resumed_runs = sys.modules["wandb"].runs
     return Path(out), first_runs, Path(resumed), resumed_runs
 
