@@ -63,3 +63,17 @@ def test_bad_inputs_are_one_line_with_status_2(extra, message, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert message in err, err
+
+
+@pytest.mark.slow
+def test_pqn_vdn_trains_a_chunk_on_smax_3m_with_its_available_actions():
+    config = TrainConfig(env="jaxmarl:HeuristicEnemySMAX",
+                         env_kwargs=(("max_steps", 6), ("scenario", "3m")), algo="pqn_vdn",
+                         num_envs=2, total_env_steps=20, eval_every=20, eval_episodes=2,
+                         learner=TINY)
+    trainer = make_trainer(config)
+    _, metrics = jax.jit(trainer.train)(jax.random.PRNGKey(0))
+    assert np.asarray(metrics.updates).sum() == 2 * 2 * 2
+    assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
+    won = np.asarray(metrics.eval_stats["won"])
+    assert np.all((won >= 0) & (won <= 1))
