@@ -105,6 +105,9 @@ def test_a_scenario_record_names_its_teams_and_its_agent_count(user_modules):
     assert tag.agent_count == "num_predators" and [t.name for t in tag.teams] == ["predators",
                                                                                   "prey"]
     assert envs.agent_count_kwarg("simple_tag") == "num_predators"
+    # a JaxMARL env has the form of a reference but no record (marl-eval asks at a run's end)
+    assert envs.agent_count_kwarg("jaxmarl:HeuristicEnemySMAX") == "num_agents"
+    assert not envs.counts_total("jaxmarl:MPE_simple_spread_v3")
     assert envs.counts_total("tag_gridworld") and not envs.counts_total("simple_spread")
     assert envs.total_count_kwargs("tag_gridworld", 12, {"num_taggers": 2}) == {
         "num_taggers": 2, "num_runners": 10}
