@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 from typing import Any, NamedTuple
 
+import chex
 import jax
 import jax.numpy as jnp
 import optax
@@ -94,6 +95,13 @@ def init(s: Skeleton, key: jax.Array) -> PQNState:
                     env_steps=jnp.zeros((), jnp.int32), updates=jnp.zeros((), jnp.int32))
 
 
+def _q(s: Skeleton, state: PQNState, obs: jax.Array) -> jax.Array:
+    """Every agent's Q-values ``[..., N, A]`` while acting at ``obs [..., N, obs_dim]``."""
+    chex.assert_axis_dimension(obs, -2, s.spec.num_agents)
+    chex.assert_axis_dimension(obs, -1, s.spec.obs_dim)
+    return nets.q_values(s.net, state.params, state.batch_stats, obs)
+
+
 def _avail(s: Skeleton, avail: jax.Array | None, shape: tuple[int, ...]) -> jax.Array:
     """The available actions ``[..., N, A]`` (the spec's valid actions when ``avail`` is
     None)."""
@@ -106,7 +114,7 @@ def sample(s: Skeleton, state: PQNState, obs: jax.Array, avail: jax.Array | None
     A]`` (the spec's valid actions when None) at epsilon of ``state.env_steps``: a
     :class:`~jaxmarl_accel.algos.on_policy.learner.PolicyStep` with leaves ``[E, N]``,
     log-probabilities 0 (unused) and values ``max_a Q`` over the available actions."""
-    q = nets.q_values(s.net, state.params, state.batch_stats, obs)
+    q = _q(s, state, obs)
     mask = _avail(s, avail, q.shape)
     action = epsilon_greedy(q, mask, epsilon(s.config, state.env_steps), key)
     best = jnp.max(masked_q(q, mask), axis=-1)
@@ -116,7 +124,7 @@ def sample(s: Skeleton, state: PQNState, obs: jax.Array, avail: jax.Array | None
 def value(s: Skeleton, state: PQNState, obs: jax.Array) -> jax.Array:
     """``max_a Q`` ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]`` over
     the spec's valid actions (the bootstrap where an episode ended or the rollout ends)."""
-    q = nets.q_values(s.net, state.params, state.batch_stats, obs)
+    q = _q(s, state, obs)
     return jnp.max(masked_q(q, _avail(s, None, q.shape)), axis=-1)
 
 
@@ -131,7 +139,7 @@ def make_policy(s: Skeleton, explore: bool) -> Policy:
         if explore:
             action = sample(s, state, obs, avail, key).env_action
         else:
-            q = nets.q_values(s.net, state.params, state.batch_stats, obs)
+            q = _q(s, state, obs)
             action = greedy(q, _avail(s, avail, q.shape))
         return action, jax.nn.one_hot(action, s.spec.num_actions, dtype=jnp.float32), carry
 
