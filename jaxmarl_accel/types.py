@@ -95,6 +95,13 @@ class Rollout(NamedTuple):
       ended: ``[T, E]`` float32, 1 where it ended (terminated or truncated).
       avail: ``[T, E, N, A]`` bool available actions of ``obs``, or ``None`` when the env
         has no state-dependent availability (``spec.action_mask`` applies).
+      world: ``[T, E, S]`` the global state of each step (the env's ``state_of``, or the
+        concatenated observations ``S = N x obs_dim``) for a learner that reads it
+        (:attr:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns.reads_world`: MAPPO's
+        critic), else ``None``.
+      carry: the learner's carry at the rollout's first step, leaves ``[E, ...]`` (no time
+        axis: the state each env's sequence starts from), or ``None`` for a learner
+        without memory.
     """
 
     obs: jax.Array
@@ -106,3 +113,5 @@ class Rollout(NamedTuple):
     terminated: jax.Array
     ended: jax.Array
     avail: jax.Array | None = None
+    world: jax.Array | None = None
+    carry: Any = None

@@ -1,7 +1,7 @@
 """A fingerprint of the training program: per-leaf hashes of the ``TrainState`` after two
 chunks from a fixed key, for every actor-critic algorithm x sampler x layout x learners mode
-(and a few extra settings, A2C and PPO among them), plus the ``metrics.csv`` of a short CLI
-run.
+(and a few extra settings, A2C, PPO, MAPPO and recurrent PPO among them), plus the
+``metrics.csv`` of a short CLI run.
 
 ``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``
 (by default 15 of the product's configurations that hold every pair of its factors' values,
@@ -96,6 +96,12 @@ def configs() -> dict[str, TrainConfig]:
         env="simple_tag", algo="ppo", num_envs=4, total_env_steps=80, eval_every=40,
         eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),
         learner=OnPolicyConfig(**small, normalize_value=True, minibatches=2))
+    spread = dict(env="simple_spread", num_envs=4, total_env_steps=80, eval_every=40,
+                  eval_episodes=2, env_kwargs=(("num_agents", 3),))
+    out["mappo-spread"] = TrainConfig(algo="mappo", **spread,
+                                      learner=OnPolicyConfig(**small, minibatches=2))
+    out["ppo-rnn-spread"] = TrainConfig(algo="ppo", **spread, learner=OnPolicyConfig(
+        **small, agent="rnn", minibatches=2))
     return out
 
 

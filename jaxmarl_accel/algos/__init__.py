@@ -2,7 +2,8 @@
 (:class:`~.registry.AlgoSpec`, :mod:`~.registry`): MADDPG, MATD3 and MASAC on one
 actor-critic skeleton (:class:`ActorCriticConfig`), QMIX, VDN, IQL, OW-/CW-QMIX, MAC-PO and
 AccMER on one value skeleton (:mod:`~.value`, :class:`ValueConfig`), all agents stacked on an
-axis; A2C and PPO with one network per team (:mod:`~.on_policy`, :class:`OnPolicyConfig`);
+axis; A2C, PPO and MAPPO with one network (MAPPO: actor and critic) per team, feed-forward
+or recurrent (:mod:`~.on_policy`, :class:`OnPolicyConfig`);
 PQN and PQN-VDN (:mod:`~.pqn`, :class:`~.pqn.PQNConfig`).
 Each family registers its learners in its own package (``<family>/specs.py``, imported
 below); ``ALGOS`` lists the package's own, :func:`registered_algos` every registered one."""

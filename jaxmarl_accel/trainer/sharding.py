@@ -38,7 +38,7 @@ from jaxmarl_accel.types import PyTree
 
 SEED_AXIS = "seeds"
 ENV_AXIS = "envs"
-ENV_FIELDS = ("env_state", "obs", "episode_return", "episode_stats")
+ENV_FIELDS = ("env_state", "obs", "episode_return", "episode_stats", "carry")
 
 
 class DeviceLayout(NamedTuple):
@@ -118,8 +118,8 @@ def state_shardings(mesh: Mesh, state: PyTree) -> PyTree:
     """NamedShardings of a vmapped :class:`TrainState` (or any tree of its shape).
 
     Every leaf is split on its leading seed axis over ``"seeds"``; the leaves of
-    ``env_state``, ``obs``, ``episode_return`` and ``episode_stats`` (``[S, E, ...]``) also
-    on their env axis over ``"envs"``.
+    ``env_state``, ``obs``, ``episode_return``, ``episode_stats`` and ``carry`` (``[S, E,
+    ...]``) also on their env axis over ``"envs"``.
     """
     by_seed = NamedSharding(mesh, PartitionSpec(SEED_AXIS))
     by_seed_and_env = NamedSharding(mesh, PartitionSpec(SEED_AXIS, ENV_AXIS))

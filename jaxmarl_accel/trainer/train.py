@@ -164,7 +164,8 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
             episode_return=jnp.zeros((num_envs, spec.num_agents), jnp.float32),
             key=run_key, env_steps=jnp.zeros((), jnp.int32),
             episode_stats={name: jnp.zeros((num_envs,), jnp.float32)
-                           for name in spec.episode_stats} if built.carries_stats else {})
+                           for name in spec.episode_stats} if built.carries_stats else {},
+            carry=built.carry)
 
     def evaluate(algo_state: PyTree, key: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
         result = evaluate_policy(env, env_params, greedy, key, config.eval_episodes,

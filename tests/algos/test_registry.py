@@ -23,7 +23,8 @@ PLUG_INS = {
 
 def test_names_are_registered_once_each_by_its_family():
     assert algos.ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
-                           "macpo", "accmer", "a2c", "ppo", "pqn", "pqn_vdn")
+                           "macpo", "accmer", "a2c", "ppo", "mappo", "pqn",
+                           "pqn_vdn")
     assert registry.registered_algos()[:len(algos.ALGOS)] == algos.ALGOS
     records = [registry.algo_spec(name) for name in algos.ALGOS]
     assert all(isinstance(r, AlgoSpec) and r.name == n for r, n in zip(records, algos.ALGOS,
@@ -32,7 +33,8 @@ def test_names_are_registered_once_each_by_its_family():
     assert {name: registry.family_members(name) for name in own} == {
         "actor_critic": ("maddpg", "matd3", "masac"),
         "value": ("qmix", "vdn", "iql", "owqmix", "cwqmix", "macpo", "accmer"),
-        "on_policy": ("a2c", "ppo"), "pqn": ("pqn", "pqn_vdn")}
+        "on_policy": ("a2c", "ppo", "mappo"),
+        "pqn": ("pqn", "pqn_vdn")}
     # each family registers its learners in its own package
     for record in records:
         assert record.build.__module__.startswith(

@@ -1,10 +1,12 @@
-"""Hyperparameters of the on-policy learners (A2C, PPO), one network per team.
+"""Hyperparameters of the on-policy learners (A2C, PPO, MAPPO), one network per team.
 
 Defaults follow paper 003's trainer (WarpDrive's Tag run configs: Adam, learning rate 1e-3,
 gamma 0.98, value-loss coefficient 1, entropy coefficient 0.05, gradient norm clipped at 0.5,
 no normalization of returns or advantages for A2C) and, for what only PPO has, Schulman et
 al. 2017 (clip 0.2, Table 3's Mujoco setting; GAE lambda 0.95, 4 epochs of 4 minibatches as
-in MAPPO, Yu et al. 2022).
+in MAPPO, Yu et al. 2022). The recurrent agent (``agent="rnn"``) follows MAPPO's recurrent
+policies (Yu et al. 2022, App. C: a GRU after the first layer, trained on whole chunks of
+each env's sequence).
 """
 
 from __future__ import annotations
@@ -12,17 +14,28 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from jaxmarl_accel.checks import check_choice
+
 PPO_ONLY = ("clip_eps", "gae_lambda", "epochs", "minibatches")
-"""Fields only PPO reads; set on A2C they are a one-line error (:func:`check_for`)."""
+"""Fields only PPO and MAPPO read; set on A2C they are a one-line error (:func:`check_for`)."""
+AGENTS = ("mlp", "rnn")
+"""The ``agent`` values: feed-forward networks, or a GRU after the first layer."""
+PPO_LIKE = ("ppo", "mappo")
+"""The learners with PPO's clipped loss, GAE and minibatch epochs."""
 
 
 @dataclasses.dataclass(frozen=True)
 class OnPolicyConfig:
-    """On-policy learner hyperparameters (frozen; shared by A2C and PPO).
+    """On-policy learner hyperparameters (frozen; shared by A2C, PPO and MAPPO).
 
     Attributes:
+      agent: ``"mlp"``: feed-forward networks; ``"rnn"``: a GRU of width
+        ``hidden_sizes[0]`` after the first layer, its state carried from step to step and
+        reset where an episode ends, trained by backpropagation through each rollout
+        (minibatches of whole env sequences: ``minibatches`` must divide ``num_envs``).
       hidden_sizes: widths of the hidden ReLU layers of each team's policy-value network
-        (one torso, a policy head and a value head, as WarpDrive's fully connected model).
+        (one torso, a policy head and a value head, as WarpDrive's fully connected model;
+        MAPPO: of its actor and of its critic, separate networks).
       lr: Adam learning rate of every team's network not named in ``team_lr``.
       team_lr: per-team Adam learning rates as ``(team, lr)`` pairs, e.g.
         ``(("runner", 0.005), ("tagger", 0.001))`` (WarpDrive's continuous Tag config);
@@ -64,6 +77,7 @@ class OnPolicyConfig:
     envs (a rollout of 100 steps is then 3,200 joint steps, PPO's 4 minibatches of 800); the
     replay fields are not used and must keep these values."""
 
+    agent: str = "mlp"
     hidden_sizes: tuple[int, ...] = (64, 64)
     lr: float = 1e-3
     team_lr: tuple[tuple[str, float], ...] = ()
@@ -82,6 +96,7 @@ class OnPolicyConfig:
     log_std_init: float = -1.0
 
     def __post_init__(self) -> None:
+        check_choice("agent", self.agent, AGENTS)
         if not self.hidden_sizes or any(
                 isinstance(h, bool) or not isinstance(h, int) or h <= 0
                 for h in self.hidden_sizes):
@@ -121,7 +136,8 @@ def check_for(algo: str, config: OnPolicyConfig) -> None:
     default = OnPolicyConfig()
     for name in PPO_ONLY:
         if getattr(config, name) != getattr(default, name):
-            raise ValueError(f"{name} ({getattr(config, name)!r}) applies to algo 'ppo'; "
+            raise ValueError(f"{name} ({getattr(config, name)!r}) applies to algos 'ppo' "
+                             "and 'mappo'; "
                              "algo 'a2c' does not use it")
 
 
@@ -139,9 +155,9 @@ def team_learning_rates(config: OnPolicyConfig, teams: tuple[str, ...]) -> tuple
 def normalizes_advantage(algo: str, config: OnPolicyConfig) -> bool:
     """Whether ``algo``'s advantages are standardized (``normalize_advantage`` resolved)."""
     if config.normalize_advantage is None:
-        return algo == "ppo"
+        return algo in PPO_LIKE
     return config.normalize_advantage
 
 
-__all__ = ["PPO_ONLY", "OnPolicyConfig", "check_for", "normalizes_advantage",
+__all__ = ["AGENTS", "PPO_LIKE", "PPO_ONLY", "OnPolicyConfig", "check_for", "normalizes_advantage",
            "team_learning_rates"]

@@ -1,4 +1,5 @@
-"""A2C and PPO with one policy-value network per team (paper 003's trainer).
+"""A2C, PPO and MAPPO with one policy-value network (MAPPO: actor and critic) per team
+(paper 003's trainer), feed-forward or recurrent.
 
 The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`) collects ``T`` steps of ``E`` envs
 with :attr:`OnPolicyFns.sample` (actions, their log-probabilities and values) and
@@ -16,6 +17,16 @@ with :attr:`OnPolicyFns.sample` (actions, their log-probabilities and values) an
   against the log-probabilities of the policy that collected the rollout. (WarpDrive's PPO
   takes the "old" log-probabilities from the same forward pass as the new ones, so its
   ratio is always 1 and its gradient A2C's.)
+* MAPPO (Yu et al. 2022): PPO whose value is a separate critic of the global state with the
+  agent's one-hot id (:func:`~.models.critic_input`), the actor reading only the agent's
+  own observation (:mod:`~.models`). Without ``agent="rnn"`` and with a critic of the
+  agent's own observation it would be IPPO (de Witt et al. 2020): PPO here.
+* ``agent="rnn"`` (any of the three): a GRU after the first layer (:mod:`~.models`), its
+  state carried from step to step and reset where an episode ends; the rollout keeps the
+  carry each env's sequence started from (:attr:`~jaxmarl_accel.types.Rollout.carry`), so
+  the update unrolls each sequence from it and recomputes the values the rollout was
+  collected with (:func:`recomputed_values`); minibatches are whole env sequences
+  (``minibatches`` splits the env axis), gradients truncated at the rollout's start.
 
 Every team's loss is a mean over its own agents' samples; their sum is differentiated, so
 team k's gradient comes from its agents only. Each team has its own Adam state, its own
@@ -41,69 +52,29 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.on_policy import losses
+from jaxmarl_accel.algos.on_policy import losses, models
 from jaxmarl_accel.algos.on_policy import networks as nets
-from jaxmarl_accel.algos.on_policy.config import (
-    OnPolicyConfig,
-    normalizes_advantage,
-    team_learning_rates,
+from jaxmarl_accel.algos.on_policy.acting import (
+    initial_carry,
+    make_policy,
+    sample,
+    value,
+)
+from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig
+from jaxmarl_accel.algos.on_policy.skeleton import (
+    Minibatch,
+    OnPolicyFns,
+    OnPolicyState,
+    PolicyStep,
+    Skeleton,
+    init,
+    make_skeleton,
+    unnormalized,
 )
 from jaxmarl_accel.envs.base import EnvSpec
-from jaxmarl_accel.types import Policy, PyTree, Rollout
-
-
-@struct.dataclass
-class OnPolicyState:
-    """Learner state.
-
-    Attributes:
-      params: one parameter tree per team (:func:`~.networks.init_params`).
-      opt_state: one Adam state per team.
-      updates: ``[]`` int32 gradient steps taken.
-      value_norm: with ``normalize_value``, one :class:`~.losses.ValueNorm` per team (its
-        value targets' running moments); else ``()``.
-    """
-
-    params: tuple[PyTree, ...]
-    opt_state: tuple[PyTree, ...]
-    updates: jax.Array
-    value_norm: tuple[losses.ValueNorm, ...] = ()
-
-
-class PolicyStep(NamedTuple):
-    """Exploration actions of every agent with what the update needs of them.
-
-    Attributes:
-      env_action: ``[..., N]`` int32 (discrete) or ``[..., N, act_dim]`` in [0, 1] (the
-        Gaussian sample clipped), what the env executes.
-      action: what the log-probability is of: the discrete index ``[..., N]`` or the
-        unclipped Gaussian sample ``[..., N, act_dim]``.
-      log_prob: ``[..., N]`` log pi(action | obs).
-      value: ``[..., N]`` V(obs).
-    """
-
-    env_action: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    value: jax.Array
-
-
-class OnPolicyFns(NamedTuple):
-    """What the rollout round calls besides ``update``.
-
-    Attributes:
-      sample: ``(state, obs [E, N, obs_dim], avail [E, N, A] bool or None, key) ->
-        PolicyStep`` with leaves ``[E, N, ...]``.
-      value: ``(state, obs [..., N, obs_dim]) -> [..., N]`` values.
-      rollout_length: T, env steps per env in one rollout.
-    """
-
-    sample: Any
-    value: Any
-    rollout_length: int
+from jaxmarl_accel.types import PyTree, Rollout
 
 
 class Phases(NamedTuple):
@@ -119,122 +90,6 @@ class Phases(NamedTuple):
     minibatch_step: Any
 
 
-class Minibatch(NamedTuple):
-    """Joint steps to learn from (leaves ``[B, N, ...]``; ``avail`` may be ``None``)."""
-
-    obs: jax.Array
-    action: jax.Array
-    log_prob: jax.Array
-    advantage: jax.Array
-    target: jax.Array
-    avail: jax.Array | None
-
-
-class Skeleton(NamedTuple):
-    """The static parts of one on-policy learner, fixed by :func:`build` before tracing: the
-    functions below take it first.
-
-    Attributes:
-      spec: the env spec.
-      config: the hyperparameters.
-      policy: the teams' networks (:func:`~.networks.make_policy`).
-      txs: one optax transformation per team (its clipping and learning rate).
-      ppo: PPO (True) or A2C.
-      epochs, minibatches: PPO's, or ``(1, 1)`` for A2C.
-      lam: GAE lambda (1 for A2C's n-step returns).
-      normalize: advantages standardized per minibatch.
-    """
-
-    spec: EnvSpec
-    config: OnPolicyConfig
-    policy: nets.Policy
-    txs: tuple[Any, ...]
-    ppo: bool
-    epochs: int
-    minibatches: int
-    lam: float
-    normalize: bool
-
-
-def init(s: Skeleton, key: jax.Array) -> OnPolicyState:
-    """A fresh learner: every team's parameters and Adam state (and value moments)."""
-    params = nets.init_params(s.policy, key, s.spec.obs_dim, s.config.log_std_init)
-    return OnPolicyState(
-        params=params, opt_state=tuple(tx.init(p) for tx, p in zip(s.txs, params, strict=True)),
-        updates=jnp.zeros((), jnp.int32),
-        value_norm=(tuple(losses.value_norm_init() for _ in s.txs)
-                    if s.config.normalize_value else ()))
-
-
-def unnormalized(s: Skeleton, state: OnPolicyState, vals: list[jax.Array]) -> list[jax.Array]:
-    """The teams' value-head outputs ``[..., N_k]`` as values (ValueNorm undone)."""
-    if not s.config.normalize_value:
-        return vals
-    moments = [losses.value_norm_moments(norm) for norm in state.value_norm]
-    return [mu + sigma * v for v, (mu, sigma) in zip(vals, moments, strict=True)]
-
-
-def team_mask(s: Skeleton, k: int, avail: jax.Array | None) -> jax.Array | None:
-    """Team ``k``'s available actions ``[..., N_k, A]`` (the spec's when ``avail`` is None);
-    None for continuous actions."""
-    if s.spec.continuous:
-        return None
-    return nets.team_rows(s.policy.teams, k, s.spec.action_mask if avail is None else avail,
-                          -2)
-
-
-def sample(s: Skeleton, state: OnPolicyState, obs: jax.Array, avail: jax.Array | None,
-           key: jax.Array) -> PolicyStep:
-    """Exploration actions of every agent of ``obs [E, N, obs_dim]`` (:class:`PolicyStep`)."""
-    teams = s.policy.teams
-    outs, vals = nets.forward(s.policy, state.params, obs)
-    vals = unnormalized(s, state, vals)
-    steps = []
-    for k, team_key in enumerate(jax.random.split(key, len(teams.names))):
-        dist = nets.distribution(s.policy, state.params[k], outs[k], team_mask(s, k, avail))
-        action, log_prob = dist.sample_and_log_prob(seed=team_key)
-        steps.append((action, log_prob))
-    merge = lambda parts, axis: nets.merge_teams(teams, parts, axis)
-    action = merge([a for a, _ in steps], -2 if s.spec.continuous else -1)
-    env_action = jnp.clip(action, 0.0, 1.0) if s.spec.continuous else action
-    return PolicyStep(env_action, action, merge([lp for _, lp in steps], -1), merge(vals, -1))
-
-
-def value(s: Skeleton, state: OnPolicyState, obs: jax.Array) -> jax.Array:
-    """Values ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]``."""
-    return nets.merge_teams(s.policy.teams, unnormalized(s, state, nets.forward(
-        s.policy, state.params, obs)[1]), -1)
-
-
-def make_policy(s: Skeleton, explore: bool) -> Policy:
-    """The learner's policy of one env (:attr:`~jaxmarl_accel.algos.Algo.policy`): ``(state,
-    carry, key, obs [N, obs_dim], avail [N, A] bool or None) -> (env_action, action_vec [N,
-    action_dim], carry)``. Actions sampled (``explore``, static) or each distribution's mode
-    (the Gaussian's mean clipped to [0, 1]) over ``avail`` (the spec's valid actions when
-    None); ``action_vec`` their one-hot, or the continuous action itself; the carry ``()``."""
-    teams, spec = s.policy.teams, s.spec
-
-    def actions(state: OnPolicyState, key: jax.Array, obs: jax.Array,
-                avail: jax.Array | None) -> jax.Array:
-        if explore:
-            return sample(s, state, obs, avail, key).env_action
-        outs, _ = nets.forward(s.policy, state.params, obs)
-        if spec.continuous:
-            return jnp.clip(nets.merge_teams(teams, outs, -2), 0.0, 1.0)
-        return nets.merge_teams(teams, [nets.distribution(
-            s.policy, state.params[k], outs[k], team_mask(s, k, avail)).mode()
-            for k in range(len(teams.names))], -1)
-
-    def policy(state: OnPolicyState, carry: tuple, key: jax.Array, obs: jax.Array,
-               avail: jax.Array | None) -> tuple[jax.Array, jax.Array, tuple]:
-        env_action = actions(state, key, obs, avail)
-        vec = (env_action.astype(jnp.float32) if spec.continuous
-               else jax.nn.one_hot(env_action, spec.num_actions, dtype=jnp.float32))
-        return env_action, vec, carry
-
-    return policy
-
-
 def advantages(s: Skeleton, state: OnPolicyState, rollout: Rollout) -> losses.Advantages:
     """GAE (lambda ``s.lam``) over the rollout, leaves ``[T, E, N]``."""
     del state
@@ -243,12 +98,59 @@ def advantages(s: Skeleton, state: OnPolicyState, rollout: Rollout) -> losses.Ad
                       s.config.gamma, s.lam)
 
 
+def team_sequence(s: Skeleton, k: int, params: PyTree, batch: Minibatch
+                  ) -> tuple[jax.Array, jax.Array]:
+    """Team ``k``'s policy outputs ``[..., N_k, out_size]`` and value-head outputs ``[...,
+    N_k]`` on its agents' rows of ``batch``: one step per joint step, or (recurrent) each
+    env sequence unrolled from the carry it started with (:func:`~.models.unroll`)."""
+    policy = s.policy
+    if isinstance(policy.net, nets.PolicyValueNet):
+        return nets.team_forward(policy, params, nets.team_rows(policy.teams, k, batch.obs, 1))
+    rows = functools.partial(nets.team_rows, policy.teams, k, axis=-2)
+
+    def run(net: models.TeamNet, net_params: PyTree, x: jax.Array, name: str
+            ) -> tuple[jax.Array | None, jax.Array | None]:
+        if policy.recurrent:
+            return models.unroll(net, net_params, x, rows(batch.carry[name]), batch.first)
+        return models.step(net, net_params, x, None)[:2]
+
+    out, val = run(policy.net, params["net"], rows(batch.obs), "net")
+    if policy.critic is not None:
+        _, val = run(policy.critic, params["critic"], models.critic_input(
+            batch.world, policy.teams.rows[k], s.spec.num_agents), "critic")
+    return out, val
+
+
+def recomputed_values(s: Skeleton, state: OnPolicyState, rollout: Rollout) -> jax.Array:
+    """The values ``[T, E, N]`` of a rollout's observations as the update computes them
+    (recurrent: each env's sequence unrolled from the rollout's carry), mapped back from
+    the value moments: equal to ``rollout.value`` while the parameters are those that
+    collected it."""
+    batch = sequences(s, rollout, losses.Advantages(rollout.value, rollout.value))
+    if not s.policy.recurrent:
+        batch = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+    vals = [team_sequence(s, k, p, batch)[1] for k, p in enumerate(state.params)]
+    merged = nets.merge_teams(s.policy.teams, unnormalized(s, state, vals), -1)
+    return merged.reshape(rollout.value.shape)
+
+
+def sequences(s: Skeleton, rollout: Rollout, estimate: losses.Advantages) -> Minibatch:
+    """The rollout as one :class:`Minibatch` of its ``E`` env sequences (leaves ``[T, E,
+    ...]``, the carry ``[E, ...]``; ``first`` from the episode ends of the steps before)."""
+    first = jnp.concatenate([jnp.zeros_like(rollout.ended[:1]), rollout.ended[:-1]])
+    return Minibatch(rollout.obs, rollout.action, rollout.log_prob, estimate.advantages,
+                     estimate.returns, rollout.avail, rollout.world,
+                     rollout.carry if s.policy.recurrent else None,
+                     first if s.policy.recurrent else None)
+
+
 def team_loss(s: Skeleton, k: int, params: PyTree, batch: Minibatch,
               norm: losses.ValueNorm | None) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Team ``k``'s loss ``L_pi + c_v L_V - c_e H`` on its agents' rows of ``batch``."""
     config = s.config
-    rows = lambda x, axis=1: nets.team_rows(s.policy.teams, k, x, axis)
-    out, val = nets.team_forward(s.policy, params, rows(batch.obs))
+    agent_axis = 2 if s.policy.recurrent else 1  # [T, B, N, ...] or [B, N, ...]
+    rows = lambda x, axis=agent_axis: nets.team_rows(s.policy.teams, k, x, axis)
+    out, val = team_sequence(s, k, params, batch)
     mask = None if s.spec.continuous else rows(
         s.spec.action_mask if batch.avail is None else batch.avail, -2)
     dist = nets.distribution(s.policy, params, out, mask)
@@ -312,48 +214,65 @@ def update(s: Skeleton, state: OnPolicyState, rollout: Rollout, weights: Any, ke
             losses.value_norm_update(norm, nets.team_rows(s.policy.teams, k, estimate.returns,
                                                           -1))
             for k, norm in enumerate(state.value_norm)))
-    flat = lambda x: None if x is None else x.reshape((-1, *x.shape[2:]))  # [T E, ...]
-    batch = Minibatch(flat(rollout.obs), flat(rollout.action), flat(rollout.log_prob),
-                      flat(estimate.advantages), flat(estimate.returns), flat(rollout.avail))
-    size, minibatches = batch.obs.shape[0], s.minibatches
+    batch = sequences(s, rollout, estimate)
+    if s.policy.recurrent:  # minibatches of whole env sequences: the env axis is split
+        batch, carry = batch._replace(carry=None), batch.carry
+        size = batch.obs.shape[1]
+    else:  # minibatches of joint steps, [T E, ...]
+        batch = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+        size = batch.obs.shape[0]
+    minibatches = s.minibatches
     if size % minibatches:
-        raise ValueError(f"minibatches ({minibatches}) must divide the rollout's "
-                         f"{size} joint steps (rollout_length x num_envs)")
+        raise ValueError(f"minibatches ({minibatches}) must divide the rollout's {size} "
+                         + ("env sequences (num_envs)" if s.policy.recurrent
+                            else "joint steps (rollout_length x num_envs)"))
+
+    def split(x: jax.Array, order: jax.Array | None, axis: int) -> jax.Array:
+        if order is not None:
+            x = jnp.take(x, order, axis=axis)
+        x = x.reshape((*x.shape[:axis], minibatches, size // minibatches, *x.shape[axis + 1:]))
+        return jnp.moveaxis(x, axis, 0)
 
     def epoch(state: OnPolicyState, epoch_key: jax.Array
               ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
-        shuffled = batch
+        order = None
         if s.epochs * minibatches > 1:  # A2C: one step on the rollout as it is
             order = jax.random.permutation(epoch_key, size)
-            shuffled = jax.tree.map(lambda x: jnp.take(x, order, axis=0), batch)
-        split = jax.tree.map(
-            lambda x: x.reshape((minibatches, size // minibatches, *x.shape[1:])), shuffled)
-        return jax.lax.scan(functools.partial(minibatch_step, s), state, split)
+        if not s.policy.recurrent:
+            return jax.lax.scan(functools.partial(minibatch_step, s), state,
+                                jax.tree.map(lambda x: split(x, order, 0), batch))
+        parts = jax.tree.map(lambda x: split(x, order, 1), batch)._replace(
+            carry=jax.tree.map(lambda x: split(x, order, 0), carry))
+        return jax.lax.scan(functools.partial(minibatch_step, s), state, parts)
 
     state, metrics = jax.lax.scan(epoch, state, jax.random.split(key, s.epochs))
     return state, jax.tree.map(jnp.mean, metrics), jnp.zeros(())
 
 
 def build(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Algo:
-    """The on-policy learner ``name`` (``"a2c"`` or ``"ppo"``) for ``spec``.
+    """The on-policy learner ``name`` (``"a2c"``, ``"ppo"`` or ``"mappo"``) for ``spec``.
 
     Args:
-      name: ``"a2c"`` or ``"ppo"``.
+      name: ``"a2c"``, ``"ppo"`` or ``"mappo"``.
       spec: the env spec (teams from ``spec.teams``).
       config: hyperparameters.
 
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` learning from rollouts (its policies mask the
       actions an env reports unavailable: the rollout round hands them over,
-      :attr:`~jaxmarl_accel.types.Rollout.avail`, and its policy reads them), no memory (the
-      carry ``()``) and :class:`OnPolicyFns` as ``on_policy``; each function is this module's
-      with its :class:`Skeleton` bound.
+      :attr:`~jaxmarl_accel.types.Rollout.avail`, and its policy reads them), the carry
+      ``()`` or (``agent="rnn"``) the policy network's GRU state ``{"net": [N, H]}``, and
+      :class:`OnPolicyFns` as ``on_policy``; each function is its module's with its
+      :class:`Skeleton` bound.
     """
     s = make_skeleton(name, spec, config)
     bind = functools.partial
+    fns = OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length,
+                      initial_carry=lambda num_envs: initial_carry(s, (num_envs,), True),
+                      reads_world=s.policy.critic is not None)
     return Algo(init=bind(init, s), policy=bind(make_policy, s), update=bind(update, s),
                 action_dim=spec.act_dim if spec.continuous else spec.num_actions,
-                on_policy=OnPolicyFns(bind(sample, s), bind(value, s), config.rollout_length))
+                initial_carry=lambda: initial_carry(s, (), False), on_policy=fns)
 
 
 def phases(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Phases:
@@ -363,18 +282,5 @@ def phases(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Phases:
     return Phases(functools.partial(advantages, s), functools.partial(minibatch_step, s))
 
 
-def make_skeleton(name: str, spec: EnvSpec, config: OnPolicyConfig) -> Skeleton:
-    """The static parts of on-policy learner ``name`` for ``spec``: the teams' networks,
-    one optimizer per team, the epochs and minibatches (PPO's; A2C: one of each)."""
-    policy = nets.make_policy(spec, config.hidden_sizes, config.factored_actions)
-    ppo = name == "ppo"
-    clip = [optax.clip_by_global_norm(config.grad_clip)] if config.grad_clip is not None else []
-    txs = tuple(optax.chain(*clip, optax.adam(lr))
-                for lr in team_learning_rates(config, policy.teams.names))
-    return Skeleton(spec, config, policy, txs, ppo,
-                    *((config.epochs, config.minibatches) if ppo else (1, 1)),
-                    config.gae_lambda if ppo else 1.0, normalizes_advantage(name, config))
-
-
 __all__ = ["Minibatch", "OnPolicyFns", "OnPolicyState", "Phases", "PolicyStep", "Skeleton",
-           "build", "make_skeleton", "phases"]
+           "build", "make_skeleton", "phases", "recomputed_values"]

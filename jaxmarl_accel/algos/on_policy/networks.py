@@ -25,6 +25,7 @@ import numpy as np
 
 from jaxmarl_accel.algos.distributions import FactoredCategorical, masked_categorical
 from jaxmarl_accel.algos.initializers import orthogonal
+from jaxmarl_accel.algos.on_policy import models
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import PyTree
 
@@ -98,38 +99,62 @@ class Policy(NamedTuple):
     """The teams' networks and their action distributions for one env spec.
 
     Attributes:
-      net: the network every team instantiates.
+      net: the network every team instantiates: :class:`PolicyValueNet` (A2C and PPO,
+        feed-forward) or :class:`~.models.TeamNet` (recurrent, or MAPPO's actor).
       teams: the team layout.
       continuous: Gaussian over ``act_dim`` components (True) or masked categorical.
       factors: discrete actions drawn factor by factor (``EnvSpec.action_factors``, one
         categorical each), or ``None`` for one categorical over the index.
+      critic: MAPPO's critic every team instantiates (:class:`~.models.TeamNet` with a
+        value head only, on :func:`~.models.critic_input`), or ``None`` (the value head
+        is ``net``'s).
+      critic_dim: width of the critic's input (global state and agent one-hot), or 0.
+      recurrent: the networks carry a GRU state (:mod:`~.models`).
     """
 
-    net: PolicyValueNet
+    net: PolicyValueNet | models.TeamNet
     teams: Teams
     continuous: bool
     factors: tuple[int, ...] | None = None
+    critic: models.TeamNet | None = None
+    critic_dim: int = 0
+    recurrent: bool = False
 
 
-def make_policy(spec: EnvSpec, hidden_sizes: Sequence[int], factored: bool = True) -> Policy:
+def make_policy(spec: EnvSpec, hidden_sizes: Sequence[int], factored: bool = True, *,
+                centralized: bool = False, recurrent: bool = False) -> Policy:
     """The :class:`Policy` of ``spec``: one network shape for every team (observations are
     padded to ``spec.obs_dim``, actions to ``num_actions`` or ``act_dim``). With
     ``factored`` and ``spec.action_factors`` the policy head has ``sum(factors)`` logits, one
-    block per factor (WarpDrive's multi-discrete heads), instead of ``num_actions``."""
+    block per factor (WarpDrive's multi-discrete heads), instead of ``num_actions``.
+    ``centralized``: MAPPO's separate critic of the global state (``spec.state_dim``, or
+    ``N x obs_dim`` concatenated observations) with the agent one-hot; ``recurrent``: GRU
+    networks (:mod:`~.models`)."""
     factors = spec.action_factors if factored and not spec.continuous else None
     out_size = (spec.act_dim if spec.continuous else
                 sum(factors) if factors else spec.num_actions)
-    return Policy(PolicyValueNet(tuple(hidden_sizes), out_size), teams_of(spec), spec.continuous,
-                  factors)
+    sizes, teams = tuple(hidden_sizes), teams_of(spec)
+    if not (centralized or recurrent):
+        return Policy(PolicyValueNet(sizes, out_size), teams, spec.continuous, factors)
+    critic = models.TeamNet(sizes, 0, True, recurrent) if centralized else None
+    critic_dim = (spec.state_dim or spec.num_agents * spec.obs_dim) + spec.num_agents
+    return Policy(models.TeamNet(sizes, out_size, not centralized, recurrent), teams,
+                  spec.continuous, factors, critic, critic_dim if centralized else 0, recurrent)
 
 
 def init_params(policy: Policy, key: jax.Array, obs_dim: int, log_std_init: float
                 ) -> tuple[PyTree, ...]:
     """One parameter tree per team: ``{"net": flax params, "log_std": [act_dim]}`` (the
-    ``log_std`` entry for continuous actions only)."""
+    ``log_std`` entry for continuous actions only; MAPPO's critic's as ``"critic"``)."""
     params = []
     for team_key in jax.random.split(key, len(policy.teams.names)):
-        team = {"net": policy.net.init(team_key, jnp.zeros((1, obs_dim)))}
+        if isinstance(policy.net, PolicyValueNet):
+            team = {"net": policy.net.init(team_key, jnp.zeros((1, obs_dim)))}
+        else:  # MAPPO's actor and critic, or a recurrent policy-value network
+            net_key, critic_key = jax.random.split(team_key)
+            team = {"net": models.init(policy.net, net_key, obs_dim)}
+            if policy.critic is not None:
+                team["critic"] = models.init(policy.critic, critic_key, policy.critic_dim)
         if policy.continuous:
             team["log_std"] = jnp.full((policy.net.out_size,), log_std_init, jnp.float32)
         params.append(team)

@@ -1,13 +1,13 @@
 """PQN (Gallici et al. 2024, Alg. 1): Q-learning from the rollouts of parallel envs, with
 neither a replay buffer nor a target network; the normalized network keeps it stable.
 
-The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`) collects ``T`` steps of ``E``
-envs with :func:`sample` (epsilon-greedy over the available actions; the step's ``value``
-is ``max_a Q(s_t, a)`` over them) and :func:`value` (``max_a Q`` of the observation each
-step reached), then calls :func:`update` once on the :class:`~jaxmarl_accel.types.Rollout`:
-Q(lambda) returns from the values taken while acting (:mod:`~.returns`), then ``epochs``
-passes over the rollout in ``minibatches`` shuffled minibatches of joint steps, each one
-RAdam step on the squared error
+The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`, whose contract this meets)
+collects ``T`` steps of ``E`` envs with :func:`sample` (epsilon-greedy over the available
+actions; the step's ``value`` is ``max_a Q(s_t, a)`` over them) and :func:`value` (``max_a
+Q`` of the observation each step reached), then calls :func:`update` once on the
+:class:`~jaxmarl_accel.types.Rollout`: Q(lambda) returns from the values taken while acting
+(:mod:`~.returns`), then ``epochs`` passes over the rollout in ``minibatches`` shuffled
+minibatches of joint steps, each one RAdam step on the squared error
 
 * ``pqn`` (independent agents): ``mean_{b, i} (Q(o_i, a_i) - G_i)^2``, each agent's return
   of its own reward;
@@ -32,7 +32,7 @@ import optax
 from flax import struct
 
 from jaxmarl_accel.algos.base import Algo
-from jaxmarl_accel.algos.on_policy.learner import OnPolicyFns, PolicyStep
+from jaxmarl_accel.algos.on_policy.skeleton import OnPolicyFns, PolicyStep
 from jaxmarl_accel.algos.pqn import networks as nets
 from jaxmarl_accel.algos.pqn.config import PQNConfig, epsilon
 from jaxmarl_accel.algos.pqn.returns import q_lambda_returns
@@ -108,11 +108,11 @@ def _avail(s: Skeleton, avail: jax.Array | None, shape: tuple[int, ...]) -> jax.
     return jnp.broadcast_to(s.spec.action_mask if avail is None else avail, shape)
 
 
-def sample(s: Skeleton, state: PQNState, obs: jax.Array, avail: jax.Array | None,
-           key: jax.Array) -> PolicyStep:
-    """Epsilon-greedy actions of every agent of ``obs [E, N, obs_dim]`` over ``avail [E, N,
-    A]`` (the spec's valid actions when None) at epsilon of ``state.env_steps``: a
-    :class:`~jaxmarl_accel.algos.on_policy.learner.PolicyStep` with leaves ``[E, N]``,
+def act(s: Skeleton, state: PQNState, obs: jax.Array, avail: jax.Array | None,
+        key: jax.Array) -> PolicyStep:
+    """Epsilon-greedy actions of every agent of ``obs [..., N, obs_dim]`` over ``avail [...,
+    N, A]`` (the spec's valid actions when None) at epsilon of ``state.env_steps``: a
+    :class:`~jaxmarl_accel.algos.on_policy.skeleton.PolicyStep` with leaves ``[..., N]``,
     log-probabilities 0 (unused) and values ``max_a Q`` over the available actions."""
     q = _q(s, state, obs)
     mask = _avail(s, avail, q.shape)
@@ -121,9 +121,21 @@ def sample(s: Skeleton, state: PQNState, obs: jax.Array, avail: jax.Array | None
     return PolicyStep(action, action, jnp.zeros(action.shape, jnp.float32), best)
 
 
-def value(s: Skeleton, state: PQNState, obs: jax.Array) -> jax.Array:
+def sample(s: Skeleton, state: PQNState, carry: tuple, obs: jax.Array,
+           world: jax.Array | None, avail: jax.Array | None, key: jax.Array
+           ) -> tuple[PolicyStep, tuple]:
+    """The rollout round's ``sample``: :func:`act` on ``obs [E, N, obs_dim]`` (``world``
+    unused), the carry ``()`` as it came."""
+    del world
+    return act(s, state, obs, avail, key), carry
+
+
+def value(s: Skeleton, state: PQNState, carry: tuple, obs: jax.Array,
+          world: jax.Array | None) -> jax.Array:
     """``max_a Q`` ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]`` over
-    the spec's valid actions (the bootstrap where an episode ended or the rollout ends)."""
+    the spec's valid actions (the bootstrap where an episode ended or the rollout ends;
+    ``carry`` and ``world`` unused)."""
+    del carry, world
     q = _q(s, state, obs)
     return jnp.max(masked_q(q, _avail(s, None, q.shape)), axis=-1)
 
@@ -137,7 +149,7 @@ def make_policy(s: Skeleton, explore: bool) -> Policy:
     def policy(state: PQNState, carry: tuple, key: jax.Array, obs: jax.Array,
                avail: jax.Array | None) -> tuple[jax.Array, jax.Array, tuple]:
         if explore:
-            action = sample(s, state, obs, avail, key).env_action
+            action = act(s, state, obs, avail, key).env_action
         else:
             q = _q(s, state, obs)
             action = greedy(q, _avail(s, avail, q.shape))
@@ -219,7 +231,7 @@ def build(name: str, spec: EnvSpec, config: PQNConfig) -> Algo:
     Returns:
       :class:`~jaxmarl_accel.algos.base.Algo` learning from rollouts, acting over the
       available actions, without memory (carry ``()``), with
-      :class:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns` as ``on_policy``; each
+      :class:`~jaxmarl_accel.algos.on_policy.skeleton.OnPolicyFns` as ``on_policy``; each
       function is this module's with its :class:`Skeleton` bound.
     """
     s = make_skeleton(name, spec, config)

@@ -1,4 +1,4 @@
-"""The rollout round, for on-policy learners (A2C, PPO; paper 003's trainer).
+"""The rollout round, for on-policy learners (A2C, PPO, MAPPO; paper 003's trainer).
 
 A round steps all ``E`` envs ``T`` times (``rollout_length``) under the learner's
 exploration policy, recording each step's observations, actions with their
@@ -10,6 +10,27 @@ one round. Envs carry on from round to round (episodes span rounds when ``T`` is
 than an episode), as in WarpDrive, where a training batch is ``train_batch_size /
 num_envs`` steps of every env.
 
+The learner's contract (its :class:`~jaxmarl_accel.algos.on_policy.learner.OnPolicyFns`,
+``algo.on_policy``), which any learner of rollouts may meet:
+
+* ``sample(algo_state, carry, obs [E, N, D], world [E, S] | None, avail [E, N, A] | None,
+  key) -> (step, carry)``: ``step`` has ``env_action``, ``action``, ``log_prob`` and
+  ``value`` (leaves ``[E, N, ...]``; a learner without values may give zeros), and the
+  carry after the step.
+* ``value(algo_state, carry, final_obs [E, N, D], final_world [E, S] | None) -> [E, N]``:
+  the values of the observations the step reached (before any auto-reset), from the carry
+  ``sample`` returned; a learner without values may give zeros.
+* ``initial_carry(E)``: the carry of ``E`` envs at an episode's start (leaves ``[E, ...]``,
+  ``()`` without memory). The round keeps it in :attr:`~.state.TrainState.carry` from round
+  to round and sets each env's back to it where that env's episode ended; the rollout keeps
+  the carry it started with (:attr:`~jaxmarl_accel.types.Rollout.carry`, ``None`` when
+  ``()``), from which a recurrent learner unrolls each env's sequence again.
+* ``reads_world``: the round forms the global state of every step and of every step's
+  reached observation: the env's ``state_of`` (``info["final_state"]`` after a step), or the
+  concatenated observations where the env has none (:attr:`~jaxmarl_accel.types.Rollout.world`;
+  ``None`` and nothing computed when False).
+* ``rollout_length``: ``T``.
+
 Schedule (the same for every seed): a round is ``E x T`` env steps on the run's clock; a
 run has ``ceil(total_env_steps / (E x T))`` rounds, a chunk ``ceil(eval_every / (E x T))``;
 every round learns.
@@ -19,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -85,21 +106,25 @@ def make_collect(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Any:
     step_envs = jax.vmap(env.step, in_axes=(0, 0, 0, None))
     state_avail = env.avail_actions is not None
     avail_of = jax.vmap(available_actions, in_axes=(None, 0, None))
+    world_of = world_views(env, env_params) if fns.reads_world else None
+    first_carry = fns.initial_carry(num_envs)
 
     def env_iteration(state: TrainState, _: None) -> tuple[TrainState, tuple[Rollout,
                                                                                 EpisodeEnds]]:
         key, act_key, step_key = jax.random.split(state.key, 3)
         avail = avail_of(env, state.env_state, env_params) if state_avail else None
-        chosen = fns.sample(state.algo, state.obs, avail, act_key)
+        world = None if world_of is None else world_of.now(state.env_state, state.obs)
+        chosen, carry = fns.sample(state.algo, state.carry, state.obs, world, avail, act_key)
         obs, env_state, reward, terminated, truncated, info = step_envs(
             jax.random.split(step_key, num_envs), state.env_state, chosen.env_action,
             env_params)
         ended = terminated | truncated
+        final_world = None if world_of is None else world_of.reached(info)
         row = Rollout(obs=state.obs, action=chosen.action, log_prob=chosen.log_prob,
                       value=chosen.value, reward=reward,
-                      next_value=fns.value(state.algo, info["final_obs"]),
+                      next_value=fns.value(state.algo, carry, info["final_obs"], final_world),
                       terminated=terminated.astype(jnp.float32),
-                      ended=ended.astype(jnp.float32), avail=avail)
+                      ended=ended.astype(jnp.float32), avail=avail, world=world)
         episode_return = state.episode_return + reward
         running, stats = add_episode_stats(
             state.episode_stats, {name: info[name] for name in state.episode_stats}, ended)
@@ -107,15 +132,50 @@ def make_collect(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Any:
                                jnp.sum(ended).astype(jnp.float32), stats)
         state = state.replace(env_state=env_state, obs=obs, key=key,
                               episode_return=jnp.where(ended[:, None], 0.0, episode_return),
-                              episode_stats=running)
+                              episode_stats=running, carry=reset_where(ended, first_carry, carry))
         return state, (row, finished)
 
     def collect(state: TrainState) -> tuple[TrainState, Rollout, EpisodeEnds]:
+        start = state.carry
         state, (rollout, ends) = jax.lax.scan(env_iteration, state, None,
                                               length=fns.rollout_length)
+        if jax.tree.leaves(start):
+            rollout = rollout._replace(carry=start)
         return state, rollout, sum_ends(ends)
 
     return collect
+
+
+class WorldViews(NamedTuple):
+    """The global state of ``E`` envs, for a learner that reads it.
+
+    Attributes:
+      now: ``(env_state [E, ...], obs [E, N, D]) -> [E, S]`` of the states acted on.
+      reached: ``(info) -> [E, S]`` of the states a step reached, before any auto-reset.
+    """
+
+    now: Any
+    reached: Any
+
+
+def world_views(env: Env, env_params: PyTree) -> WorldViews:
+    """:class:`WorldViews` of ``env``: its ``state_of`` (and ``info["final_state"]``), or
+    the concatenated observations ``[E, N x D]`` where it has none."""
+    if env.state_of is None:
+        flat = lambda obs: obs.reshape(obs.shape[0], -1)
+        return WorldViews(lambda env_state, obs: flat(obs),
+                          lambda info: flat(info["final_obs"]))
+    state_of = jax.vmap(env.state_of, in_axes=(0, None))
+    return WorldViews(lambda env_state, obs: state_of(env_state, env_params),
+                      lambda info: info["final_state"])
+
+
+def reset_where(ended: jax.Array, initial: PyTree, carry: PyTree) -> PyTree:
+    """``carry`` (leaves ``[E, ...]``) with the envs where ``ended [E]`` back at
+    ``initial``'s."""
+    return jax.tree.map(
+        lambda first, now: jnp.where(ended.reshape((-1,) + (1,) * (now.ndim - 1)), first, now),
+        initial, carry)
 
 
 def make_rollout_round(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Round:
@@ -140,7 +200,8 @@ def make_rollout_round(config: Any, env: Env, env_params: PyTree, algo: Algo) ->
 
     run: RoundFn = (run_round if total_rounds % schedule.rounds_per_chunk == 0
                     else within_run(run_round, total_rounds))
-    return Round(buffer=no_replay(), item=(), run=run, schedule=schedule, carries_stats=True)
+    return Round(buffer=no_replay(), item=(), run=run, schedule=schedule, carries_stats=True,
+                 carry=algo.on_policy.initial_carry(config.num_envs))
 
 
 def _updates_per_round(config: Any) -> int:
@@ -186,5 +247,5 @@ ROLLOUT = register_round(RoundSpec(
 """The rollout's record (no replay)."""
 
 
-__all__ = ["REPLAY_FIELDS", "ROLLOUT", "check_rollout_run", "make_collect", "make_rollout_round",
-           "no_replay", "rollout_schedule"]
+__all__ = ["REPLAY_FIELDS", "ROLLOUT", "WorldViews", "check_rollout_run", "make_collect",
+           "make_rollout_round", "no_replay", "reset_where", "rollout_schedule", "world_views"]

@@ -39,6 +39,9 @@ class TrainState:
       hyper: the learner's swept hyperparameters of this lane, field name -> ``[]`` float32
         (a sweep's setting, :mod:`jaxmarl_accel.trainer.sweep`, which builds the learner
         with these values in its config); empty outside a sweep.
+      carry: the acting learner's carry of each env, leaves ``[E, ...]``, in rounds whose
+        envs carry on from round to round (the rollout round with a recurrent learner:
+        its GRU states, reset where an episode ends); ``()`` otherwise.
     """
 
     algo: PyTree
@@ -50,6 +53,7 @@ class TrainState:
     env_steps: jax.Array
     episode_stats: dict[str, jax.Array] = struct.field(default_factory=dict)
     hyper: dict[str, jax.Array] = struct.field(default_factory=dict)
+    carry: PyTree = ()
 
 
 class EpisodeEnds(NamedTuple):
@@ -98,6 +102,8 @@ class Round(NamedTuple):
       schedule: the run's rounds on its clock (:class:`~.record.Schedule`).
       carries_stats: the round's episodes span rounds, so the state carries their running
         statistics (:attr:`TrainState.episode_stats`, summed by :func:`add_episode_stats`).
+      carry: the initial :attr:`TrainState.carry` of one seed (leaves ``[E, ...]``), ``()``
+        for a round that keeps none.
     """
 
     buffer: Buffer
@@ -105,6 +111,7 @@ class Round(NamedTuple):
     run: RoundFn
     schedule: Schedule
     carries_stats: bool = False
+    carry: PyTree = ()
 
 
 def sum_ends(ends: EpisodeEnds) -> EpisodeEnds:

@@ -80,7 +80,8 @@ def test_actions_respect_availability_and_the_unit_interval():
     state = jax.jit(algo.init)(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (4, spec.num_agents, spec.obs_dim))
     avail = jnp.zeros((4, spec.num_agents, spec.num_actions), bool).at[..., 2].set(True)
-    step = jax.jit(algo.on_policy.sample)(state, obs, avail, jax.random.PRNGKey(2))
+    step, _ = jax.jit(algo.on_policy.sample)(state, (), obs, None, avail,
+                                            jax.random.PRNGKey(2))
     assert step.env_action.shape == (4, spec.num_agents) and step.value.shape == (4, 5)
     np.testing.assert_array_equal(step.env_action, 2)
     np.testing.assert_allclose(step.log_prob, 0.0, atol=1e-6)
@@ -96,7 +97,8 @@ def test_actions_respect_availability_and_the_unit_interval():
                                                             log_std_init=1.0))
     state = jax.jit(algo.init)(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (4, 5, continuous.obs_dim))
-    step = jax.jit(algo.on_policy.sample)(state, obs, None, jax.random.PRNGKey(2))
+    step, _ = jax.jit(algo.on_policy.sample)(state, (), obs, None, None,
+                                            jax.random.PRNGKey(2))
     assert step.action.shape == (4, 5, continuous.act_dim)
     assert float(jnp.min(step.env_action)) >= 0.0 and float(jnp.max(step.env_action)) <= 1.0
     assert bool(jnp.any(step.action != step.env_action))  # stored unclipped for log pi
@@ -164,7 +166,7 @@ def test_normalized_values_keep_the_value_loss_small_and_map_back():
             from jaxmarl_accel.algos.on_policy.networks import make_policy, team_forward
             _, v = team_forward(make_policy(spec, SMALL.hidden_sizes), new.params[0], head)
             np.testing.assert_allclose(team_rows(teams_of(spec), 0, algo.on_policy.value(
-                new, obs), -1), mu + sigma * v, rtol=1e-5, atol=1e-2)
+                new, (), obs, None), -1), mu + sigma * v, rtol=1e-5, atol=1e-2)
     assert losses_of[False] > 1e6 and losses_of[True] < 10.0
 
 
@@ -179,7 +181,8 @@ def test_factored_actions_draw_each_choice_from_its_own_head():
         state = jax.jit(algo.init)(jax.random.PRNGKey(0))
         kernel = state.params[0]["net"]["params"]["Dense_1"]["kernel"]
         assert kernel.shape == (8, out_size)
-        step = jax.jit(algo.on_policy.sample)(state, obs, None, jax.random.PRNGKey(2))
+        step, _ = jax.jit(algo.on_policy.sample)(state, (), obs, None, None,
+                                            jax.random.PRNGKey(2))
         assert step.action.dtype == jnp.int32
         assert set(np.unique(np.asarray(step.action))) == set(range(12))  # every joint action
         np.testing.assert_allclose(step.log_prob, -np.log(12.0), atol=0.05)  # near uniform

@@ -1,6 +1,8 @@
-"""A2C and PPO in the trainer shell: the rollout round trains MPE's simple_tag (two teams,
-discrete) and simple_spread (continuous) under jit + vmap of 2 seeds, a state restored from
-a checkpoint's items continues the run exactly, and bad flags are one-line usage errors."""
+"""A2C, PPO and MAPPO in the trainer shell: the rollout round trains MPE's simple_tag (two
+teams, discrete) and simple_spread (continuous) under jit + vmap of 2 seeds, MAPPO and the
+recurrent learners train from the command line (MPE spread) and on SMAX 3m, a state restored from
+a checkpoint's items (recurrent carries included) continues the run exactly, and bad flags
+are one-line usage errors."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ TINY = OnPolicyConfig(hidden_sizes=(8,), rollout_length=5, epochs=2, minibatches
 
 
 def tiny(algo: str, env: str, **kwargs) -> TrainConfig:
-    on_policy = TINY if algo == "ppo" else dataclasses.replace(TINY, epochs=4, minibatches=4)
+    on_policy = (TINY if algo in ("ppo", "mappo")
+                 else dataclasses.replace(TINY, epochs=4, minibatches=4))
     return TrainConfig(env=env, algo=algo, num_envs=2, total_env_steps=20, eval_every=10,
                        eval_episodes=2, learner=on_policy, **kwargs)
 
@@ -79,8 +82,8 @@ def test_a_tiny_run_trains_every_team_under_jit_and_vmap(algo, env, env_kwargs):
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["--algo", "maddpg", "--clip-eps", "0.3"],
-     "--clip-eps applies to the on-policy family (a2c, ppo); algo 'maddpg' does not use it"),
-    (["--algo", "a2c", "--epochs", "2"], "--epochs (2) applies to algo 'ppo'"),
+     "--clip-eps applies to the on-policy family (a2c, ppo, mappo); algo 'maddpg' does not use it"),
+    (["--algo", "a2c", "--epochs", "2"], "--epochs (2) applies to algos 'ppo' and 'mappo'"),
     (["--algo", "ppo", "--actor-lr", "0.1"], "--actor-lr applies to the actor-critic family"),
     (["--algo", "ppo", "--sampler", "per"],
      "--sampler ('per') must keep its default: algo 'ppo' keeps no replay"),
@@ -90,6 +93,11 @@ def test_a_tiny_run_trains_every_team_under_jit_and_vmap(algo, env, env_kwargs):
      "--team-lr names tagger, but the env's teams are predator, prey"),
     (["--algo", "a2c", "--team-lr", "agent=0"], "--team-lr must name each team once with a "
                                                 "rate > 0"),
+    (["--algo", "maddpg", "--agent", "rnn"], "--agent applies to the value-based family"),
+    (["--algo", "mappo", "--agents", "1000"],
+     "the global state of simple_spread cannot be formed at this scale"),
+    (["--algo", "ppo", "--agent", "rnn", "--num-envs", "6"],
+     "--minibatches (4) must divide --num-envs (6): with agent 'rnn'"),
 ])
 def test_bad_flags_are_one_line_usage_errors(argv, message, capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_info:
@@ -100,9 +108,52 @@ def test_bad_flags_are_one_line_usage_errors(argv, message, capsys, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize(("algo", "agent"), [("mappo", "rnn"), ("mappo", "mlp"), ("a2c", "rnn")])
+@pytest.mark.fast_cases(1)
+def test_mappo_and_the_recurrent_learners_train_from_the_command_line(algo, agent, tmp_path):
+    out = tmp_path / "run"
+    ppo_flags = ["--minibatches", "2", "--epochs", "2"] if algo == "mappo" else []
+    argv = ["--algo", algo, "--agent", agent, "--env", "simple_spread", "--agents", "2",
+            "--seeds", "2", "--num-envs", "2", "--rollout-length", "5", *ppo_flags,
+            "--hidden-sizes", "8", "--total-env-steps", "20", "--eval-every", "10",
+            "--eval-episodes", "2", "--baseline-episodes", "2", "--devices", "1", "--quiet",
+            "--out", str(out)]
+    assert run.main(argv) == 0
+    lines = (out / "metrics.csv").read_text().strip().splitlines()
+    assert len(lines) == 1 + 2 * 2  # header + chunks x seeds
+
+
+@pytest.mark.slow
+def test_recurrent_mappo_trains_on_smax_with_its_world_state():
+    config = tiny("mappo", "jaxmarl:HeuristicEnemySMAX",
+                  env_kwargs=(("max_steps", 10), ("scenario", "3m")))
+    config = dataclasses.replace(config, learner=dataclasses.replace(config.learner,
+                                                                      agent="rnn"))
+    trainer, start, final, chunks = run_two_chunks(config, resume=False)
+    spec = trainer.env.spec
+    assert trainer.algo.on_policy.reads_world and spec.state_dim == 72
+    critic = final.algo.params[0]["critic"]["params"]["layers_0"]["kernel"]
+    assert critic.shape == (2, spec.state_dim + spec.num_agents, 8)  # [seeds, S + N, H]
+    for metrics in chunks:
+        for value in jax.tree.leaves((metrics.learner, metrics.eval_return)):
+            assert np.all(np.isfinite(value))
+
+
+@pytest.mark.parametrize("algo", ["mappo", "a2c"])
+@pytest.mark.fast_cases(1)
+def test_recurrent_runs_resume_exactly_with_their_carries(algo):
+    config = tiny(algo, "simple_tag", env_kwargs=(("num_obstacles", 0), ("num_predators", 2)))
+    config = dataclasses.replace(config, learner=dataclasses.replace(config.learner,
+                                                                      agent="rnn"))
+    trainer, start, final, chunks = run_two_chunks(config, resume=True)
+    assert final.carry["net"].shape == (2, 2, trainer.env.spec.num_agents, 8)
+    for metrics in chunks:
+        assert np.all(np.isfinite(np.asarray(metrics.eval_return)))
+
+
 def test_help_groups_the_on_policy_flags():
     text = run.build_parser().format_help()
-    group = text.index("on-policy learners: a2c, ppo")
+    group = text.index("on-policy learners: a2c, ppo, mappo")
     for flag in ("--rollout-length", "--clip-eps", "--gae-lambda", "--epochs", "--minibatches",
                  "--value-coef", "--entropy-coef"):
         assert text.index(f"  {flag}") > group

@@ -48,7 +48,9 @@ def test_sample_takes_only_available_actions_and_values_their_best():
     envs, n, a = 64, spec.num_agents, spec.num_actions
     obs = jax.random.uniform(jax.random.PRNGKey(1), (envs, n, spec.obs_dim))
     avail = jnp.zeros((envs, n, a), bool).at[..., 2].set(True).at[:, 0, 4].set(True)
-    step = jax.jit(algo.on_policy.sample)(state, obs, avail, jax.random.PRNGKey(2))
+    step, carry = jax.jit(algo.on_policy.sample)(state, (), obs, None, avail,
+                                                 jax.random.PRNGKey(2))
+    assert carry == ()
     taken = np.asarray(step.env_action)
     assert set(taken[:, 1]) == {2} and set(taken[:, 0]) <= {2, 4}
     assert len(set(taken[:, 0])) == 2  # epsilon 1 at the start: random over the available
@@ -108,8 +110,8 @@ def test_batch_norm_learns_batch_statistics_and_acts_on_their_averages():
                          after.batch_stats)
     assert all(jax.tree.leaves(moved))
     obs = jnp.ones((3, spec.num_agents, spec.obs_dim))  # acting: the same for one env or many
-    one = algo.on_policy.value(after, obs[:1])
-    np.testing.assert_allclose(algo.on_policy.value(after, obs)[:1], one, rtol=1e-6)
+    one = algo.on_policy.value(after, (), obs[:1], None)
+    np.testing.assert_allclose(algo.on_policy.value(after, (), obs, None)[:1], one, rtol=1e-6)
     assert make_algo("pqn", spec, SMALL).init(jax.random.PRNGKey(0)).batch_stats == {}
 
 
