@@ -21,8 +21,8 @@ import jax.numpy as jnp
 
 from jaxmarl_accel.checks import check_choice
 
-AGENTS = ("rnn", "mlp")
-"""The agent networks ``agent`` names (as the value family's); PQN has the feed-forward one."""
+AGENTS = ("mlp", "rnn")
+"""The agent networks ``agent`` names (as the on-policy family's)."""
 NORMS = ("layer_norm", "batch_norm", "none")
 """The normalization of every hidden layer ``norm`` names."""
 
@@ -32,9 +32,10 @@ class PQNConfig:
     """PQN hyperparameters (frozen; shared by ``pqn`` and ``pqn_vdn``).
 
     Attributes:
-      agent: the agent network: ``"mlp"``, one feed-forward Q-network shared by all agents,
-        input the observation and the agent's one-hot id. ``"rnn"`` is refused (no
-        recurrent PQN agent yet).
+      agent: the Q-network shared by all agents, input the observation and the agent's
+        one-hot id: ``"mlp"``, feed-forward; ``"rnn"``, a GRU after the first layer, its state
+        carried from step to step and reset at episode ends, learning from whole env
+        sequences (LayerNorm or none; JaxMARL's ``pqn_vdn_rnn``).
       hidden_sizes: widths of its hidden layers (each Dense -> normalization -> ReLU).
       norm: each hidden layer's normalization: ``"layer_norm"`` (Ba et al. 2016; PQN's
         default, Gallici et al. 2024, Sec. 4), ``"batch_norm"`` (Ioffe and Szegedy 2015,
@@ -48,7 +49,8 @@ class PQNConfig:
       rollout_length: env steps T of one rollout in each of the run's ``num_envs`` envs.
       epochs: passes over each rollout.
       minibatches: minibatches per epoch, each of ``T x num_envs / minibatches`` joint steps
-        (every agent of each); they must divide the rollout.
+        (every agent of each), which they must divide; for ``agent="rnn"`` each of
+        ``num_envs / minibatches`` whole env sequences, which they must divide.
       epsilon_start: exploration rate before the first update.
       epsilon_finish: exploration rate after the annealing.
       epsilon_anneal_steps: env steps over which epsilon falls linearly from
@@ -84,12 +86,12 @@ class PQNConfig:
 
     def __post_init__(self) -> None:
         check_choice("agent", self.agent, AGENTS)
-        if self.agent == "rnn":
-            raise ValueError("agent 'rnn': the PQN learners have no recurrent agent yet; use "
-                             "agent 'mlp'")
         check_choice("norm", self.norm, NORMS)
         if not isinstance(self.norm_input, bool):
             raise ValueError(f"norm_input must be a bool, got {self.norm_input!r}")
+        if self.agent == "rnn" and (self.norm == "batch_norm" or self.norm_input):
+            raise ValueError("agent 'rnn': the recurrent Q-network normalizes with "
+                             "layer_norm or none; batch_norm and norm_input need agent 'mlp'")
         if not self.hidden_sizes or any(
                 isinstance(h, bool) or not isinstance(h, int) or h <= 0
                 for h in self.hidden_sizes):
@@ -120,7 +122,12 @@ def epsilon(config: PQNConfig, env_steps: jax.Array) -> jax.Array:
 
 def check_divides(config: PQNConfig, num_envs: int) -> None:
     """A one-line ValueError when ``minibatches`` does not divide the rollout's ``T x
-    num_envs`` joint steps."""
+    num_envs`` joint steps (``agent="rnn"``: its ``num_envs`` sequences)."""
+    if config.agent == "rnn":
+        if num_envs % config.minibatches:
+            raise ValueError(f"minibatches ({config.minibatches}) must divide num_envs "
+                             f"({num_envs}): agent 'rnn' learns from whole env sequences")
+        return
     joint_steps = num_envs * config.rollout_length
     if joint_steps % config.minibatches:
         raise ValueError(f"minibatches ({config.minibatches}) must divide the rollout's "

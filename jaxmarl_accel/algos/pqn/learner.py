@@ -76,14 +76,14 @@ class Skeleton(NamedTuple):
     Attributes:
       spec: the env spec.
       config: the hyperparameters.
-      net: the shared Q-network.
+      net: the shared Q-network (:class:`~.networks.RNNQNetwork` for ``agent="rnn"``).
       tx: the optimizer (gradient clipping, then RAdam).
       vdn: whether the agents' Q-values are summed (``pqn_vdn``) or learn apart (``pqn``).
     """
 
     spec: EnvSpec
     config: PQNConfig
-    net: nets.QNetwork
+    net: nets.QNetwork | nets.RNNQNetwork
     tx: Any
     vdn: bool
 
@@ -220,7 +220,9 @@ def update(s: Skeleton, state: PQNState, rollout: Rollout, weights: Any, key: ja
 
 def make_skeleton(name: str, spec: EnvSpec, config: PQNConfig) -> Skeleton:
     """The static parts of PQN learner ``name`` (``"pqn"`` or ``"pqn_vdn"``) for ``spec``."""
-    net = nets.QNetwork(config.hidden_sizes, spec.num_actions, config.norm, config.norm_input)
+    net = (nets.RNNQNetwork(config.hidden_sizes, spec.num_actions, config.norm)
+           if config.agent == "rnn" else
+           nets.QNetwork(config.hidden_sizes, spec.num_actions, config.norm, config.norm_input))
     tx = optax.chain(optax.clip_by_global_norm(config.grad_clip), optax.radam(config.lr))
     return Skeleton(spec, config, net, tx, name == "pqn_vdn")
 

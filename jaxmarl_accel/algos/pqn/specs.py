@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jaxmarl_accel.algos.pqn import learner
+from jaxmarl_accel.algos.pqn import learner, recurrent
 from jaxmarl_accel.algos.pqn.config import AGENTS, NORMS, PQNConfig, check_divides, epsilon
 from jaxmarl_accel.algos.registry import AlgoSpec, BuildContext, Family, register_algo
 from jaxmarl_accel.envs.base import EnvSpec
@@ -31,7 +31,7 @@ def _builder(name: str):
         if spec.continuous:
             raise ValueError(f"algo {name!r} needs discrete actions; {spec.name} was made "
                              "with continuous_actions=True")
-        return learner.build(name, spec, config)
+        return (recurrent if config.agent == "rnn" else learner).build(name, spec, config)
 
     return build
 

@@ -116,7 +116,7 @@ def test_batch_norm_learns_batch_statistics_and_acts_on_their_averages():
 
 
 @pytest.mark.parametrize(("settings", "message"), [
-    ({"agent": "rnn"}, "agent 'rnn': the PQN learners have no recurrent agent yet"),
+    ({"agent": "rnn", "norm_input": True}, "agent 'rnn': the recurrent Q-network normalizes"),
     ({"norm": "group"}, "norm must be one of layer_norm, batch_norm, none"),
     ({"q_lambda": 1.5}, "q_lambda must lie in [0, 1]"),
     ({"minibatches": 0}, "minibatches must be an int >= 1"),

@@ -51,7 +51,10 @@ def test_a_tiny_run_trains_under_jit_and_vmap_and_resumes_exactly(algo, env):
 @pytest.mark.parametrize(("extra", "message"), [
     (["--minibatches", "3"], "error: --minibatches (3) must divide the rollout's 40 joint "
                              "steps (--rollout-length 5 x --num-envs 8)"),
-    (["--agent", "rnn"], "error: --agent 'rnn': the PQN learners have no recurrent agent yet"),
+    (["--agent", "rnn", "--minibatches", "3"], "error: --minibatches (3) must divide "
+                                               "--num-envs (8): agent 'rnn' learns from whole"),
+    (["--agent", "rnn", "--norm", "batch_norm"], "error: --agent 'rnn': the recurrent "
+                                                 "Q-network normalizes with layer_norm or none"),
     (["--clip-eps", "0.1"], "error: --clip-eps applies to the on-policy family"),
     (["--batch-size", "64"], "error: --batch-size (64) must keep its default"),
 ])
