@@ -1,7 +1,7 @@
 """A fingerprint of the training program: per-leaf hashes of the ``TrainState`` after two
 chunks from a fixed key, for every actor-critic algorithm x sampler x layout x learners mode
-(and a few extra settings, A2C, PPO, MAPPO, recurrent PPO, PQN and PQN-VDN among them), plus
-the ``metrics.csv`` of a short CLI run.
+(and a few extra settings, A2C, PPO, MAPPO, recurrent PPO, PQN and PQN-VDN among them),
+plus the ``metrics.csv`` of a short CLI run.
 
 ``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``
 (by default 15 of the product's configurations that hold every pair of its factors' values,
@@ -113,6 +113,11 @@ def configs() -> dict[str, TrainConfig]:
         eval_episodes=2, env_kwargs=(("episode_length", 6), ("grid_size", 4),
                                      ("num_agents", 2), ("num_stags", 1)),
         learner=PQNConfig(**tiny_pqn, norm="batch_norm", norm_input=True))
+    out["pqn_vdn-rnn-stag_hunt"] = TrainConfig(
+        env="stag_hunt", algo="pqn_vdn", num_envs=4, total_env_steps=80, eval_every=40,
+        eval_episodes=2, env_kwargs=(("episode_length", 6), ("grid_size", 4),
+                                     ("num_agents", 2), ("num_stags", 1)),
+        learner=PQNConfig(**{**tiny_pqn, "minibatches": 2}, agent="rnn"))
     return out
 
 
