@@ -1,7 +1,7 @@
 """A fingerprint of the training program: per-leaf hashes of the ``TrainState`` after two
 chunks from a fixed key, for every actor-critic algorithm x sampler x layout x learners mode
-(and a few extra settings, A2C, PPO, MAPPO and recurrent PPO among them), plus the
-``metrics.csv`` of a short CLI run.
+(and a few extra settings, A2C, PPO, MAPPO, recurrent PPO, PQN and PQN-VDN among them),
+plus the ``metrics.csv`` of a short CLI run.
 
 ``tests/test_fingerprint.py`` checks the current code against ``tests/data/fingerprint.json``
 (by default 15 of the product's configurations that hold every pair of its factors' values,
@@ -102,6 +102,22 @@ def configs() -> dict[str, TrainConfig]:
                                       learner=OnPolicyConfig(**small, minibatches=2))
     out["ppo-rnn-spread"] = TrainConfig(algo="ppo", **spread, learner=OnPolicyConfig(
         **small, agent="rnn", minibatches=2))
+    from jaxmarl_accel.algos.pqn import PQNConfig
+
+    tiny_pqn = dict(hidden_sizes=(16, 16), rollout_length=10, minibatches=4,
+                    epsilon_anneal_steps=40)
+    out["pqn_vdn-spread"] = TrainConfig(algo="pqn_vdn", **spread,
+                                        learner=PQNConfig(**tiny_pqn))
+    out["pqn-stag_hunt-batch_norm"] = TrainConfig(
+        env="stag_hunt", algo="pqn", num_envs=4, total_env_steps=80, eval_every=40,
+        eval_episodes=2, env_kwargs=(("episode_length", 6), ("grid_size", 4),
+                                     ("num_agents", 2), ("num_stags", 1)),
+        learner=PQNConfig(**tiny_pqn, norm="batch_norm", norm_input=True))
+    out["pqn_vdn-rnn-stag_hunt"] = TrainConfig(
+        env="stag_hunt", algo="pqn_vdn", num_envs=4, total_env_steps=80, eval_every=40,
+        eval_episodes=2, env_kwargs=(("episode_length", 6), ("grid_size", 4),
+                                     ("num_agents", 2), ("num_stags", 1)),
+        learner=PQNConfig(**{**tiny_pqn, "minibatches": 2}, agent="rnn"))
     return out
 
 

@@ -107,6 +107,8 @@ def test_a_scenario_record_names_its_teams_and_its_agent_count(user_modules):
     assert envs.agent_count_kwarg("simple_tag") == "num_predators"
     # a JaxMARL id is no module attribute (jaxmarl.overcooked is not one), nor looked up as one
     assert envs.agent_count_kwarg("jaxmarl:overcooked") == "num_agents"
+    assert envs.agent_count_kwarg("jaxmarl:HeuristicEnemySMAX") == "num_agents"
+    assert not envs.counts_total("jaxmarl:MPE_simple_spread_v3")
     assert envs.counts_total("tag_gridworld") and not envs.counts_total("simple_spread")
     assert envs.total_count_kwargs("tag_gridworld", 12, {"num_taggers": 2}) == {
         "num_taggers": 2, "num_runners": 10}

@@ -3,7 +3,8 @@
 actor-critic skeleton (:class:`ActorCriticConfig`), QMIX, VDN, IQL, OW-/CW-QMIX, MAC-PO and
 AccMER on one value skeleton (:mod:`~.value`, :class:`ValueConfig`), all agents stacked on an
 axis; A2C, PPO and MAPPO with one network (MAPPO: actor and critic) per team, feed-forward
-or recurrent (:mod:`~.on_policy`, :class:`OnPolicyConfig`).
+or recurrent (:mod:`~.on_policy`, :class:`OnPolicyConfig`);
+PQN and PQN-VDN (:mod:`~.pqn`, :class:`~.pqn.PQNConfig`).
 Each family registers its learners in its own package (``<family>/specs.py``, imported
 below); ``ALGOS`` lists the package's own, :func:`registered_algos` every registered one."""
 
@@ -34,6 +35,9 @@ from jaxmarl_accel.algos.value import specs as _value  # noqa: F401, E402
 
 # isort: split
 from jaxmarl_accel.algos.on_policy import specs as _on_policy  # noqa: F401, E402
+
+# isort: split
+from jaxmarl_accel.algos.pqn import specs as _pqn  # noqa: F401, E402
 
 ALGOS: tuple[str, ...] = registered_algos()
 """The package's own learners, in the order their families register them."""

@@ -168,7 +168,7 @@ names no Python module of the user's)."""
 
 def _record_of(name: str) -> Scenario | None:
     """The record of a registered or referenced scenario; ``None`` for any other name (a
-    JaxMARL env)."""
+    JaxMARL env ``jaxmarl:<id>``, which has the form of a reference too)."""
     if name in _SCENARIOS:
         return _SCENARIOS[name]
     return scenario(name) if is_reference(name) and not name.startswith(JAXMARL_PREFIX) else None

@@ -23,16 +23,18 @@ PLUG_INS = {
 
 def test_names_are_registered_once_each_by_its_family():
     assert algos.ALGOS == ("maddpg", "matd3", "masac", "qmix", "vdn", "iql", "owqmix", "cwqmix",
-                           "macpo", "accmer", "a2c", "ppo", "mappo")
+                           "macpo", "accmer", "a2c", "ppo", "mappo", "pqn",
+                           "pqn_vdn")
     assert registry.registered_algos()[:len(algos.ALGOS)] == algos.ALGOS
     records = [registry.algo_spec(name) for name in algos.ALGOS]
     assert all(isinstance(r, AlgoSpec) and r.name == n for r, n in zip(records, algos.ALGOS,
                                                                        strict=True))
-    own = ("actor_critic", "value", "on_policy")  # user code may have registered more
+    own = ("actor_critic", "value", "on_policy", "pqn")  # user code may have registered more
     assert {name: registry.family_members(name) for name in own} == {
         "actor_critic": ("maddpg", "matd3", "masac"),
         "value": ("qmix", "vdn", "iql", "owqmix", "cwqmix", "macpo", "accmer"),
-        "on_policy": ("a2c", "ppo", "mappo")}
+        "on_policy": ("a2c", "ppo", "mappo"),
+        "pqn": ("pqn", "pqn_vdn")}
     # each family registers its learners in its own package
     for record in records:
         assert record.build.__module__.startswith(

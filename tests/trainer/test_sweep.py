@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.algos import ActorCriticConfig, OnPolicyConfig, ValueConfig
+from jaxmarl_accel.algos.pqn import PQNConfig
 from jaxmarl_accel.algos.registry import family_of, registered_algos, sweepable_fields
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
@@ -53,6 +54,11 @@ def tiny(algo: str) -> TrainConfig:
                                 qstar_layers=1, target_update_episodes=4),
             buffer_capacity=8, batch_size=2, num_envs=2, total_env_steps=40, eval_every=20,
             eval_episodes=2)
+    if family == "pqn":
+        return TrainConfig(
+            env="simple_tag", algo=algo, num_envs=4, total_env_steps=80, eval_every=40,
+            eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),
+            learner=PQNConfig(hidden_sizes=(8,), rollout_length=10, minibatches=2))
     return TrainConfig(
         env="simple_tag", algo=algo, num_envs=4, total_env_steps=80, eval_every=40,
         eval_episodes=2, env_kwargs=(("num_obstacles", 0), ("num_predators", 2)),

@@ -47,7 +47,9 @@ def test_families_and_config_types():
     assert {name: family_of(name) for name in ALGOS} == {
         "maddpg": "actor_critic", "matd3": "actor_critic", "masac": "actor_critic",
         "qmix": "value", "vdn": "value", "iql": "value", "owqmix": "value", "cwqmix": "value",
-        "macpo": "value", "accmer": "value", "a2c": "on_policy", "ppo": "on_policy"}
+        "macpo": "value", "accmer": "value", "a2c": "on_policy", "ppo": "on_policy",
+        "mappo": "on_policy",
+        "pqn": "pqn", "pqn_vdn": "pqn"}
     assert config_type("matd3") is ActorCriticConfig and config_type("qmix") is ValueConfig
     with pytest.raises(ValueError, match="algo must be one of maddpg, .*; got 'dqn'"):
         family_of("dqn")
