@@ -92,7 +92,8 @@ def extension_note(out_dir: str, steps: list[int], before: int, trainer: Any,
 
 
 def first_line(error: BaseException) -> str:
-    """``Type: first line of the message`` (at most 160 characters)."""
+    """``Type: first line of the message`` (at most 240 characters; a longer one loses its
+    middle, so that a long path keeps what is said of it at the end)."""
     text = (str(error).strip().splitlines() or [""])[0]
-    text = text if len(text) <= 160 else text[:157] + "..."
+    text = text if len(text) <= 240 else f"{text[:100]}...{text[-137:]}"
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
