@@ -1,5 +1,5 @@
 """Train any learner (MADDPG / MATD3 / MASAC, QMIX / VDN / IQL / OW-QMIX / CW-QMIX / MAC-PO /
-AccMER, A2C / PPO) for several seeds at once in one compiled program.
+AccMER, A2C / PPO / MAPPO, PQN / PQN-VDN) for several seeds at once in one compiled program.
 
     jaxmarl-accel run --algo matd3 --seeds 8 --out runs/matd3
 

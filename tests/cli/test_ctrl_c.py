@@ -116,6 +116,7 @@ def test_ctrl_c_while_training_and_checkpointing_keeps_a_resumable_run(tmp_path)
     resume_finishes(tmp_path, 100)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_a_checkpoint_is_written_stops_after_it(tmp_path, monkeypatch, capsys):
     out = str(tmp_path / "run")
     real_write = checkpoint.write_shards
