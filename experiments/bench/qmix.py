@@ -79,8 +79,6 @@ import importlib.util
 import os
 import sys
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +93,7 @@ from experiments.bench.timing import (
     write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
+from jaxmarl_accel.benchmark.jaxmarl_scripts import STAND_IN_MODULES, stand_ins
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
@@ -102,8 +101,8 @@ from jaxmarl_accel.trainer.train import make_trainer
 REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
 REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
                      Path("baselines/QLearning/config/alg/ql_rnn_mpe.yaml"))
-LOGGING_MODULES = ("hydra", "omegaconf", "wandb")
 OUR_EPISODE_STEPS = 25  # MPE spread's episode length
+LOGGING_MODULES = STAND_IN_MODULES  # what the reference script imports only to log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,26 +202,10 @@ def reference_config(base: dict[str, Any], settings: Settings, rounds: int,
     return config
 
 
-@contextmanager
-def _logging_stand_ins() -> Iterator[None]:
-    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules in ``sys.modules`` (only those that
-    are not installed) while the reference script is imported; removed afterwards."""
-    added = []
-    for name in LOGGING_MODULES:
-        if name in sys.modules or importlib.util.find_spec(name) is not None:
-            continue
-        module = types.ModuleType(name)
-        if name == "hydra":
-            module.main = lambda **_: (lambda fn: fn)
-        if name == "omegaconf":
-            module.OmegaConf = type("OmegaConf", (), {})
-        sys.modules[name] = module
-        added.append(name)
-    try:
-        yield
-    finally:
-        for name in added:
-            sys.modules.pop(name, None)
+def _logging_stand_ins() -> Any:
+    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules while the reference script is
+    imported (:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.stand_ins`)."""
+    return stand_ins()
 
 
 def check_reference_src(src: str, script: Path = REFERENCE_SCRIPT) -> None:
