@@ -59,9 +59,10 @@ class OnPolicyConfig:
         2017, eq. 7).
       gae_lambda: PPO only: lambda of the generalized advantage estimate (Schulman et al.
         2016, eq. 16); A2C uses n-step returns (lambda 1).
-      epochs: PPO only: passes over each rollout.
-      minibatches: PPO only: minibatches per epoch, each of ``T x num_envs / minibatches``
-        joint steps (every agent of each).
+      epochs: PPO and MAPPO (not A2C), and the PQN family: passes over each rollout.
+      minibatches: PPO and MAPPO (not A2C), and the PQN family: minibatches per epoch, each
+        of ``T x num_envs / minibatches`` joint steps (every agent of each; with ``--agent
+        rnn``, of ``num_envs / minibatches`` whole env sequences).
       factored_actions: on an env whose discrete actions are several independent choices
         (``EnvSpec.action_factors``: continuous Tag's acceleration and turn), one
         categorical per choice, as WarpDrive's multi-discrete policy heads; False: one
