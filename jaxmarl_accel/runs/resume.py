@@ -38,23 +38,40 @@ def usable_checkpoints(manager: Checkpoints, target: dict[str, Any], num_chunks:
     steps = manager.steps()[::-1]
     skipped: list[str] = []
     for position, step in enumerate(steps):
-        if step >= num_chunks:
-            raise ValueError(f"{manager.folder} holds a checkpoint after chunk {step}, but the "
-                             f"run of its config.json has {num_chunks} chunks")
+        check_within_run(manager.folder, step, num_chunks)
         try:
             manager.check(step, target, optional)
         except CheckpointMismatch:
             raise
         except (OSError, ValueError) as error:
-            reason = f"chunk {step} ({manager.path(step)}): {first_line(error)}"
-            warn(f"warning: skipping the checkpoint after {reason}")
-            skipped.append(reason)
+            skipped.append(skip(step, manager.path(step), error, warn))
             continue
         return steps[position:]
-    if skipped:
-        raise ValueError(f"no checkpoint in {manager.folder} can be restored: "
-                         f"{'; '.join(skipped)}")
+    none_restores(manager.folder, skipped)
     return []
+
+
+def check_within_run(folder: str, step: int, num_chunks: int) -> None:
+    """``ValueError`` (one line) when the checkpoint after chunk ``step`` in ``folder`` lies
+    past the ``num_chunks`` chunks of the run's config (the folder holds another run)."""
+    if step >= num_chunks:
+        raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of its "
+                         f"config.json has {num_chunks} chunks")
+
+
+def skip(step: int, path: str, error: BaseException, warn: Callable[..., None]) -> str:
+    """Why the checkpoint after chunk ``step`` (at ``path``) is skipped, warned of with
+    ``warn`` and returned for :func:`none_restores`."""
+    reason = f"chunk {step} ({path}): {first_line(error)}"
+    warn(f"warning: skipping the checkpoint after {reason}")
+    return reason
+
+
+def none_restores(folder: str, skipped: list[str]) -> None:
+    """``ValueError`` (one line, every reason) when checkpoints in ``folder`` were skipped
+    (:func:`skip`) and none restored."""
+    if skipped:
+        raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
 
 
 def finished_note(out_dir: str, steps: list[int], num_chunks: int, total_steps: int

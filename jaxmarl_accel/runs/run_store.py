@@ -23,7 +23,7 @@ from jaxmarl_accel.runs.checkpoint import (
     fills_in_place,
     sync_processes,
 )
-from jaxmarl_accel.runs.resume import first_line
+from jaxmarl_accel.runs.resume import check_within_run, none_restores, skip
 from jaxmarl_accel.trainer.sharding import (
     ShardedTrainer,
 )
@@ -337,9 +337,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
     steps = manager.steps()[::-1] if steps is None else steps
     skipped: list[str] = []
     for step in steps:
-        if step >= sharded.trainer.num_chunks:
-            raise ValueError(f"{folder} holds a checkpoint after chunk {step}, but the run of "
-                             f"its config.json has {sharded.trainer.num_chunks} chunks")
+        check_within_run(folder, step, sharded.trainer.num_chunks)
         # a fresh state to overwrite in place; with several processes only for the parts a
         # checkpoint may omit, built once one is known to be missing
         fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
@@ -349,9 +347,7 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         except CheckpointMismatch:
             raise
         except (OSError, ValueError) as error:
-            reason = f"chunk {step} ({os.path.join(folder, str(step))}): {first_line(error)}"
-            warn(f"warning: skipping the checkpoint after {reason}")
-            skipped.append(reason)
+            skipped.append(skip(step, os.path.join(folder, str(step)), error, warn))
             del fresh
             continue
         rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
@@ -374,6 +370,5 @@ def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: Sharde
         # placed already: device_put only moves the zero-size leaves state_from_items adds
         state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
         return Started(state, rows, step + 1)
-    if skipped:
-        raise ValueError(f"no checkpoint in {folder} can be restored: {'; '.join(skipped)}")
+    none_restores(folder, skipped)
     return None
