@@ -19,3 +19,20 @@ def check_choice(name: str, value: Any, options: Iterable[Any]) -> Any:
     if value not in options:
         raise ValueError(choice_message(name, value, options))
     return value
+
+
+def check_counts(config: Any, names: Iterable[str]) -> None:
+    """A one-line ``ValueError`` naming the first of ``config``'s fields ``names`` that is not
+    an int >= 1 (a bool is not one)."""
+    for name in names:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+
+
+def check_widths(name: str, widths: Any) -> None:
+    """A one-line ``ValueError`` naming ``name`` when ``widths`` (a network's layer widths)
+    is empty or holds anything but positive ints."""
+    if not widths or any(isinstance(h, bool) or not isinstance(h, int) or h <= 0
+                         for h in widths):
+        raise ValueError(f"{name} must be positive ints, got {widths!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.checks import check_choice, check_counts, check_widths
 
 PPO_ONLY = ("clip_eps", "gae_lambda", "epochs", "minibatches")
 """Fields only PPO and MAPPO read; set on A2C they are a one-line error (:func:`check_for`)."""
@@ -98,14 +98,8 @@ class OnPolicyConfig:
 
     def __post_init__(self) -> None:
         check_choice("agent", self.agent, AGENTS)
-        if not self.hidden_sizes or any(
-                isinstance(h, bool) or not isinstance(h, int) or h <= 0
-                for h in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes!r}")
-        for name in ("rollout_length", "epochs", "minibatches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_widths("hidden_sizes", self.hidden_sizes)
+        check_counts(self, ("rollout_length", "epochs", "minibatches"))
         if not self.lr > 0:
             raise ValueError(f"lr must be > 0, got {self.lr!r}")
         pairs = self.team_lr.items() if isinstance(self.team_lr, dict) else self.team_lr

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.checks import check_choice, check_counts, check_widths
 
 AGENTS = ("mlp", "rnn")
 """The agent networks ``agent`` names (as the on-policy family's)."""
@@ -92,14 +92,8 @@ class PQNConfig:
         if self.agent == "rnn" and (self.norm == "batch_norm" or self.norm_input):
             raise ValueError("agent 'rnn': the recurrent Q-network normalizes with "
                              "layer_norm or none; batch_norm and norm_input need agent 'mlp'")
-        if not self.hidden_sizes or any(
-                isinstance(h, bool) or not isinstance(h, int) or h <= 0
-                for h in self.hidden_sizes):
-            raise ValueError(f"hidden_sizes must be positive ints, got {self.hidden_sizes!r}")
-        for name in ("rollout_length", "epochs", "minibatches", "epsilon_anneal_steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_widths("hidden_sizes", self.hidden_sizes)
+        check_counts(self, ("rollout_length", "epochs", "minibatches", "epsilon_anneal_steps"))
         for name in ("lr", "grad_clip", "reward_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")

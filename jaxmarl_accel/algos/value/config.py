@@ -15,7 +15,7 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
-from jaxmarl_accel.checks import check_choice
+from jaxmarl_accel.checks import check_choice, check_counts
 
 AGENTS = ("rnn", "mlp")
 NORMALIZATIONS = ("minmax", "mean", "none")
@@ -122,11 +122,8 @@ class ValueConfig:
         check_choice("agent", self.agent, AGENTS)
         check_choice("macpo_weighting", self.macpo_weighting, MACPO_WEIGHTINGS)
         check_choice("macpo_normalization", self.macpo_normalization, NORMALIZATIONS)
-        for name in ("hidden", "mixer_embed", "hypernet_hidden", "target_update_episodes",
-                     "epsilon_anneal_steps", "qstar_hidden", "qstar_layers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_counts(self, ("hidden", "mixer_embed", "hypernet_hidden", "target_update_episodes",
+                            "epsilon_anneal_steps", "qstar_hidden", "qstar_layers"))
         for name in ("lr", "grad_clip", "reward_scale"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0, got {getattr(self, name)!r}")
