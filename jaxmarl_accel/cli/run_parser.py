@@ -62,21 +62,13 @@ def build_parser(prog: str = PROG, doc: str = "") -> argparse.ArgumentParser:
     """The ``run`` command's argument parser (``prog``: its name in usage lines; ``doc``: the
     command's description, whose first paragraph and example open ``--help`` and whose rest
     follows the flags)."""
-    from jaxmarl_accel.algos.value.presets import PRESETS
     from jaxmarl_accel.config import TrainConfig
 
     summary, _, details = flags.plain_description(doc).partition("\n\n")
     example, _, details = details.partition("\n\n")
     parser = flags.Parser(prog=prog, usage=USAGE.format(prog=prog, indent=" " * (len(prog) + 8)),
                           description=f"{summary}\n\n{example}", epilog=details)
-    family_defaults, family_shown = flags.family_flag_defaults()
-    family_defaults["eval_every"] = flags.UNSET  # follows the budget (runs.fit)
-    family_shown["eval_every"] = (
-        "min(50000, --total-env-steps / 10 rounded down to 1, 2 or 5 x 10^k), up to whole "
-        "rounds: about 10 points or more on the curve")
-    family_shown["buffer_capacity"] += (
-        "; at most the items the run adds per seed and what half the memory available "
-        "holds for all seeds, printed at the start")
+    family_defaults, family_shown = fitted_flag_defaults()
     first = parser.add_argument_group(
         "main options (set these first; every flag after them has a default)")
     for field in FIRST_FIELDS:
@@ -87,7 +79,46 @@ def build_parser(prog: str = PROG, doc: str = "") -> argparse.ArgumentParser:
             first.add_argument("--seeds", type=flags.parse_int, default=1,
                                help="number of seeds trained at once (vmapped) (default: 1)")
     add_folder_flags(first)
-    run = parser.add_argument_group("run")
+    add_run_flags(parser.add_argument_group("run"))
+    add_sweep_flags(parser.add_argument_group("sweep (jaxmarl_accel.trainer.sweep)"))
+    devices = parser.add_argument_group("devices (jaxmarl_accel.trainer.sharding)")
+    devices.add_argument("--devices", default="auto", metavar="{auto,N}",
+                         help="devices to shard the seeds over: a count, or 'auto' for the most "
+                              "of all devices that the seeds (and envs) divide evenly over; 1 is "
+                              "the single-device program (default: auto)")
+    devices.add_argument("--env-shards", type=flags.parse_int, default=None,
+                         help="devices each seed's envs are split over (default: 1 when the "
+                              "seeds divide over the devices, else devices / gcd(seeds, devices))")
+    train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
+    parser.fields += flags.add_dataclass_flags(
+        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner", *FIRST_FIELDS),
+        choices=flags.train_choices(), defaults=family_defaults,
+        shown_defaults=family_shown)
+    add_learner_flags(parser, family_defaults, family_shown)
+    add_distributed_flags(parser)
+    return parser
+
+
+def fitted_flag_defaults() -> tuple[dict, dict]:
+    """:func:`~jaxmarl_accel.cli.flags.family_flag_defaults` with ``--eval-every`` left unset
+    and the help of it and ``--buffer-capacity`` saying how a run fits them to its budget and
+    the machine (:mod:`jaxmarl_accel.runs.fit`)."""
+    family_defaults, family_shown = flags.family_flag_defaults()
+    family_defaults["eval_every"] = flags.UNSET  # follows the budget (runs.fit)
+    family_shown["eval_every"] = (
+        "min(50000, --total-env-steps / 10 rounded down to 1, 2 or 5 x 10^k), up to whole "
+        "rounds: about 10 points or more on the curve")
+    family_shown["buffer_capacity"] += (
+        "; at most the items the run adds per seed and what half the memory available "
+        "holds for all seeds, printed at the start")
+    return family_defaults, family_shown
+
+
+def add_run_flags(run: Any) -> None:
+    """The ``run`` group's flags: the seed, a preset, the scenario's and sampler's keywords,
+    rendering, baselines, checkpoints, loggers, quiet and the compilation cache."""
+    from jaxmarl_accel.algos.value.presets import PRESETS
+
     run.add_argument("--seed", type=flags.parse_int, default=0,
                      help="base PRNG seed; seed i of the run uses split(PRNGKey(seed))[i] "
                           "(default: 0)")
@@ -131,23 +162,6 @@ def build_parser(prog: str = PROG, doc: str = "") -> argparse.ArgumentParser:
                           "wandb); pip install -e '.[loggers]' installs both (default: csv)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     flags.add_compile_cache_flag(run)
-    add_sweep_flags(parser.add_argument_group("sweep (jaxmarl_accel.trainer.sweep)"))
-    devices = parser.add_argument_group("devices (jaxmarl_accel.trainer.sharding)")
-    devices.add_argument("--devices", default="auto", metavar="{auto,N}",
-                         help="devices to shard the seeds over: a count, or 'auto' for the most "
-                              "of all devices that the seeds (and envs) divide evenly over; 1 is "
-                              "the single-device program (default: auto)")
-    devices.add_argument("--env-shards", type=flags.parse_int, default=None,
-                         help="devices each seed's envs are split over (default: 1 when the "
-                              "seeds divide over the devices, else devices / gcd(seeds, devices))")
-    train = parser.add_argument_group("training (jaxmarl_accel.config.TrainConfig)")
-    parser.fields += flags.add_dataclass_flags(
-        train, TrainConfig, skip=("env_kwargs", "sampler_kwargs", "learner", *FIRST_FIELDS),
-        choices=flags.train_choices(), defaults=family_defaults,
-        shown_defaults=family_shown)
-    add_learner_flags(parser, family_defaults, family_shown)
-    add_distributed_flags(parser)
-    return parser
 
 
 def add_folder_flags(run: Any) -> None:
