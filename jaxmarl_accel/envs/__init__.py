@@ -87,7 +87,6 @@ def _checked(name: str, made: Any) -> tuple[Env, Any]:
     return made
 
 
-
 def is_valid_name(name: str) -> bool:
     """``name`` is a registered scenario (:func:`registered_envs`) or has the form
     ``jaxmarl:<id>`` or ``package.module:factory`` (the id or the factory is checked when

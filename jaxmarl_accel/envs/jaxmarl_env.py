@@ -64,8 +64,9 @@ from jaxmarl_accel.envs import jaxmarl_wrapped as wrapped
 from jaxmarl_accel.envs.base import Env, EnvSpec, bind_static
 from jaxmarl_accel.envs.jaxmarl_families import Family, family_of
 from jaxmarl_accel.envs.jaxmarl_wrapped import Actions, JaxMARLParams, JaxMARLState
+from jaxmarl_accel.envs.registry import JAXMARL_PREFIX
 
-PREFIX = "jaxmarl:"
+PREFIX = JAXMARL_PREFIX
 DEFAULT_UNLIMITED_LENGTH = 1000
 OUR_KEYWORDS = ("episode_length",)
 # Settings JaxMARL's SimpleMPE reads from its **kwargs (arrays, one per entity).

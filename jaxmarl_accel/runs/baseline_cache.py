@@ -28,6 +28,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxmarl_accel.envs.registry import JAXMARL_PREFIX
+
 CACHE_ENV = "JAXMARL_ACCEL_BASELINE_CACHE"
 """The environment variable naming the cache folder, or ``off`` for none."""
 
@@ -62,7 +64,7 @@ def env_code_tag(env: str) -> str:
     paths = [os.path.join(folder, name) for folder, _, names in os.walk(_ENVS_FOLDER)
              for name in names if name.endswith(".py")]
     extra = ""
-    if env.startswith("jaxmarl:"):
+    if env.startswith(JAXMARL_PREFIX):
         try:
             extra = "jaxmarl " + importlib.metadata.version("jaxmarl")
         except importlib.metadata.PackageNotFoundError:
