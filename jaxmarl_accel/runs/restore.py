@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxmarl_accel.runs import outputs
+from jaxmarl_accel.runs.resume import first_line
 
 
 def load_run(run_dir: str) -> tuple[Any, dict[str, Any]]:
@@ -105,7 +106,7 @@ def restore_checkpoint(run_dir: str, config: Any, seeds: int, step: int | None,
     except (OSError, ValueError) as error:
         raise ValueError(f"the checkpoint after chunk {step} "
                          f"({os.path.join(folder, str(step))}) cannot be restored: "
-                         f"{run_store.first_line(error)}") from None
+                         f"{first_line(error)}") from None
     items = run_store.fill_added_later(target, items)
     state = run_store.state_from_items(abstract, {**replay, **items})
     return trainer, sharded, state, step
