@@ -142,7 +142,7 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
                                     episodes)
     base = summary.run_baselines(trainer, stored["seed"] + 1, stored["baseline_episodes"], _log)
     own = {int(r["seed"]): r for r in rows if int(r["chunk"]) == step}
-    scored = summary.scored_agents(config, spec)  # the learners (predators if prey scripted)
+    scored = outputs.scored_agents(config, spec)  # the learners (predators if prey scripted)
     per_seed = returns[..., scored].mean(axis=(1, 2))  # [S]: over episodes and scored agents
     scripted_return = float(base["scripted"][scored].mean()) if spec.scripted else None
     scripted = ({"scripted_return_per_team": summary.team_means(base["scripted"], spec.teams)}

@@ -42,9 +42,7 @@ from jaxmarl_accel.runs.run_store import (
     save_checkpoint,
 )
 from jaxmarl_accel.runs.summary import (
-    exploration_rates,
     rounded_steps_note,
-    scored_agents,
     summarize_run,
     untrained_note,
 )
@@ -52,7 +50,6 @@ from jaxmarl_accel.runs.sweep_outputs import (
     SWEEP_NAME,
     SWEEP_PLOT_NAME,
     best_note,
-    lane_rows,
     sweep_rows,
     write_sweep,
 )
@@ -264,13 +261,12 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     (:func:`jaxmarl_accel.runs.interrupts.deferred_interrupt`)."""
     config, state, rows = trainer.config, started.state, list(started.rows)
     steps_per_chunk, total = trainer.steps_per_chunk, trainer.total_steps
-    scored = scored_agents(config, trainer.env.spec)
+    scored = outputs.scored_agents(config, trainer.env.spec)
     # a chunk learns once the first update falls inside it
     learning_from = trainer.first_update_step - steps_per_chunk
     streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
-                                   options.out_dir, options.lanes,
-                                   lane_rows(started.rows, options.seeds) if options.resume
-                                   else None)
+                                   options.out_dir, options.lanes, options.seeds,
+                                   started.rows if options.resume else None)
     bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)
     # the seconds of the chunks the restored state holds (those after it are run again)
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
@@ -294,7 +290,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
             with deferred_interrupt(), phase(f"writing the outputs of chunk {chunk}",
                                              options.out_dir):
                 chunk_rows = outputs.metric_rows(chunk, metrics, scored,
-                                                 exploration_rates(trainer, chunk)
+                                                 outputs.exploration_rates(trainer, chunk)
                                                  ) if options.sweep is None else sweep_rows(
                     trainer, options.sweep, options.seeds, chunk, metrics, scored)
                 if pbt is not None:  # the worst lanes copy the best before the checkpoint
@@ -302,7 +298,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
                 rows.extend(chunk_rows)
                 if writer:
                     outputs.write_rows(options.out_dir, rows)
-                    streams.write(lane_rows(chunk_rows, options.seeds))
+                    streams.write(chunk_rows)
                 if (chunk + 1) % options.checkpoint_every == 0 or chunk + 1 == trainer.num_chunks:
                     try:
                         save_checkpoint(manager, chunk, state, options.checkpoint_replay,

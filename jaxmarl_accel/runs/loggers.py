@@ -75,29 +75,40 @@ def check_loggers(names: Sequence[str]) -> None:
                                  f"is not installed; pip install {PACKAGES[name]}") from None
 
 
-def open_streams(names: Sequence[str], record: dict[str, Any], out_dir: str, seeds: int,
-                 resumed: Sequence[Row] | None) -> Stream:
-    """One stream writing to each of the streams ``names``.
+def open_streams(names: Sequence[str], record: dict[str, Any], out_dir: str, lanes: int,
+                 seeds: int, resumed: Sequence[Row] | None) -> Stream:
+    """One stream writing to each of the streams ``names``, the rows of ``metrics.csv``
+    (a sweep's with a ``setting`` column) keyed by lane (:func:`lane_rows`).
 
     Args:
       names: the streams, of :data:`LOGGERS`.
       record: the run's stored config (what ``config.json`` holds).
       out_dir: the run's output folder.
-      seeds: number of seeds; rows carry the seed index in ``0 .. seeds - 1``.
+      lanes: number of lanes (settings x seeds); the streams see the lane index in
+        ``0 .. lanes - 1`` as the seed.
+      seeds: number of seeds of each setting.
       resumed: the rows restored by a resumed run (empty when it starts from the
         beginning); None for a new run.
     """
-    streams = [OPENERS[name](record, out_dir, seeds, resumed) for name in names]
+    resumed = None if resumed is None else lane_rows(resumed, seeds)
+    streams = [OPENERS[name](record, out_dir, lanes, resumed) for name in names]
 
     def write(rows: Sequence[Row]) -> None:
         for stream in streams:
-            stream.write(rows)
+            stream.write(lane_rows(rows, seeds))
 
     def close() -> None:
         for stream in streams:
             stream.close()
 
     return Stream(write, close)
+
+
+def lane_rows(rows: Sequence[dict[str, float]], seeds: int) -> list[dict[str, float]]:
+    """``rows`` keyed by lane for the per-seed streams (TensorBoard ``seed_<lane>``, one W&B
+    run per lane): ``seed`` becomes the lane ``setting * seeds + seed``, ``setting`` goes."""
+    return [{**{k: v for k, v in row.items() if k != "setting"},
+             "seed": int(row.get("setting", 0)) * seeds + int(row["seed"])} for row in rows]
 
 
 def open_csv(record: dict[str, Any], out_dir: str, seeds: int,

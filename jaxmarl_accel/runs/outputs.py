@@ -35,6 +35,14 @@ RUN_ENTRIES = (CONFIG_NAME, CSV_NAME, SUMMARY_NAME, CURVE_NAME, CHECKPOINTS_NAME
 ``--overwrite`` removes)."""
 
 
+def scored_agents(config: Any, spec: Any) -> np.ndarray:
+    """Bool ``[N]``: the agents a run is scored on, its learners. With scripted prey
+    (``config.prey == "scripted"``) the predators; every agent otherwise."""
+    if getattr(config, "prey", "trained") == "scripted":
+        return np.asarray([team == "predator" for team in spec.teams])
+    return np.ones(spec.num_agents, bool)
+
+
 def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
                 schedule: dict[str, float] | None = None) -> list[dict[str, float]]:
     """One CSV row per seed from host-side ``ChunkMetrics`` with a leading seed axis.
@@ -42,7 +50,7 @@ def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
     ``eval_return`` and ``train_return`` are the means over the ``scored`` agents (bool
     ``[N]``, default all; with scripted prey the predators); ``eval_return_agent{i}`` are
     every agent's own. ``schedule``: columns every seed shares, known on the host (the
-    exploration rate, :func:`jaxmarl_accel.runs.summary.exploration_rates`); they replace
+    exploration rate, :func:`exploration_rates`); they replace
     learner metrics of the same name, which average only the chunk's updates."""
     eval_return = np.asarray(metrics.eval_return)  # [S, N]
     scored = np.ones(eval_return.shape[1], bool) if scored is None else np.asarray(scored)
@@ -65,6 +73,24 @@ def metric_rows(chunk: int, metrics: Any, scored: np.ndarray | None = None,
         row.update(schedule or {})
         rows.append(row)
     return rows
+
+
+def exploration_rates(trainer: Any, chunk: int) -> dict[str, float]:
+    """The exploration columns of chunk ``chunk``'s metric rows for learners whose family
+    has a schedule on the run's clock (``Family.exploration``: the value learners'
+    ``epsilon``; else ``{}``): the rate the chunk's training episodes were collected at,
+    averaged over its env steps. The schedule is the same for every seed, so it is known
+    whether or not the chunk updated (the learner's own ``epsilon`` metric averages only
+    the chunk's updates)."""
+    plan = trainer.plan
+    exploration = plan.learner.family.exploration
+    if exploration is None:
+        return {}
+    start = chunk * trainer.steps_per_chunk
+    end = min(start + trainer.steps_per_chunk, trainer.total_steps)
+    clocks = np.arange(start, end, plan.schedule.clock_stride)  # the clock at each action
+    return {name: float(np.mean(rates))
+            for name, rates in exploration(trainer.config.learner, clocks).items()}
 
 
 def write_rows(out_dir: str, rows: Sequence[dict[str, float]]) -> None:

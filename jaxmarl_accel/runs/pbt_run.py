@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from jaxmarl_accel.trainer.pbt import as_float32, exploit_explore, lineage_entry, make_apply
+from jaxmarl_accel.trainer.pbt import Exploit, exploit_explore, make_apply
 
 PBT_NAME = "pbt.json"
 PBT_PLOT_NAME = "pbt.png"
@@ -70,14 +70,32 @@ class PbtSteps:
                                   np.random.default_rng([self.seed, chunk]))
         state = self.apply(state, np.asarray(exploit.parents, np.int32), exploit.hyper)
         if self.writer:
+            entry = lineage_entry(chunk, exploit, hyper, scores)
             kept = [e for e in read_lineage(self.out_dir) if e["chunk"] < chunk]
-            self.write(kept + [lineage_entry(chunk, exploit, hyper, scores)])
+            self.write(kept + [entry])
         return state
 
     def write(self, lineage: list[dict[str, Any]]) -> None:
         """Write ``pbt.json``."""
         with open(os.path.join(self.out_dir, PBT_NAME), "w") as handle:
             json.dump({"every_chunks": self.every, "lineage": lineage}, handle, indent=2)
+
+
+def lineage_entry(chunk: int, exploit: Exploit, before: Mapping[str, Sequence[float]],
+                  scores: Sequence[float]) -> dict[str, Any]:
+    """One step of ``pbt.json``'s lineage: after which chunk, and for each replaced lane
+    its parent, its score and its values before and after."""
+    return {"chunk": chunk, "replaced": [
+        {"lane": lane, "parent": int(exploit.parents[lane]), "score": float(scores[lane]),
+         "parent_score": float(scores[exploit.parents[lane]]),
+         "before": {n: as_float32(before[n][lane]) for n in before},
+         "after": {n: as_float32(exploit.hyper[n][lane]) for n in exploit.hyper}}
+        for lane in exploit.replaced]}
+
+
+def as_float32(value: float) -> float:
+    """``value`` as the program holds it (float32), written with the digits that say so."""
+    return float(f"{float(np.float32(value)):.7g}")
 
 
 def plot_values(out_dir: str, rows: Sequence[dict[str, Any]], best: tuple[int, int] | None = None
@@ -115,5 +133,5 @@ def plot_values(out_dir: str, rows: Sequence[dict[str, Any]], best: tuple[int, i
     return path
 
 
-__all__ = ["HYPER_PREFIX", "PBT_NAME", "PBT_PLOT_NAME", "PbtSteps", "plot_values",
-           "read_lineage"]
+__all__ = ["HYPER_PREFIX", "PBT_NAME", "PBT_PLOT_NAME", "PbtSteps", "as_float32",
+           "lineage_entry", "plot_values", "read_lineage"]

@@ -27,14 +27,6 @@ from jaxmarl_accel.trainer.sharding import (
 from jaxmarl_accel.trainer.train import Trainer
 
 
-def scored_agents(config: Any, spec: Any) -> np.ndarray:
-    """Bool ``[N]``: the agents a run is scored on, its learners. With scripted prey
-    (``config.prey == "scripted"``) the predators; every agent otherwise."""
-    if getattr(config, "prey", "trained") == "scripted":
-        return np.asarray([team == "predator" for team in spec.teams])
-    return np.ones(spec.num_agents, bool)
-
-
 def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[str, Any]:
     """Mean per-agent returns ``[N]`` of the scenario's random and scripted policies
     (``"random"``, ``"scripted"``), and the standard error of each one's mean return
@@ -55,7 +47,7 @@ def baseline_returns(trainer: Trainer, key: jax.Array, episodes: int) -> dict[st
         "scripted": evaluate_policy(env, params, scripted_policy(env), scripted_key,
                                      episodes)}
     out = {name: np.asarray(result.agent_returns) for name, result in results.items()}
-    scored = scored_agents(trainer.config, env.spec)
+    scored = outputs.scored_agents(trainer.config, env.spec)
     for name, result in results.items():
         per_episode = np.asarray(result.episode_returns)[:, scored].mean(axis=1)  # [episodes]
         spread = per_episode.std(ddof=1) if episodes > 1 else math.inf
@@ -138,24 +130,6 @@ def rounded_steps_note(trainer: Trainer) -> str | None:
             f"({plan.round.describe(config, plan.schedule)})")
 
 
-def exploration_rates(trainer: Trainer, chunk: int) -> dict[str, float]:
-    """The exploration columns of chunk ``chunk``'s metric rows for learners whose family
-    has a schedule on the run's clock (``Family.exploration``: the value learners'
-    ``epsilon``; else ``{}``): the rate the chunk's training episodes were collected at,
-    averaged over its env steps. The schedule is the same for every seed, so it is known
-    whether or not the chunk updated (the learner's own ``epsilon`` metric averages only
-    the chunk's updates)."""
-    plan = trainer.plan
-    exploration = plan.learner.family.exploration
-    if exploration is None:
-        return {}
-    start = chunk * trainer.steps_per_chunk
-    end = min(start + trainer.steps_per_chunk, trainer.total_steps)
-    clocks = np.arange(start, end, plan.schedule.clock_stride)  # the clock at each action
-    return {name: float(np.mean(rates))
-            for name, rates in exploration(trainer.config.learner, clocks).items()}
-
-
 def untrained_note(trainer: Trainer) -> str:
     """Why a run that ends before its first update has scores of untrained policies."""
     config = trainer.config
@@ -175,7 +149,7 @@ def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer
     config, spec = trainer.config, trainer.env.spec
     final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
                         for r in rows if r["chunk"] == trainer.num_chunks - 1])
-    scored = scored_agents(config, spec)
+    scored = outputs.scored_agents(config, spec)
     updates = [int(sum(r["updates"] for r in rows  # a sweep's settings share the schedule
                        if r["seed"] == seed and r.get("setting", 0) == 0))
                for seed in range(options.seeds)]

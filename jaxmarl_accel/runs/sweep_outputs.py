@@ -16,7 +16,6 @@ import jax
 import numpy as np
 
 from jaxmarl_accel.runs import figures, marl_eval, outputs
-from jaxmarl_accel.runs.summary import exploration_rates
 from jaxmarl_accel.trainer.sweep import Sweep, format_setting, setting_config
 from jaxmarl_accel.trainer.train import Trainer
 
@@ -35,15 +34,8 @@ def sweep_rows(trainer: Trainer, sweep: Sweep, seeds: int, chunk: int, metrics: 
         own = jax.tree.map(lambda x, k=k: np.asarray(x)[k * seeds:(k + 1) * seeds], metrics)
         alone = trainer._replace(config=setting_config(trainer.config, sweep, k))
         rows += [{"setting": k, **row} for row in outputs.metric_rows(
-            chunk, own, scored, exploration_rates(alone, chunk))]
+            chunk, own, scored, outputs.exploration_rates(alone, chunk))]
     return rows
-
-
-def lane_rows(rows: Sequence[dict[str, float]], seeds: int) -> list[dict[str, float]]:
-    """``rows`` keyed by lane for the per-seed streams (TensorBoard ``seed_<lane>``, one W&B
-    run per lane): ``seed`` becomes the lane ``setting * seeds + seed``, ``setting`` goes."""
-    return [{**{k: v for k, v in row.items() if k != "setting"},
-             "seed": int(row.get("setting", 0)) * seeds + int(row["seed"])} for row in rows]
 
 
 def final_table(rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
@@ -228,5 +220,5 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
 
 
 __all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "best_lane", "best_note", "final_scores",
-           "final_table", "grid_shape", "lane_rows", "median_iqr", "plot_sweep", "read_sweep",
+           "final_table", "grid_shape", "median_iqr", "plot_sweep", "read_sweep",
            "sweep_rows", "sweep_summary", "write_sweep"]

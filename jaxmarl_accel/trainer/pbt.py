@@ -96,22 +96,4 @@ def make_apply(shardings: Any = None) -> Callable[[TrainState, Any, Any], TrainS
     return jax.jit(apply, donate_argnums=0, out_shardings=shardings)
 
 
-def lineage_entry(chunk: int, exploit: Exploit, before: Mapping[str, Sequence[float]],
-                  scores: Sequence[float]) -> dict[str, Any]:
-    """One step of ``pbt.json``'s lineage: after which chunk, and for each replaced lane
-    its parent, its score and its values before and after."""
-    return {"chunk": chunk, "replaced": [
-        {"lane": lane, "parent": int(exploit.parents[lane]), "score": float(scores[lane]),
-         "parent_score": float(scores[exploit.parents[lane]]),
-         "before": {n: as_float32(before[n][lane]) for n in before},
-         "after": {n: as_float32(exploit.hyper[n][lane]) for n in exploit.hyper}}
-        for lane in exploit.replaced]}
-
-
-def as_float32(value: float) -> float:
-    """``value`` as the program holds it (float32), written with the digits that say so."""
-    return float(f"{float(np.float32(value)):.7g}")
-
-
-__all__ = ["FACTORS", "FRACTION", "Exploit", "as_float32", "exploit_explore", "lineage_entry",
-           "make_apply"]
+__all__ = ["FACTORS", "FRACTION", "Exploit", "exploit_explore", "make_apply"]

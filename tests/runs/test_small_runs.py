@@ -73,7 +73,7 @@ def test_the_exploration_rate_is_the_schedule_of_the_runs_clock():
     parser = run.build_parser()
     config = run.config_from_args(parser.parse_args(STAG))
     trainer = make_trainer(config)
-    assert summary.exploration_rates(trainer, 0) == {"epsilon": pytest.approx(0.81)}
+    assert outputs.exploration_rates(trainer, 0) == {"epsilon": pytest.approx(0.81)}
     matd3 = make_trainer(run.config_from_args(parser.parse_args(TINY)))
-    assert summary.exploration_rates(matd3, 0) == {}
+    assert outputs.exploration_rates(matd3, 0) == {}
     assert summary.rounded_steps_note(matd3) is None  # 600 steps: whole rounds of 50
