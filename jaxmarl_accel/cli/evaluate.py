@@ -179,9 +179,9 @@ def evaluate_run(run_dir: str, checkpoint: int | None, episodes: int, out: str,
         absolute = {seed: {"return": returns[seed].mean(axis=1).tolist(),
                            **{name: stats[name][seed].tolist() for name in spec.episode_stats}}
                     for seed in range(seeds)}
-        write_json(marl_eval_path, marl_eval.run_export(
-            marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats,
-            absolute), "--marl-eval")
+        names = marl_eval.export_names(config, spec.num_agents, trainer.plan.learner)
+        write_json(marl_eval_path, marl_eval.run_export(names, rows, spec.episode_stats, absolute),
+                   "--marl-eval")
     if render:
         stem = os.path.splitext(os.path.basename(out))[0]
         _log(f"rendering {stem}.gif...")

@@ -24,7 +24,7 @@ from jaxmarl_accel.runs.failures import phase
 from jaxmarl_accel.runs.interrupts import check as check_interrupt
 from jaxmarl_accel.runs.interrupts import deferred_interrupt, interruptible
 from jaxmarl_accel.runs.memory import check_state_fits, compiled_temp_bytes
-from jaxmarl_accel.runs.pbt_run import PbtSteps, plot_values
+from jaxmarl_accel.runs.pbt_run import PbtSteps
 from jaxmarl_accel.runs.progress import ProgressBar
 from jaxmarl_accel.runs.remote import Mirror
 from jaxmarl_accel.runs.resume import extension_note, finished_note, usable_checkpoints
@@ -46,13 +46,7 @@ from jaxmarl_accel.runs.summary import (
     summarize_run,
     untrained_note,
 )
-from jaxmarl_accel.runs.sweep_outputs import (
-    SWEEP_NAME,
-    SWEEP_PLOT_NAME,
-    best_note,
-    sweep_rows,
-    write_sweep,
-)
+from jaxmarl_accel.runs.sweep_outputs import sweep_rows
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
     auto_layout,
@@ -166,7 +160,6 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
         check_interrupt()
         summarize_run(trainer, options, sharded, finished.state, finished.rows, layout, timing,
                       writer, log)
-        write_sweep_outputs(trainer, config, options, finished, writer, log)
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
@@ -191,20 +184,6 @@ def resume_steps(trainer: Trainer, options: RunOptions, sharded: Any, manager: C
         warn(note)
         return None
     return steps
-
-
-def write_sweep_outputs(trainer: Trainer, config: Any, options: RunOptions, finished: Started,
-                        writer: bool, log: Callable[..., None]) -> None:
-    """A finished sweep's ``sweep.json`` and plot (and, with PBT, its values' plot);
-    ``config``: the sweep's base config."""
-    if options.sweep is None or not writer:
-        return
-    best = write_sweep(options.out_dir, finished.rows, options.sweep, options.seeds, config,
-                       trainer.env.spec, population=bool(options.pbt_every))
-    log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
-    if options.pbt_every:
-        lane = best["best_lane"]
-        plot_values(options.out_dir, finished.rows, (lane["setting"], lane["seed"]))
 
 
 def lane_trainer(trainer: Trainer, options: RunOptions

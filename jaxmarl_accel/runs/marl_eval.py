@@ -31,10 +31,11 @@ STEP_COUNT = "step_count"
 RETURN = "return"
 
 
-def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
+def export_names(config: Any, num_agents: int, learner: Any) -> tuple[str, str, str]:
     """``(env, task, algo)`` of a run of ``config`` (a ``TrainConfig``) with ``num_agents``
-    agents, lower case as marl-eval compares them."""
-    from jaxmarl_accel.algos.registry import family_defaults
+    agents and the learner's record ``learner`` (an ``AlgoSpec``: its default sampler is
+    not named), lower case as marl-eval compares them."""
+    from jaxmarl_accel.algos.registry import DEFAULT_SAMPLER
     from jaxmarl_accel.envs import agent_count_kwarg
 
     env = "mpe" if config.env.startswith("simple_") else config.env
@@ -42,7 +43,7 @@ def export_names(config: Any, num_agents: int) -> tuple[str, str, str]:
     task = "_".join([config.env, f"{num_agents}ag",
                      *(f"{k}={v}" for k, v in sorted(config.env_kwargs) if k != count)])
     algo = config.algo
-    if config.sampler != family_defaults(config.algo)["sampler"]:
+    if config.sampler != (learner.sampler or DEFAULT_SAMPLER):
         algo += f"-{config.sampler}"
     algo += "".join(f"-{k}={v}" for k, v in sorted(config.sampler_kwargs))
     return env.lower(), task.lower(), algo.lower()

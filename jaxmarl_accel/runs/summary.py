@@ -18,7 +18,15 @@ from jaxmarl_accel.envs.render import render_rollout
 from jaxmarl_accel.envs.rollout import rollout
 from jaxmarl_accel.runs import baseline_cache, figures, marl_eval, outputs
 from jaxmarl_accel.runs.interrupts import interruptible
+from jaxmarl_accel.runs.pbt_run import plot_values
 from jaxmarl_accel.runs.run_store import RunOptions
+from jaxmarl_accel.runs.sweep_outputs import (
+    SWEEP_NAME,
+    SWEEP_PLOT_NAME,
+    best_note,
+    sweep_title,
+    write_sweep,
+)
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.sharding import (
     DeviceLayout,
@@ -142,58 +150,94 @@ def untrained_note(trainer: Trainer) -> str:
 def summarize_run(trainer: Trainer, options: RunOptions, sharded: ShardedTrainer, state: Any,
                   rows: list[dict[str, float]], layout: DeviceLayout, timing: dict[str, float],
                   writer: bool, log: Callable[..., None]) -> None:
-    """Final scores against the random and scripted baselines: ``summary.json``, the
-    marl-eval export (``marl_eval.json``), the learning curve and (with
-    ``options.render``) one rendered episode. The summary gives each seed's number of
-    updates and, when there were none, a ``warning``."""
-    config, spec = trainer.config, trainer.env.spec
-    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
-                        for r in rows if r["chunk"] == trainer.num_chunks - 1])
-    scored = outputs.scored_agents(config, spec)
-    updates = [int(sum(r["updates"] for r in rows  # a sweep's settings share the schedule
-                       if r["seed"] == seed and r.get("setting", 0) == 0))
-               for seed in range(options.seeds)]
+    """The end of a run, in one place: final scores against the random and scripted
+    baselines (:func:`run_summary`), then what the run leaves beside ``metrics.csv``
+    (:func:`write_results`: ``summary.json``, ``marl_eval.json``, the learning curve, with
+    ``options.render`` one rendered episode, a sweep's ``sweep.json`` and plots). Every
+    process evaluates; only the ``writer`` writes."""
     base = run_baselines(trainer, options.seed + 1, options.baseline_episodes, log)
-    untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
-    scripted = ({"scripted_return_per_team": team_means(base["scripted"], spec.teams)}
-                if spec.scripted else {})
-    summary = outputs.summarize(
-        final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
-        float(base["scripted"][scored].mean()) if spec.scripted else None,
-        baseline_se=(base["random_se"], base["scripted_se"], options.baseline_episodes),
-        extra={"env": config.env, "algo": config.algo, "sampler": config.sampler,
-               "seeds": options.seeds, "env_steps_per_seed": trainer.total_steps,
-               **steps_rounded(trainer),
-               "devices": layout.num_devices,
-               "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
-               **timing,
-               "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
-               "random_return_per_team": team_means(base["random"], spec.teams), **scripted,
-               "updates_per_seed": updates, **untrained,
-               **episode_stats_summary(rows, trainer, base)})
+    summary = run_summary(trainer, options, rows, layout, timing, base)
     if "baseline_warning" in summary and writer:
         print(f"warning: {summary['baseline_warning']}", file=sys.stderr)
     first_algo = jax.device_get(sharded.first_seed(state.algo)) if options.render else None
-    if not writer:
-        return
-    path = outputs.write_summary(options.out_dir, summary)
-    marl_eval.write(os.path.join(options.out_dir, outputs.MARL_EVAL_NAME), marl_eval.run_export(
-        marl_eval.export_names(config, spec.num_agents), rows, spec.episode_stats))
-    figures.plot_curve(options.out_dir, rows,
-                       figures.curve_title(config.algo, config.env, options.seeds),
+    if writer:
+        write_results(trainer, options, rows, summary, first_algo, log)
+
+
+def run_summary(trainer: Trainer, options: RunOptions, rows: list[dict[str, float]],
+                layout: DeviceLayout, timing: dict[str, float], base: dict[str, Any]
+                ) -> dict[str, Any]:
+    """What ``summary.json`` holds (:func:`~.outputs.summarize` of the final evaluations
+    against the baselines ``base``, :func:`run_baselines`): the run's scores, its settings,
+    layout and ``timing``, each seed's number of updates and, when there were none, a
+    ``warning``."""
+    config, spec = trainer.config, trainer.env.spec
+    final = np.asarray([[r[f"eval_return_agent{a}"] for a in range(spec.num_agents)]
+                        for r in rows if r["chunk"] == trainer.num_chunks - 1])
+    updates = [int(sum(r["updates"] for r in rows  # a sweep's settings share the schedule
+                       if r["seed"] == seed and r.get("setting", 0) == 0))
+               for seed in range(options.seeds)]
+    untrained = {"warning": untrained_note(trainer)} if not any(updates) else {}
+    scripted = ({"scripted_return_per_team": team_means(base["scripted"], spec.teams)}
+                if spec.scripted else {})
+    extra = {"env": config.env, "algo": config.algo, "sampler": config.sampler,
+             "seeds": options.seeds, "env_steps_per_seed": trainer.total_steps,
+             **steps_rounded(trainer),
+             "devices": layout.num_devices,
+             "layout": {"seed_shards": layout.seed_shards, "env_shards": layout.env_shards},
+             **timing,
+             "final_eval_return_per_team": [team_means(v, spec.teams) for v in final],
+             "random_return_per_team": team_means(base["random"], spec.teams), **scripted,
+             "updates_per_seed": updates, **untrained,
+             **episode_stats_summary(rows, trainer, base)}
+    scored = outputs.scored_agents(config, spec)
+    return outputs.summarize(
+        final[:, scored].mean(axis=1), float(base["random"][scored].mean()),
+        float(base["scripted"][scored].mean()) if spec.scripted else None,
+        baseline_se=(base["random_se"], base["scripted_se"], options.baseline_episodes),
+        extra=extra)
+
+
+def write_results(trainer: Trainer, options: RunOptions, rows: list[dict[str, float]],
+                  summary: dict[str, Any], first_algo: Any, log: Callable[..., None]) -> None:
+    """Write ``summary``, the marl-eval export (a sweep's: one entry per setting), the
+    learning curve, the episode of ``first_algo`` (seed 0's learners, with
+    ``options.render``) and a sweep's outputs (:func:`write_sweep_outputs`) into
+    ``options.out_dir``; the final score and where the summary is go to ``log``."""
+    config, spec, out_dir = trainer.config, trainer.env.spec, options.out_dir
+    path = outputs.write_summary(out_dir, summary)
+    names = marl_eval.export_names(config, spec.num_agents, trainer.plan.learner)
+    if options.sweep is None:
+        marl_eval.write(os.path.join(out_dir, outputs.MARL_EVAL_NAME),
+                        marl_eval.run_export(names, rows, spec.episode_stats))
+    figures.plot_curve(out_dir, rows, figures.curve_title(config.algo, config.env, options.seeds),
                        summary["random_return"], summary.get("scripted_return"))
     if options.render:
         log(f"rendering {outputs.GIF_NAME}...")
-        render_episode(trainer, first_algo, options.out_dir, jax.random.PRNGKey(options.seed + 2))
-    if "normalized_score_note" in summary:  # no scripted policy, or it ties the random one
-        log(f"median return {summary['median_return']:.3f} (IQR {summary['iqr_return'][0]:.3f} "
-            f"to {summary['iqr_return'][1]:.3f}; {summary['normalized_score_note']}"
-            f"{'; untrained policies' if untrained else ''}); summary in {path}")
-        return
-    log(f"median normalized score {summary['median_normalized_score']:.3f} "
-        f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
-        f"{summary['iqr_normalized_score'][1]:.3f}"
-        f"{'; untrained policies' if untrained else ''}); summary in {path}")
+        render_episode(trainer, first_algo, out_dir, jax.random.PRNGKey(options.seed + 2))
+    log(f"{score_note(summary)}; summary in {path}")
+    if options.sweep is not None:
+        title = sweep_title(config.algo, config.env, options.seeds)
+        best = write_sweep(out_dir, rows, options.sweep, options.seeds, summary, title, names,
+                           spec.episode_stats, population=bool(options.pbt_every))
+        log(f"{best_note(best)}; {SWEEP_NAME}, {SWEEP_PLOT_NAME}")
+        if options.pbt_every:
+            lane = best["best_lane"]
+            plot_values(out_dir, rows, (lane["setting"], lane["seed"]))
+
+
+def score_note(summary: dict[str, Any]) -> str:
+    """The run's final score in a few words: the median normalized score with its IQR, or
+    the median return where no normalized score is defined (no scripted policy, or one that
+    ties the random one); untrained policies said so."""
+    untrained = "; untrained policies" if "warning" in summary else ""
+    if "normalized_score_note" in summary:
+        return (f"median return {summary['median_return']:.3f} (IQR "
+                f"{summary['iqr_return'][0]:.3f} to {summary['iqr_return'][1]:.3f}; "
+                f"{summary['normalized_score_note']}{untrained})")
+    return (f"median normalized score {summary['median_normalized_score']:.3f} "
+            f"(IQR {summary['iqr_normalized_score'][0]:.3f} to "
+            f"{summary['iqr_normalized_score'][1]:.3f}{untrained})")
 
 
 def steps_rounded(trainer: Trainer) -> dict[str, Any]:

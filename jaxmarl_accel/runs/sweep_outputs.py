@@ -134,26 +134,30 @@ def read_sweep(out_dir: str) -> dict[str, Any] | None:
         return json.load(handle)
 
 
+def sweep_title(algo: str, env: str, seeds: int) -> str:
+    """The title of ``sweep.png``."""
+    return f"{algo} on {env} ({seeds} seed{'s' if seeds > 1 else ''} each)"
+
+
 def write_sweep(out_dir: str, rows: Sequence[dict[str, float]], sweep: Sweep, seeds: int,
-                config: Any, spec: Any, population: bool = False) -> dict[str, Any]:
-    """Write ``sweep.json``, ``sweep.png`` and the per-setting ``marl_eval.json`` after
-    the run's summary (whose baseline returns score the settings); returns the summary."""
-    with open(os.path.join(out_dir, outputs.SUMMARY_NAME)) as handle:
-        run = json.load(handle)
+                run: dict[str, Any], title: str, names: tuple[str, str, str],
+                stats: Sequence[str] = (), population: bool = False) -> dict[str, Any]:
+    """Write ``sweep.json``, ``sweep.png`` (titled ``title``) and the per-setting
+    ``marl_eval.json`` (``names``: the run's ``(env, task, algo)``,
+    :func:`~.marl_eval.export_names`; ``stats``: the env's episode counters) after the
+    run's summary ``run`` (whose baseline returns score the settings); returns the
+    summary."""
     summary = sweep_summary(rows, sweep, seeds, run["random_return"],
-                            run.get("scripted_return"), spec.episode_stats, population)
+                            run.get("scripted_return"), stats, population)
     with open(os.path.join(out_dir, SWEEP_NAME), "w") as handle:
         json.dump(summary, handle, indent=2)
-    plot_sweep(os.path.join(out_dir, SWEEP_PLOT_NAME), rows, sweep, summary,
-               f"{config.algo} on {config.env} ({seeds} seed{'s' if seeds > 1 else ''} each)",
-               population)
-    env, task, algo = marl_eval.export_names(config, spec.num_agents)
+    plot_sweep(os.path.join(out_dir, SWEEP_PLOT_NAME), rows, sweep, summary, title, population)
+    env, task, algo = names
     runs = {}
     for k in range(sweep.num_settings):
         own = [row for row in rows if int(row["setting"]) == k]
         name = f"{algo} {format_setting(sweep.setting(k)).replace(', ', ' ')}"
-        runs[name] = marl_eval.run_export((env, task, name), own,
-                                          spec.episode_stats)[env][task][name]
+        runs[name] = marl_eval.run_export((env, task, name), own, stats)[env][task][name]
     marl_eval.write(os.path.join(out_dir, outputs.MARL_EVAL_NAME), {env: {task: runs}})
     return summary
 
@@ -221,4 +225,4 @@ def plot_sweep(path: str, rows: Sequence[dict[str, float]], sweep: Sweep,
 
 __all__ = ["SWEEP_NAME", "SWEEP_PLOT_NAME", "best_lane", "best_note", "final_scores",
            "final_table", "grid_shape", "median_iqr", "plot_sweep", "read_sweep",
-           "sweep_rows", "sweep_summary", "write_sweep"]
+           "sweep_rows", "sweep_summary", "sweep_title", "write_sweep"]
