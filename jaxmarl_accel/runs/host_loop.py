@@ -27,17 +27,14 @@ from jaxmarl_accel.runs.memory import check_state_fits, compiled_temp_bytes
 from jaxmarl_accel.runs.pbt_run import PbtSteps
 from jaxmarl_accel.runs.progress import ProgressBar
 from jaxmarl_accel.runs.remote import Mirror
-from jaxmarl_accel.runs.resume import extension_note, finished_note, usable_checkpoints
+from jaxmarl_accel.runs.resume import restore_or_init, resume_steps
 from jaxmarl_accel.runs.run_store import (
-    ADDED_LATER,
     REPLAY,
     RunOptions,
     Started,
     check_disk_fits,
     check_folder_free,
-    checkpoint_items,
     prepare_folder,
-    restore_or_init,
     run_record,
     save_checkpoint,
 )
@@ -122,7 +119,7 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     writer = jax.process_index() == 0
     log, warn = _logger(options.quiet or not writer), _logger(not writer)
     manager = Checkpoints(os.path.join(out_dir, outputs.CHECKPOINTS_NAME), streamed=(REPLAY,))
-    steps = resume_steps(trainer, options, sharded, manager, warn, log)
+    steps = resume_steps(options, trainer, sharded.abstract_state, manager, warn, log)
     if steps is None:  # a finished run
         return 0
     lanes = f"{settings} settings x " if settings > 1 else ""
@@ -148,7 +145,7 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     if trainer.total_steps < trainer.first_update_step:
         warn(f"warning: {untrained_note(trainer)}")
     with phase("restoring the checkpoint", out_dir, (ValueError,)):
-        started = restore_or_init(config, options, sharded, manager, warn, log, steps)
+        started = restore_or_init(options, sharded, manager, warn, log, steps)
     t0 = time.perf_counter()
     finished = train_chunks(trainer, options, compiled, manager, started, writer, upload)
     if finished is None:
@@ -163,27 +160,6 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     if mirror is not None:
         log(f"uploaded {upload()} file(s) to {mirror.url}")
     return 0
-
-
-def resume_steps(trainer: Trainer, options: RunOptions, sharded: Any, manager: Checkpoints,
-                 warn: Callable[..., None], log: Callable[..., None]) -> list[int] | None:
-    """The checkpoints a resumed run restores from, newest first, chosen by reading their
-    files before anything is compiled (:func:`~jaxmarl_accel.runs.resume.usable_checkpoints`;
-    ``[]`` for a new run); None for a finished run, which says so and does nothing more. An
-    extended run (``options.extends``) says how it goes on."""
-    if not options.resume:
-        return []
-    steps = usable_checkpoints(manager, checkpoint_items(sharded.abstract_state),
-                               trainer.num_chunks, ADDED_LATER, warn)
-    if options.extends:
-        log("note: " + extension_note(options.out_dir, steps, options.extends, trainer,
-                                      options.pbt_every))
-        return steps
-    note = finished_note(options.out_dir, steps, trainer.num_chunks, trainer.total_steps)
-    if note is not None:
-        warn(note)
-        return None
-    return steps
 
 
 def lane_trainer(trainer: Trainer, options: RunOptions

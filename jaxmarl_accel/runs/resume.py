@@ -1,6 +1,6 @@
-"""Resuming a run, decided before anything is compiled: the checkpoint it starts from (the
+"""Resuming a run: decided before anything is compiled, the checkpoint it starts from (the
 newest whose files are whole), whether it is finished already, and how a larger budget
-extends it.
+extends it; once compiled, its state restored from that checkpoint (or a fresh one).
 
 A resumed run takes every setting from its ``config.json``; only its budget may grow
 (``--total-env-steps``). No schedule of a run depends on its budget: exploration anneals
@@ -20,8 +20,41 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import jax
+import numpy as np
+
 from jaxmarl_accel.runs import outputs
-from jaxmarl_accel.runs.checkpoint import CheckpointMismatch, Checkpoints
+from jaxmarl_accel.runs.checkpoint import CheckpointMismatch, Checkpoints, fills_in_place
+from jaxmarl_accel.runs.run_store import (
+    ADDED_LATER,
+    RunOptions,
+    Started,
+    checkpoint_items,
+    fill_added_later,
+    state_from_items,
+)
+from jaxmarl_accel.trainer.sharding import ShardedTrainer
+
+
+def resume_steps(options: RunOptions, trainer: Any, abstract_state: Any, manager: Checkpoints,
+                 warn: Callable[..., None], log: Callable[..., None]) -> list[int] | None:
+    """The checkpoints a resumed run restores from, newest first, chosen by reading their
+    files before anything is compiled (:func:`usable_checkpoints` against the items of
+    ``abstract_state``; ``[]`` for a new run); None for a finished run, which says so and
+    does nothing more. An extended run (``options.extends``) says how it goes on."""
+    if not options.resume:
+        return []
+    steps = usable_checkpoints(manager, checkpoint_items(abstract_state), trainer.num_chunks,
+                               ADDED_LATER, warn)
+    if options.extends:
+        log("note: " + extension_note(options.out_dir, steps, options.extends, trainer,
+                                      options.pbt_every))
+        return steps
+    note = finished_note(options.out_dir, steps, trainer.num_chunks, trainer.total_steps)
+    if note is not None:
+        warn(note)
+        return None
+    return steps
 
 
 def usable_checkpoints(manager: Checkpoints, target: dict[str, Any], num_chunks: int,
@@ -36,9 +69,10 @@ def usable_checkpoints(manager: Checkpoints, target: dict[str, Any], num_chunks:
     when one is after chunk ``num_chunks - 1`` (the folder holds another run);
     :class:`~.checkpoint.CheckpointMismatch` for a checkpoint of another config."""
     steps = manager.steps()[::-1]
+    if steps:  # the newest: the older ones lie within the run when it does
+        check_within_run(manager.folder, steps[0], num_chunks)
     skipped: list[str] = []
     for position, step in enumerate(steps):
-        check_within_run(manager.folder, step, num_chunks)
         try:
             manager.check(step, target, optional)
         except CheckpointMismatch:
@@ -108,6 +142,80 @@ def extension_note(out_dir: str, steps: list[int], before: int, trainer: Any,
             f"run goes on as one started with the larger budget would have{pbt}")
 
 
+def restore_or_init(options: RunOptions, sharded: ShardedTrainer,
+                    manager: Checkpoints, warn: Callable[..., None],
+                    log: Callable[..., None], steps: list[int] | None = None) -> Started:
+    """The newest restorable checkpoint's state and metric rows when resuming
+    (:func:`restore_newest` of ``steps``), else a fresh state."""
+    if options.resume:
+        started = restore_newest(options, sharded, manager, warn, steps)
+        if started is not None:
+            log(f"resuming {options.out_dir} after chunk {started.start - 1}")
+            return started
+        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
+    return Started(fresh_state(sharded, options.seed), [], 0)
+
+
+def fresh_state(sharded: ShardedTrainer, seed: int) -> Any:
+    """The initial training state of every seed, placed on the devices."""
+    return sharded.init(np.asarray(jax.random.PRNGKey(seed)))
+
+
+def restore_newest(options: RunOptions, sharded: ShardedTrainer,
+                   manager: Checkpoints, warn: Callable[..., None],
+                   steps: list[int] | None = None) -> Started | None:
+    """Restore the newest checkpoint that can be read, newest first (None: there is none),
+    of ``steps`` (default: every checkpoint; a resumed run passes those that
+    :func:`~jaxmarl_accel.runs.resume.usable_checkpoints` chose before compiling).
+
+    A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
+    warning naming it and the reason, and removed once an older one restored, so that the
+    chunks after it are saved again. A checkpoint that reads but does not fit the stored
+    config (another number of chunks, other shapes, too few metric rows) is an error: the
+    folder holds something other than the run its ``config.json`` describes.
+    """
+    folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
+    steps = manager.steps()[::-1] if steps is None else steps
+    if steps:  # the newest: the older ones lie within the run when it does
+        check_within_run(folder, steps[0], sharded.trainer.num_chunks)
+    abstract = sharded.abstract_state
+    target = checkpoint_items(abstract)
+    skipped: list[str] = []
+    for step in steps:
+        # a fresh state to overwrite in place; with several processes only for the parts a
+        # checkpoint may omit, built once one is known to be missing
+        fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
+        try:
+            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
+                                    into=fresh or None, optional=ADDED_LATER)
+        except CheckpointMismatch:
+            raise
+        except (OSError, ValueError) as error:
+            skipped.append(skip(step, os.path.join(folder, str(step)), error, warn))
+            del fresh
+            continue
+        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
+        if len(rows) != (step + 1) * options.lanes:
+            raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
+                             f"{len(rows)} rows up to chunk {step}, not "
+                             f"{(step + 1) * options.lanes} ({options.lanes} seeds)")
+        for newer in (s for s in manager.steps() if s > step):
+            manager.delete(newer)
+        items = fill_added_later(target, items)
+        missing = target.keys() - items.keys()
+        if missing:  # a checkpoint without the replay: the fresh state's empty one
+            warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "
+                 f"false): the resumed run refills it and learns again from "
+                 f"{sharded.trainer.first_update_step:,} env steps after the restart on, so it "
+                 "does not repeat the uninterrupted run")
+            fresh = fresh or checkpoint_items(fresh_state(sharded, options.seed))
+            items = {**{name: fresh[name] for name in missing}, **items}
+        del fresh
+        # placed already: device_put only moves the zero-size leaves state_from_items adds
+        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
+        return Started(state, rows, step + 1)
+    none_restores(folder, skipped)
+    return None
 def first_line(error: BaseException) -> str:
     """``Type: first line of the message`` (at most 240 characters; a longer one loses its
     middle, so that a long path keeps what is said of it at the end)."""

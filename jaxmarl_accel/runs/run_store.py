@@ -1,13 +1,12 @@
-"""A run's folder: the options stored with it (``config.json``), preparing the folder,
-checkpoint items by tree path, and restoring the newest checkpoint that can be read
-(:mod:`jaxmarl_accel.runs.checkpoint` writes and reads the files)."""
+"""A run's folder: the options stored with it (``config.json``), preparing the folder, and
+the run's state as checkpoint items by tree path (:mod:`jaxmarl_accel.runs.checkpoint`
+writes and reads the files; :mod:`jaxmarl_accel.runs.resume` restores them)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import shutil
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -17,16 +16,7 @@ import numpy as np
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.buffers.storage import LAYOUTS
 from jaxmarl_accel.runs import outputs
-from jaxmarl_accel.runs.checkpoint import (
-    CheckpointMismatch,
-    Checkpoints,
-    fills_in_place,
-    sync_processes,
-)
-from jaxmarl_accel.runs.resume import check_within_run, none_restores, skip
-from jaxmarl_accel.trainer.sharding import (
-    ShardedTrainer,
-)
+from jaxmarl_accel.runs.checkpoint import Checkpoints, sync_processes
 from jaxmarl_accel.trainer.sweep import Sweep
 
 STORED_OPTIONS = ("seeds", "seed", "baseline_episodes", "render", "checkpoint_every", "loggers",
@@ -141,11 +131,9 @@ def save_checkpoint(manager: Checkpoints, chunk: int, state: Any, replay: bool =
     items = checkpoint_items(state)
     if not replay:
         items = {name: leaf for name, leaf in items.items() if not name.startswith(REPLAY)}
-        manager.save(chunk, items, omitted=(REPLAY,))
-        return
-    slots = written_slots(state) if layout is not None else None
-    manager.save(chunk, items, stored=None if slots is None
-                 else written_corners(items, layout, slots))
+    slots = written_slots(state) if replay and layout is not None else None
+    stored = None if slots is None else written_corners(items, layout, slots)
+    manager.save(chunk, items, omitted=() if replay else (REPLAY,), stored=stored)
 
 
 def _is_storage(name: str) -> bool:
@@ -297,78 +285,3 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     if writer and (options.extends or not options.resume):
         outputs.write_run_config(out_dir, run_record(config, options))
     sync_processes("output folder ready")
-
-
-def restore_or_init(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                    manager: Checkpoints, warn: Callable[..., None],
-                    log: Callable[..., None], steps: list[int] | None = None) -> Started:
-    """The newest restorable checkpoint's state and metric rows when resuming
-    (:func:`restore_newest` of ``steps``), else a fresh state."""
-    if options.resume:
-        started = restore_newest(config, options, sharded, manager, warn, steps)
-        if started is not None:
-            log(f"resuming {options.out_dir} after chunk {started.start - 1}")
-            return started
-        log(f"no checkpoint in {options.out_dir}; starting from the beginning")
-    return Started(fresh_state(sharded, options.seed), [], 0)
-
-
-def fresh_state(sharded: ShardedTrainer, seed: int) -> Any:
-    """The initial training state of every seed, placed on the devices."""
-    return sharded.init(np.asarray(jax.random.PRNGKey(seed)))
-
-
-def restore_newest(config: cfg.TrainConfig, options: RunOptions, sharded: ShardedTrainer,
-                   manager: Checkpoints, warn: Callable[..., None],
-                   steps: list[int] | None = None) -> Started | None:
-    """Restore the newest checkpoint that can be read, newest first (None: there is none),
-    of ``steps`` (default: every checkpoint; a resumed run passes those that
-    :func:`~jaxmarl_accel.runs.resume.usable_checkpoints` chose before compiling).
-
-    A checkpoint that cannot be read (truncated data, empty metadata) is skipped with a
-    warning naming it and the reason, and removed once an older one restored, so that the
-    chunks after it are saved again. A checkpoint that reads but does not fit the stored
-    config (another number of chunks, other shapes, too few metric rows) is an error: the
-    folder holds something other than the run its ``config.json`` describes.
-    """
-    folder = os.path.join(options.out_dir, outputs.CHECKPOINTS_NAME)
-    abstract = sharded.abstract_state
-    target = checkpoint_items(abstract)
-    steps = manager.steps()[::-1] if steps is None else steps
-    skipped: list[str] = []
-    for step in steps:
-        check_within_run(folder, step, sharded.trainer.num_chunks)
-        # a fresh state to overwrite in place; with several processes only for the parts a
-        # checkpoint may omit, built once one is known to be missing
-        fresh = checkpoint_items(fresh_state(sharded, options.seed)) if fills_in_place() else {}
-        try:
-            items = manager.restore(step, target, checkpoint_items(sharded.shardings, target),
-                                    into=fresh or None, optional=ADDED_LATER)
-        except CheckpointMismatch:
-            raise
-        except (OSError, ValueError) as error:
-            skipped.append(skip(step, os.path.join(folder, str(step)), error, warn))
-            del fresh
-            continue
-        rows = [r for r in outputs.read_rows(options.out_dir) if r["chunk"] <= step]
-        if len(rows) != (step + 1) * options.lanes:
-            raise ValueError(f"{os.path.join(options.out_dir, outputs.CSV_NAME)} has "
-                             f"{len(rows)} rows up to chunk {step}, not "
-                             f"{(step + 1) * options.lanes} ({options.lanes} seeds)")
-        for newer in (s for s in manager.steps() if s > step):
-            manager.delete(newer)
-        items = fill_added_later(target, items)
-        missing = target.keys() - items.keys()
-        if missing:  # a checkpoint without the replay: the fresh state's empty one
-            warn(f"the checkpoint after chunk {step} holds no replay (--checkpoint-replay "
-                 f"false): the resumed run refills it and learns again from "
-                 f"{sharded.trainer.first_update_step:,} env steps after the restart on, so it "
-                 "does not repeat the uninterrupted run")
-            fresh = fresh or checkpoint_items(fresh_state(sharded, options.seed))
-            items = {**{name: fresh[name] for name in missing}, **items}
-        del fresh
-        # placed already: device_put only moves the zero-size leaves state_from_items adds
-        state = jax.device_put(state_from_items(abstract, items), sharded.shardings)
-        return Started(state, rows, step + 1)
-    none_restores(folder, skipped)
-    return None
