@@ -93,8 +93,9 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     Check the output folder, and for a resumed run choose its checkpoint
     (:func:`resume_steps`: a finished run stops there), compile one chunk, store the config
     (:func:`prepare_folder`), restore or initialize the state (:func:`restore_or_init`),
-    train the remaining chunks (:func:`train_chunks`), then write the summary, curve and
-    rendering (:func:`summarize_run`). Problems the user can fix raise ``ValueError`` (one
+    train the remaining chunks (:func:`train_chunks`), then write what the run leaves at
+    its end, once (:func:`summarize_run`: summary, marl-eval export, curve, rendering, a
+    sweep's outputs). Problems the user can fix raise ``ValueError`` (one
     line) before anything is compiled, or, for a run whose compiled chunk's temporaries would
     not fit beside its state, after compiling and before the state is allocated. Anything
     else that fails raises :class:`~jaxmarl_accel.runs.failures.RunFailure` naming the
@@ -135,8 +136,9 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     log(f"compiled in {compile_s:.1f}s; training state {state_bytes / 2**20:.1f} MiB; "
         f"chunk temporaries {temp_bytes / 2**20:.1f} MiB; estimated peak "
         f"{peak_bytes / 2**30:.2f} GiB")
+    record = run_record(config, options)  # config.json's, and the metric streams' config
     with deferred_interrupt():  # a config.json written whole, or not at all
-        prepare_folder(config, options, writer)  # after every refusal: a refused run writes nothing
+        prepare_folder(record, options, writer)  # after every refusal: a refused run writes nothing
     upload = mirror.push if mirror is not None else (lambda: 0)
     upload()
     note = rounded_steps_note(trainer)
@@ -147,7 +149,7 @@ def run_training(trainer: Trainer, options: RunOptions, mirror: Mirror | None = 
     with phase("restoring the checkpoint", out_dir, (ValueError,)):
         started = restore_or_init(options, sharded, manager, warn, log, steps)
     t0 = time.perf_counter()
-    finished = train_chunks(trainer, options, compiled, manager, started, writer, upload)
+    finished = train_chunks(trainer, options, compiled, manager, started, record, writer, upload)
     if finished is None:
         upload()
         return 1
@@ -206,10 +208,11 @@ def _logger(quiet: bool) -> Callable[..., None]:
 
 
 def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: Checkpoints,
-                 started: Started, writer: bool, saved: Callable[[], Any] = lambda: None
-                 ) -> Started | None:
-    """Run the chunks from ``started.start`` on, writing metrics and checkpoints after each
-    (and calling ``saved()`` after each checkpoint: the upload of a remote run); returns
+                 started: Started, record: dict[str, Any], writer: bool,
+                 saved: Callable[[], Any] = lambda: None) -> Started | None:
+    """Run the chunks from ``started.start`` on, writing metrics (and the metric streams,
+    given the stored config ``record``) and checkpoints after each (and calling ``saved()``
+    after each checkpoint: the upload of a remote run); returns
     the final state and all rows, or None after a non-finite metric (reported on stderr,
     the last good checkpoint kept). A Ctrl-C during a checkpoint's save takes effect after
     it, and the metric files are written whole
@@ -219,7 +222,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     scored = outputs.scored_agents(config, trainer.env.spec)
     # a chunk learns once the first update falls inside it
     learning_from = trainer.first_update_step - steps_per_chunk
-    streams = loggers.open_streams(options.loggers if writer else (), run_record(config, options),
+    streams = loggers.open_streams(options.loggers if writer else (), record,
                                    options.out_dir, options.lanes, options.seeds,
                                    started.rows if options.resume else None)
     bar = ProgressBar(total, started.start * steps_per_chunk, options.quiet or not writer)

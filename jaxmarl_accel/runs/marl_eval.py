@@ -43,7 +43,7 @@ def export_names(config: Any, num_agents: int, learner: Any) -> tuple[str, str, 
     task = "_".join([config.env, f"{num_agents}ag",
                      *(f"{k}={v}" for k, v in sorted(config.env_kwargs) if k != count)])
     algo = config.algo
-    if config.sampler != (learner.sampler or DEFAULT_SAMPLER):
+    if config.sampler != (DEFAULT_SAMPLER if learner.sampler is None else learner.sampler):
         algo += f"-{config.sampler}"
     algo += "".join(f"-{k}={v}" for k, v in sorted(config.sampler_kwargs))
     return env.lower(), task.lower(), algo.lower()

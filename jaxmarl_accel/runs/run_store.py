@@ -267,8 +267,9 @@ def check_folder_free(options: RunOptions) -> None:
                          f"it with --resume {out_dir}, or replace it with --overwrite")
 
 
-def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -> None:
-    """Make sure the run may write to ``options.out_dir`` and store its config there.
+def prepare_folder(record: dict[str, Any], options: RunOptions, writer: bool) -> None:
+    """Make sure the run may write to ``options.out_dir`` and store its config there
+    (``record``, :func:`run_record`).
 
     A new run refuses a folder that holds another run unless ``options.overwrite`` (which
     removes that run's files first); a resumed run keeps its stored config, rewritten with
@@ -283,5 +284,5 @@ def prepare_folder(config: cfg.TrainConfig, options: RunOptions, writer: bool) -
     if writer and not options.resume:
         outputs.clear_run(out_dir)
     if writer and (options.extends or not options.resume):
-        outputs.write_run_config(out_dir, run_record(config, options))
+        outputs.write_run_config(out_dir, record)
     sync_processes("output folder ready")
