@@ -1,5 +1,6 @@
-"""The end of a run: scores against the random and scripted baselines, the summary, the
-marl-eval export, the learning curve and one rendered episode."""
+"""The end of a run, entered once: scores against the random and scripted baselines, the
+summary, the marl-eval export, the learning curve, one rendered episode and a sweep's
+outputs (:mod:`~.sweep_outputs`, :mod:`~.pbt_run`'s plot)."""
 
 from __future__ import annotations
 
