@@ -92,13 +92,12 @@ from experiments.bench.timing import (
     write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.benchmark.jaxmarl_reference import SCRIPTS
-from jaxmarl_accel.benchmark.jaxmarl_scripts import load_baseline, stand_ins
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS, load_baseline, stand_ins
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
-REFERENCE = ("qmix_rnn", "mpe")  # JaxMARL's baseline and suite (jaxmarl_reference.SCRIPTS)
+REFERENCE = ("qmix_rnn", "mpe")  # JaxMARL's baseline and suite (jaxmarl_scripts.SCRIPTS)
 OUR_EPISODE_STEPS = 25  # MPE spread's episode length
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from experiments.bench import qmix
 from experiments.bench.timing import compile_program, timed_call
-from jaxmarl_accel.benchmark.jaxmarl_reference import SCRIPTS
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS
 
 ENV_ID = "HeuristicEnemySMAX"
 BASELINES = {"qmix": "qmix_rnn", "vdn": "vdn_rnn", "macpo": "qmix_rnn"}

@@ -3,8 +3,9 @@
 A pair has a reference where its task names JaxMARL's ``suite:env`` (``Task.jaxmarl``) and
 its learner JaxMARL's baseline (``Learner.jaxmarl``), and JaxMARL 0.2.0's
 ``baselines/run_minimal_baseline_set.py`` has a script for that baseline on that suite
-(:data:`SCRIPTS`, the same table as its ``ALGO_REGISTRY``). The checkout at PATH must hold
-JaxMARL's ``baselines/`` folder; the environments come from the installed ``jaxmarl``.
+(:data:`~.jaxmarl_scripts.SCRIPTS`, the same table as its ``ALGO_REGISTRY``). The checkout
+at PATH must hold JaxMARL's ``baselines/`` folder; the environments come from the installed
+``jaxmarl``.
 
 A finished reference is a record ``OUT/reference/jaxmarl/<task>/<baseline>/record.json``:
 ``{"steps": [K], "returns": [S][K], "wins": [S][K] or null, "wall_s"}``, read by
@@ -24,26 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS
 from jaxmarl_accel.benchmark.scores import Record
 from jaxmarl_accel.benchmark.suites import Pair, Suite, scaled_steps
 
-SCRIPTS: dict[tuple[str, str], str] = {
-    ("ippo_ff", "mpe"): "IPPO/ippo_ff_mpe.py",
-    ("ippo_rnn", "mpe"): "IPPO/ippo_rnn_mpe.py",
-    ("mappo_rnn", "mpe"): "MAPPO/mappo_rnn_mpe.py",
-    ("qmix_rnn", "mpe"): "QLearning/qmix_rnn.py",
-    ("vdn_rnn", "mpe"): "QLearning/vdn_rnn.py",
-    ("vdn_ff", "mpe"): "QLearning/vdn_ff.py",
-    ("ippo_rnn", "smax"): "IPPO/ippo_rnn_smax.py",
-    ("mappo_rnn", "smax"): "MAPPO/mappo_rnn_smax.py",
-    ("qmix_rnn", "smax"): "QLearning/qmix_rnn.py",
-    ("vdn_rnn", "smax"): "QLearning/vdn_rnn.py",
-    ("ippo_ff", "overcooked"): "IPPO/ippo_ff_overcooked.py",
-    ("vdn_cnn", "overcooked"): "QLearning/vdn_cnn_overcooked.py",
-    ("ippo_ff", "hanabi"): "IPPO/ippo_ff_hanabi.py",
-    ("mappo_ff", "hanabi"): "MAPPO/mappo_ff_hanabi.py",
-}
-"""(JaxMARL baseline, JaxMARL suite) -> its script under ``baselines/``."""
 STAND_INS = {("vdn_ff", "overcooked"): "vdn_cnn"}
 """Where our learner stands for another baseline on one suite (no CNN agent here)."""
 FOLDER = os.path.join("reference", "jaxmarl")

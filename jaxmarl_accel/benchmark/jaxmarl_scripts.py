@@ -37,6 +37,23 @@ from typing import Any
 import numpy as np
 
 STAND_IN_MODULES = ("hydra", "omegaconf", "wandb")
+SCRIPTS: dict[tuple[str, str], str] = {
+    ("ippo_ff", "mpe"): "IPPO/ippo_ff_mpe.py",
+    ("ippo_rnn", "mpe"): "IPPO/ippo_rnn_mpe.py",
+    ("mappo_rnn", "mpe"): "MAPPO/mappo_rnn_mpe.py",
+    ("qmix_rnn", "mpe"): "QLearning/qmix_rnn.py",
+    ("vdn_rnn", "mpe"): "QLearning/vdn_rnn.py",
+    ("vdn_ff", "mpe"): "QLearning/vdn_ff.py",
+    ("ippo_rnn", "smax"): "IPPO/ippo_rnn_smax.py",
+    ("mappo_rnn", "smax"): "MAPPO/mappo_rnn_smax.py",
+    ("qmix_rnn", "smax"): "QLearning/qmix_rnn.py",
+    ("vdn_rnn", "smax"): "QLearning/vdn_rnn.py",
+    ("ippo_ff", "overcooked"): "IPPO/ippo_ff_overcooked.py",
+    ("vdn_cnn", "overcooked"): "QLearning/vdn_cnn_overcooked.py",
+    ("ippo_ff", "hanabi"): "IPPO/ippo_ff_hanabi.py",
+    ("mappo_ff", "hanabi"): "MAPPO/mappo_ff_hanabi.py",
+}
+"""(JaxMARL baseline, JaxMARL suite) -> its script under ``baselines/``."""
 QL_ALG_CONFIGS = {("qmix_rnn", "mpe"): "ql_rnn_mpe", ("vdn_rnn", "mpe"): "ql_rnn_mpe",
                   ("vdn_ff", "mpe"): "vdn_ff_mpe", ("qmix_rnn", "smax"): "ql_rnn_smax",
                   ("vdn_rnn", "smax"): "ql_rnn_smax",
@@ -168,10 +185,7 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 def script_path(checkout: str, baseline: str, suite: str) -> Path:
     """The script of JaxMARL's ``baseline`` on ``suite`` in the checkout at ``checkout``
-    (:data:`~.jaxmarl_reference.SCRIPTS`); a one-line ``ValueError`` where the checkout
-    lacks it."""
-    from jaxmarl_accel.benchmark.jaxmarl_reference import SCRIPTS
-
+    (:data:`SCRIPTS`); a one-line ``ValueError`` where the checkout lacks it."""
     if (baseline, suite) not in SCRIPTS:
         raise ValueError(f"JaxMARL has no {baseline} baseline on {suite}")
     path = Path(checkout) / "baselines" / SCRIPTS[baseline, suite]
