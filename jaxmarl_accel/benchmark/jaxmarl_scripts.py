@@ -75,15 +75,18 @@ class Collector:
     With ``total_steps`` (the env steps of one seed's run) it also keeps each seed's
     per-round curve (:data:`CURVE_KEYS`) and writes a line with ``say`` every ``1 / parts``
     of a seed: env steps, seconds, the time left at the rate since the last line, the
-    training win rate and loss. A script with ``WANDB_LOG_ALL_SEEDS`` names each seed's
-    metrics ``rng<key word>/...`` (its seed ``vmap``); ``keys``, the ``[S, 2]`` seed keys, name
-    a seed by its index there. A script's ``log`` is a host callback once a round: the
-    program is the script's own but for that copy of a few scalars to the host.
+    training win rate (or return, where the env counts no battles) and loss. A script with
+    ``WANDB_LOG_ALL_SEEDS`` names each seed's metrics ``rng<key word>/...`` (its seed
+    ``vmap``); ``keys``, the ``[S, 2]`` seed keys, name a seed by its index there; otherwise
+    the seed is :attr:`seed` (set by :func:`run_seeds`). A script's ``log`` is a host
+    callback once a round: the program is the script's own but for that copy of a few
+    scalars to the host.
     """
 
     def __init__(self, total_steps: int = 0, parts: int = 20, name: str = "jaxmarl",
                  keys: Any = None, say: Callable[[str], None] | None = None) -> None:
         self.logged: list[dict[str, np.ndarray]] = []
+        self.seed = 0  # the seed running, where the metrics do not name theirs
         self.total_steps, self.name = int(total_steps), name
         self.say = say or (lambda line: print(line, flush=True))
         self.labels = {int(key[0]): index for index, key in enumerate(np.asarray(keys))
@@ -107,7 +110,8 @@ class Collector:
             self._progress(metrics)
 
     def _progress(self, metrics: dict[str, Any]) -> None:
-        seed = next((int(m.group(1)) for key in metrics if (m := _SEED_KEY.match(key))), 0)
+        seed = next((int(m.group(1)) for key in metrics if (m := _SEED_KEY.match(key))),
+                    self.seed)
         row = {key: float(np.mean(metrics[key])) for key in CURVE_KEYS if key in metrics}
         rows = self.rows.setdefault(seed, [])
         now, step = time.perf_counter(), row.get("env_step", 0.0)
@@ -120,10 +124,12 @@ class Collector:
             last_time, last_step = self.last[seed]
             left = (now - last_time) * (self.total_steps - step) / max(step - last_step, 1.0)
             self.last[seed] = (now, step)
+            score = (f"training win {row['returned_won_episode']:.3f}"
+                     if "returned_won_episode" in row else "training return "
+                     f"{row.get('returned_episode_returns', float('nan')):.3f}")
             self.say(f"  {self.name} seed {self.labels.get(seed, seed)}: {step:,.0f} of "
                      f"{self.total_steps:,} env steps, {now - self.started[seed][0]:,.0f} s "
-                     f"(about {left:,.0f} s left), training win "
-                     f"{row.get('returned_won_episode', float('nan')):.3f}, "
+                     f"(about {left:,.0f} s left), {score}, "
                      f"loss {row.get('loss', float('nan')):.4f}")
 
     def curves(self) -> list[dict[str, Any]]:
@@ -266,7 +272,7 @@ def run_seeds(train: Any, seeds: list[int], collector: Collector
         key = jax.random.PRNGKey(seed)
         if compiled is None:
             compiled = jax.jit(train).lower(key).compile()
-        collector.logged = []
+        collector.logged, collector.seed = [], seed
         jax.block_until_ready(compiled(key))
         jax.effects_barrier()
         yield seed, list(collector.logged), time.perf_counter() - start

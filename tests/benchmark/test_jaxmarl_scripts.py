@@ -100,3 +100,15 @@ def test_a_baseline_loads_from_a_checkout_with_its_own_config(tmp_path):
         load_baseline(str(tmp_path), "qmix_rnn", "smax")
     with pytest.raises(ValueError, match="no vdn_rnn baseline on hanabi"):
         load_baseline(str(tmp_path), "vdn_rnn", "hanabi")
+
+
+def test_a_seed_without_its_key_in_the_metrics_is_the_one_running():
+    lines = []
+    collector = Collector(40, parts=2, name="toy", say=lines.append)
+    collector.seed = 7
+    for step in (10, 20, 30, 40):
+        collector.log({"env_step": step, "returned_episode_returns": -step / 10.0})
+    assert [curve["seed"] for curve in collector.curves()] == [7]
+    assert len(lines) == 2 and all("toy seed 7:" in line for line in lines)
+    assert "40 of 40 env steps" in lines[-1] and "training return -4.000" in lines[-1]
+    assert len(collector.logged) == 4
