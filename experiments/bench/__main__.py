@@ -1,7 +1,13 @@
 """Benchmarks: ``python -m experiments.bench COMMAND --json PATH`` (commands below).
 
 Each subcommand lives in a module of this folder that defines ``add_arguments(parser)``
-and ``main(args)``; it times ours and the reference side by side in one process.
+and ``main(args)``; it times ours and the reference side by side in one process. Learning
+against JaxMARL's own baseline scripts (win rates and returns over seeds, with the field's
+statistics) is the ``jaxmarl-accel benchmark SUITE --reference jaxmarl=PATH`` command; the
+benches here that run a JaxMARL script (``ippo``, ``qmix``, ``qmix_smax``) load it as that
+command does (:mod:`jaxmarl_accel.benchmark.jaxmarl_scripts`) and add what it does not
+measure: both sides' compile and steps per second in interleaved calls, and where asked the
+split of a round into collection and updates.
 """
 
 from __future__ import annotations
@@ -20,10 +26,6 @@ SUBCOMMANDS = {
     "qmix_smax": "QMIX (--algo: or VDN, MAC-PO) on JaxMARL's SMAX (heuristic enemy, 3m) "
                  "against JaxMARL's qmix_rnn.py (vdn_rnn.py): greedy win rate over seeds, "
                  "steps/s, compile",
-    "reference_progress": "what the progress report of bench qmix_smax costs JaxMARL's "
-                          "program: off and on, interleaved calls",
-    "smax_table": "bench qmix_smax records of several runs joined: each group's seeds, win "
-                  "rate median and IQR, real env steps/s, compile; JaxMARL's curves plotted",
     "accmer": "AccMER against MAC-PO on the stag hunt: end to end, update and sampling times",
     "gru_paths": "the recurrent agent's saved-gates and rematerialized unrolls, forward and "
                  "backward, shape by shape, and which one the library picks",

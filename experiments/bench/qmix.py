@@ -8,9 +8,9 @@ program ``jax.jit(jax.vmap(train))`` over the seeds' keys:
 * theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``, imported
   from that local copy of the JaxMARL repository and run on the installed ``jaxmarl``'s envs
   and wrappers, with its own settings (``config/config.yaml`` merged with
-  ``config/alg/ql_rnn_mpe.yaml``). The script imports hydra, omegaconf and wandb at module
-  level and uses them only in its command line and logging; when they are not installed,
-  empty stand-ins are put in ``sys.modules`` for the import only.
+  ``config/alg/ql_rnn_mpe.yaml``), loaded as the benchmark command's reference pairs load it
+  (:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.load_baseline`: stand-ins for hydra,
+  omegaconf and wandb where they are not installed).
 
 Both runs have the same number of rounds (``--rounds``): a round runs one episode in each
 of the 8 envs, adds the 8 episodes to the episode replay and, once learning has started,
@@ -75,7 +75,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import importlib.util
 import os
 import sys
 import types
@@ -93,16 +92,13 @@ from experiments.bench.timing import (
     write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.benchmark.jaxmarl_scripts import STAND_IN_MODULES, stand_ins
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS, load_baseline, stand_ins
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
-REFERENCE_SCRIPT = Path("baselines/QLearning/qmix_rnn.py")
-REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
-                     Path("baselines/QLearning/config/alg/ql_rnn_mpe.yaml"))
+REFERENCE = ("qmix_rnn", "mpe")  # JaxMARL's baseline and suite (jaxmarl_scripts.SCRIPTS)
 OUR_EPISODE_STEPS = 25  # MPE spread's episode length
-LOGGING_MODULES = STAND_IN_MODULES  # what the reference script imports only to log
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,38 +199,33 @@ def reference_config(base: dict[str, Any], settings: Settings, rounds: int,
 
 
 def _logging_stand_ins() -> Any:
-    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules while the reference script is
-    imported (:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.stand_ins`)."""
+    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules while a JaxMARL script is
+    imported (:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.stand_ins`; ``bench ippo``
+    loads its script with it)."""
     return stand_ins()
 
 
-def check_reference_src(src: str, script: Path = REFERENCE_SCRIPT) -> None:
+def check_reference_src(src: str, script: Path) -> None:
     """Refuse (ValueError, one line) a ``--jaxmarl-src`` that does not hold JaxMARL's
-    ``script`` (``qmix_rnn`` by default), before anything is compiled (the MPE and SMAX
-    benches share it)."""
+    ``script`` before anything is compiled (``bench ippo``'s check)."""
     if not (Path(src) / script).is_file():
         raise ValueError(f"--jaxmarl-src {src!r} holds no {script}: give the root of "
                          "a JaxMARL checkout, or leave the flag out to run ours only")
 
 
-def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
-    """The reference script as a module and its merged MPE config, from a local copy of the
-    JaxMARL repository at ``src``; None when ``src`` is None (ours only); a ``src`` without
-    the script is refused (:func:`check_reference_src`)."""
+def load_reference(src: str | None, baseline: str = REFERENCE[0], suite: str = REFERENCE[1]
+                   ) -> tuple[types.ModuleType, dict[str, Any]] | None:
+    """JaxMARL's ``baseline`` script on ``suite`` (default: ``qmix_rnn`` on MPE) as a module
+    and its own config (:func:`~jaxmarl_accel.benchmark.jaxmarl_scripts.load_baseline`), from
+    a local copy of the JaxMARL repository at ``src``; None when ``src`` is None (ours only);
+    a ``src`` without the script is refused in one line before anything is compiled."""
     if src is None:
         return None
-    check_reference_src(src)
-    import yaml  # a dependency of flax
-
-    config: dict[str, Any] = {}
-    for path in REFERENCE_CONFIGS:
-        with open(Path(src) / path) as handle:
-            config.update(yaml.safe_load(handle))
-    spec = importlib.util.spec_from_file_location("jaxmarl_qmix_rnn", Path(src) / REFERENCE_SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    with _logging_stand_ins():
-        spec.loader.exec_module(module)
-    return module, config
+    try:
+        return load_baseline(src, baseline, suite)
+    except ValueError as error:
+        raise ValueError(f"--jaxmarl-src: {error}, or leave the flag out to run ours "
+                         "only") from None
 
 
 def our_updates(out: Any) -> int:
@@ -292,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
     parser.add_argument("--jaxmarl-src", default=None,
                         help="root of a local copy of the JaxMARL repository (holding "
-                             f"{REFERENCE_SCRIPT}); without it only ours runs")
+                             f"baselines/{SCRIPTS[REFERENCE]}); without it only ours runs")
     parser.add_argument("--json", default=None, help="write the record to this JSON file")
     parser.add_argument("--seeds", nargs="+", type=int, default=[1, 8],
                         help="seed counts trained at once (default: 1 8)")

@@ -15,12 +15,12 @@ defaults); then the median and interquartile range of the win rates over seeds.
   ``episode_updates`` updates, 1 unless ``--ours-set``, each on a batch of episodes); its
   greedy win rate: the ``won`` counter of the final evaluation's deterministic episodes.
 * theirs: ``make_train(config, env)`` of ``PATH/baselines/QLearning/qmix_rnn.py``
-  (:data:`~.smax_sides.REFERENCE_SCRIPTS`: ``vdn_rnn.py`` for VDN; JaxMARL has no MAC-PO,
+  (:data:`~.smax_sides.BASELINES`: ``vdn_rnn.py`` for VDN; JaxMARL has no MAC-PO,
   so MAC-PO runs beside its QMIX, the learner MAC-PO reweights) with its ``config/config.yaml`` and
   ``config/alg/ql_rnn_smax.yaml`` (the map set by ``--map``), run on the installed
-  ``jaxmarl``; logging modules stubbed for the import as in :mod:`experiments.bench.qmix`,
-  its ``wandb`` a :class:`~.reference_progress.ReferenceProgress` (a line every 5% of a
-  seed; its learning curve as ``ref_curve``). Its greedy test (``TEST_NUM_ENVS`` envs for
+  ``jaxmarl``, loaded as the benchmark command's reference pairs load it, its ``wandb`` a
+  :class:`jaxmarl_accel.benchmark.jaxmarl_scripts.Collector` (a line every 5% of a seed; its
+  learning curve as ``ref_curve``). Its greedy test (``TEST_NUM_ENVS`` envs for
   ``TEST_NUM_STEPS`` steps) runs before training and after the last update only
   (``TEST_INTERVAL`` 1.0); its win rate is ``returned_won_episode`` of that last test: the
   mean, over every battle that ended within the test's steps (an env's second battle
@@ -63,15 +63,15 @@ import jax
 import numpy as np
 
 from experiments.bench.qmix import our_updates, reference_updates
-from experiments.bench.reference_progress import ReferenceProgress
 from experiments.bench.smax_rounds import breakdown
 from experiments.bench.smax_sides import (
+    BASELINES,
     ENV_ID,
-    REFERENCE_SCRIPTS,
     Settings,
     load_reference,
     our_win_rates,
     reference_config,
+    reference_script,
     reference_win_rates,
     run_side,
     settings_from,
@@ -84,6 +84,7 @@ from experiments.bench.timing import (
     write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
+from jaxmarl_accel.benchmark.jaxmarl_scripts import Collector
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.envs import make
 from jaxmarl_accel.trainer.compiling import compiler_options
@@ -100,7 +101,7 @@ def env_kwargs(config: dict[str, Any], map_name: str) -> tuple[tuple[str, Any], 
 
 def our_config(settings: Settings, kwargs: tuple, env_steps: int, episode_steps: int,
                algo: str = "qmix") -> TrainConfig:
-    """Our ``algo`` run (a key of :data:`~.smax_sides.REFERENCE_SCRIPTS`) of about
+    """Our ``algo`` run (a key of :data:`~.smax_sides.BASELINES`) of about
     ``env_steps`` env steps (whole rounds of ``num_envs`` episodes of ``episode_steps`` rows);
     MAC-PO with its defaults (its weights as the replay's priorities)."""
     per_round = settings.num_envs * episode_steps
@@ -143,9 +144,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The bench's flags."""
     parser.add_argument("--jaxmarl-src", default=None,
                         help="root of a local copy of the JaxMARL repository (holding "
-                             f"{REFERENCE_SCRIPTS['qmix']}, or for --algo vdn "
-                             f"{REFERENCE_SCRIPTS['vdn'].name}); without it only ours runs")
-    parser.add_argument("--algo", default="qmix", choices=sorted(REFERENCE_SCRIPTS),
+                             f"{reference_script('qmix')}, or for --algo vdn "
+                             f"{reference_script('vdn')}); without it only ours runs")
+    parser.add_argument("--algo", default="qmix", choices=sorted(BASELINES),
                         help="our learner: qmix (beside JaxMARL's qmix_rnn.py, the default), "
                              "vdn (beside its vdn_rnn.py) or macpo (MAC-PO with its defaults, "
                              "beside its qmix_rnn.py: JaxMARL has no MAC-PO)")
@@ -215,7 +216,7 @@ def main(args: argparse.Namespace) -> None:
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.seeds)
     record: dict[str, Any] = {
         "reference": str(Path(args.jaxmarl_src).resolve()) if reference else None,
-        "algo": args.algo, "reference_script": str(REFERENCE_SCRIPTS[args.algo]),
+        "algo": args.algo, "reference_script": reference_script(args.algo),
         "map": args.map, "env_kwargs": dict(kwargs), "settings": dataclasses.asdict(settings),
         "ours_set": list(args.ours_set), "collect_block": args.collect_block,
         "seeds": args.seeds, "seed": args.seed, "backend": jax.default_backend(),
@@ -239,7 +240,7 @@ def main(args: argparse.Namespace) -> None:
     if reference is not None:
         module = reference[0]
         env, _ = module.env_from_config(copy.deepcopy(ref_config))
-        progress = ReferenceProgress(ref_steps // ref_round * ref_round, keys=keys)
+        progress = Collector(ref_steps // ref_round * ref_round, name="ref", keys=keys)
         record.update(run_side("ref", module.make_train(progress.attach(module, ref_config),
                                                         env), keys, progress.total_steps,
                                reference_win_rates, reference_updates, args.vmap_seeds))

@@ -1,31 +1,31 @@
-"""The two sides of ``bench qmix_smax``, shared with the benches beside it
-(:mod:`~.reference_progress`, :mod:`~.smax_rounds`): JaxMARL's QLearning script on SMAX with
-its settings (:class:`Settings` from its ``ql_rnn_smax.yaml``, its config for a run, the
-script loaded as a module), and one side's run compiled, timed and scored
-(:func:`run_side`, with each side's greedy win rates)."""
+"""The two sides of ``bench qmix_smax``, shared with :mod:`~.smax_rounds`: JaxMARL's
+QLearning script on SMAX with its settings (:class:`Settings` from its ``ql_rnn_smax.yaml``,
+its config for a run, the script loaded as the benchmark command's reference pairs load it,
+:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.load_baseline`), and one side's run compiled,
+timed and scored (:func:`run_side`, with each side's greedy win rates)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
-import yaml  # a dependency of flax
 
-from experiments.bench.qmix import REFERENCE_SCRIPT, _logging_stand_ins, check_reference_src
+from experiments.bench import qmix
 from experiments.bench.timing import compile_program, timed_call
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS
 
-REFERENCE_CONFIGS = (Path("baselines/QLearning/config/config.yaml"),
-                     Path("baselines/QLearning/config/alg/ql_rnn_smax.yaml"))
 ENV_ID = "HeuristicEnemySMAX"
-REFERENCE_SCRIPTS = {"qmix": REFERENCE_SCRIPT, "vdn": REFERENCE_SCRIPT.with_name("vdn_rnn.py"),
-                     "macpo": REFERENCE_SCRIPT}
-"""``--algo`` -> JaxMARL's script it runs beside: its own learner of that name, or (MAC-PO,
+BASELINES = {"qmix": "qmix_rnn", "vdn": "vdn_rnn", "macpo": "qmix_rnn"}
+"""``--algo`` -> JaxMARL's baseline it runs beside: its own learner of that name, or (MAC-PO,
 which JaxMARL lacks) the QMIX that MAC-PO's weights modify (paper 004, eq. 1)."""
+
+
+def reference_script(algo: str) -> str:
+    """The path of ``algo``'s JaxMARL script in a checkout (``baselines/QLearning/...``)."""
+    return f"baselines/{SCRIPTS[BASELINES[algo], 'smax']}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,23 +79,10 @@ def reference_config(base: dict[str, Any], settings: Settings, map_name: str,
 
 
 def load_reference(src: str | None, algo: str = "qmix") -> tuple[Any, dict[str, Any]] | None:
-    """The reference script of ``algo`` (:data:`REFERENCE_SCRIPTS`) as a module and its
-    merged SMAX config; None when ``src`` is None (ours only); a ``src`` without the script
-    is refused (``check_reference_src``)."""
-    if src is None:
-        return None
-    script = REFERENCE_SCRIPTS[algo]
-    check_reference_src(src, script)
-    config: dict[str, Any] = {}
-    for path in REFERENCE_CONFIGS:
-        with open(Path(src) / path) as handle:
-            config.update(yaml.safe_load(handle))
-    spec = importlib.util.spec_from_file_location(f"jaxmarl_{script.stem}_smax",
-                                                  Path(src) / script)
-    module = importlib.util.module_from_spec(spec)
-    with _logging_stand_ins():
-        spec.loader.exec_module(module)
-    return module, config
+    """The reference script of ``algo`` (:data:`BASELINES`) as a module and its own SMAX
+    config; None when ``src`` is None (ours only); a ``src`` without the script is refused in
+    one line (:func:`~.qmix.load_reference`)."""
+    return qmix.load_reference(src, BASELINES[algo], "smax")
 
 
 def run_side(name: str, train: Any, keys: jax.Array, steps_per_seed: int,

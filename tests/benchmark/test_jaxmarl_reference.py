@@ -1,8 +1,10 @@
 """Reference pairs from a JaxMARL checkout: which pairs have one, the checkout's check, and a
 made-up script of JaxMARL's shape (Hydra config, ``make_train(config)``, metrics sent to
-``wandb.log`` from the compiled program) run seed by seed into a record the statistics read."""
+``wandb.log`` from the compiled program) run seed by seed into a record the statistics read,
+each seed kept as it finishes."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -89,3 +91,34 @@ def test_a_script_runs_seed_by_seed_into_a_record(tmp_path):
     lines.clear()  # a finished reference is not run again
     jaxmarl_reference.run_references(checkout, suite, chosen, out, 1.0, lines.append)
     assert lines == []
+
+
+def test_each_finished_seed_is_kept_and_a_later_call_runs_only_the_missing(tmp_path,
+                                                                          monkeypatch):
+    pytest.importorskip("jaxmarl")
+    from jaxmarl_accel.benchmark import jaxmarl_scripts
+
+    checkout = fake_checkout(tmp_path / "jaxmarl")
+    task = suites.Task("spread", "jaxmarl:MPE_simple_spread_v3", 100, evaluations=4,
+                       jaxmarl="mpe:MPE_simple_spread_v3")
+    suite = suites.Suite("s", (task,), (suites.Learner("ppo", "ppo", jaxmarl="ippo_ff"),),
+                         seeds=3)
+    out, chosen = str(tmp_path / "out"), suites.pairs(suite)
+    ran, run_seeds = [], jaxmarl_scripts.run_seeds
+
+    def counted(train, seeds, collector):
+        ran.append(list(seeds))
+        return run_seeds(train, seeds, collector)
+
+    monkeypatch.setattr(jaxmarl_scripts, "run_seeds", counted)
+    jaxmarl_reference.run_references(checkout, suite, chosen, out, 1.0, lambda line: None)
+    path = jaxmarl_reference.record_path(out, chosen[0], "ippo_ff")
+    with open(path) as handle:
+        first = json.load(handle)
+    for done in (path, jaxmarl_reference.seed_path(os.path.dirname(path), 1)):
+        os.remove(done)  # as if interrupted in seed 1
+    jaxmarl_reference.run_references(checkout, suite, chosen, out, 1.0, lambda line: None)
+    with open(path) as handle:
+        again = json.load(handle)
+    assert ran == [[0, 1, 2], [1]]
+    assert again["seeds"] == [0, 1, 2] and again["returns"] == first["returns"]

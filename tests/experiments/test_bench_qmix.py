@@ -12,6 +12,9 @@ import pytest
 
 from experiments.bench import qmix as bench
 from experiments.bench.__main__ import main
+from jaxmarl_accel.benchmark.jaxmarl_scripts import STAND_IN_MODULES
+
+QL = "baselines/QLearning"
 
 TINY = ("--seeds", "1", "--rounds", "4", "--reps", "1", "--num-envs", "2", "--batch-size", "2",
         "--buffer-size", "8", "--hidden", "8", "--mixer-embed", "4", "--hypernet-hidden", "8",
@@ -69,13 +72,13 @@ def test_settings_match_the_reference_keys():
     assert no_learning["LEARNING_STARTS"] > no_learning["TOTAL_TIMESTEPS"]
 
 
-@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in bench.LOGGING_MODULES),
+@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in STAND_IN_MODULES),
                     reason="the stand-ins are only used when the logging modules are absent")
 def test_reference_loads_with_stand_ins(tmp_path):
-    script = tmp_path / bench.REFERENCE_SCRIPT
+    script = tmp_path / QL / "qmix_rnn.py"
     script.parent.mkdir(parents=True)
     script.write_text(FAKE_SCRIPT)
-    base, alg = (tmp_path / path for path in bench.REFERENCE_CONFIGS)
+    base, alg = (tmp_path / QL / "config" / p for p in ("config.yaml", "alg/ql_rnn_mpe.yaml"))
     alg.parent.mkdir(parents=True)
     base.write_text('"SEED": 0\n"WANDB_MODE": "disabled"\n')
     alg.write_text('"NUM_ENVS": 4\n"HIDDEN_SIZE": 16\n"LR": 0.01\n')
@@ -84,7 +87,7 @@ def test_reference_loads_with_stand_ins(tmp_path):
     assert config["SEED"] == 0 and config["NUM_ENVS"] == 4
     assert dataclasses.replace(bench.Settings(), num_envs=4, hidden=16, lr=0.01) == (
         bench.settings_from(config))
-    assert not any(name in sys.modules for name in bench.LOGGING_MODULES)
+    assert not any(name in sys.modules for name in STAND_IN_MODULES)
     with pytest.raises(ValueError, match="holds no baselines/QLearning/qmix_rnn.py"):
         bench.load_reference(str(tmp_path / "nothing"))
     assert bench.load_reference(None) is None
@@ -92,7 +95,7 @@ def test_reference_loads_with_stand_ins(tmp_path):
 
 @pytest.mark.parametrize("command", ["qmix", "qmix_smax"])
 def test_a_jaxmarl_src_without_the_script_is_refused_before_compiling(tmp_path, command):
-    with pytest.raises(ValueError, match="--jaxmarl-src .* holds no"):
+    with pytest.raises(ValueError, match="--jaxmarl-src.* holds no"):
         main([command, "--jaxmarl-src", str(tmp_path / "nothing")])
 
 
@@ -135,7 +138,7 @@ def test_smax_bench_overrides_our_settings_by_name():
             qmix_smax.with_overrides(base, [bad])
 
 
-@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in bench.LOGGING_MODULES),
+@pytest.mark.skipif(any(importlib.util.find_spec(name) for name in STAND_IN_MODULES),
                     reason="the stand-ins are only used when the logging modules are absent")
 @pytest.mark.parametrize("algo", ["qmix", "vdn", "macpo"])
 def test_smax_bench_runs_each_learner_beside_its_reference_script(tmp_path, algo):
@@ -143,17 +146,16 @@ def test_smax_bench_runs_each_learner_beside_its_reference_script(tmp_path, algo
     JaxMARL) beside qmix_rnn.py; a source without that script is refused in one line."""
     from experiments.bench import qmix_smax, smax_sides
 
-    script = tmp_path / smax_sides.REFERENCE_SCRIPTS[algo]
+    script = tmp_path / smax_sides.reference_script(algo)
     script.parent.mkdir(parents=True)
     script.write_text(FAKE_SCRIPT.replace("lambda key: key", f"lambda key: {algo!r}"))
-    for path, text in zip(smax_sides.REFERENCE_CONFIGS, ('"SEED": 0\n', '"NUM_ENVS": 4\n'),
-                          strict=True):
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
+    for path, text in (("config.yaml", '"SEED": 0\n'), ("alg/ql_rnn_smax.yaml", '"NUM_ENVS": 4\n')):
+        (tmp_path / QL / "config" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / QL / "config" / path).write_text(text)
     module, config = smax_sides.load_reference(str(tmp_path), algo)
     assert module.make_train(config, None)(0) == algo and config["NUM_ENVS"] == 4
     other = "qmix" if algo == "vdn" else "vdn"  # the script this source lacks
-    with pytest.raises(ValueError, match=f"holds no .*{smax_sides.REFERENCE_SCRIPTS[other]}"):
+    with pytest.raises(ValueError, match=f"holds no {smax_sides.reference_script(other)}"):
         smax_sides.load_reference(str(tmp_path), other)
     ours = qmix_smax.our_config(smax_sides.Settings(), (("scenario", "3m"),), 20_000, 101, algo)
     assert ours.algo == algo and ours.learner.hidden == 512

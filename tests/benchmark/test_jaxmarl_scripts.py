@@ -1,17 +1,15 @@
-"""experiments/bench/reference_progress: a JaxMARL-style script's per-round wandb report,
+"""jaxmarl_accel.benchmark.jaxmarl_scripts: a JaxMARL-style script's per-round wandb report,
 made from inside its compiled scan under the seed vmap, becomes a curve per seed and a
-progress line every 1/parts of the run; the script's own config is left as it was."""
+progress line every 1/parts of the run (the script's own config left as it was), and a
+baseline loads from a checkout by its name with its own config."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-
 import jax
 import numpy as np
+import pytest
 
-from experiments.bench import qmix as bench
-from experiments.bench.reference_progress import ReferenceProgress
+from jaxmarl_accel.benchmark.jaxmarl_scripts import Collector, load_baseline, load_script
 
 # the reporting pattern of JaxMARL's qmix_rnn.py / vdn_rnn.py, on a toy scan of 10 rounds
 SCRIPT = '''
@@ -57,18 +55,14 @@ def make_train(config, env):
 def load(tmp_path):
     path = tmp_path / "toy_rnn.py"
     path.write_text(SCRIPT)
-    spec = importlib.util.spec_from_file_location("toy_rnn", path)
-    module = importlib.util.module_from_spec(spec)
-    with bench._logging_stand_ins():
-        spec.loader.exec_module(module)
-    return module
+    return load_script(path)[0]
 
 
 def test_the_scripts_report_becomes_a_curve_per_seed_and_progress_lines(tmp_path, capsys):
     module = load(tmp_path)
     config = {"WANDB_MODE": "disabled"}
     keys = jax.random.split(jax.random.PRNGKey(3), 2)
-    progress = ReferenceProgress(100, parts=5, name="toy", keys=keys)
+    progress = Collector(100, parts=5, name="toy", keys=keys)
     train = jax.jit(jax.vmap(module.make_train(progress.attach(module, config), None)))
     assert np.asarray(train(keys)["runner_state"][0].grad_steps).tolist() == [10, 10]
     jax.effects_barrier()
@@ -87,28 +81,34 @@ def test_the_scripts_report_becomes_a_curve_per_seed_and_progress_lines(tmp_path
 
 def test_a_disabled_report_stays_silent(tmp_path, capsys):
     module = load(tmp_path)
-    progress = ReferenceProgress(100)
+    progress = Collector(100)
     module.wandb = progress
     jax.jit(module.make_train({"WANDB_MODE": "disabled"}, None))(jax.random.PRNGKey(0))
     jax.effects_barrier()
     assert progress.curves() == [] and "seed" not in capsys.readouterr().out
 
 
-def test_the_cost_bench_times_the_script_with_its_report_off_and_on(tmp_path, capsys):
-    from experiments.bench import smax_sides
-    from experiments.bench.__main__ import main
+def test_a_baseline_loads_from_a_checkout_with_its_own_config(tmp_path):
+    folder = tmp_path / "baselines" / "QLearning"
+    (folder / "config" / "alg").mkdir(parents=True)
+    (folder / "vdn_rnn.py").write_text(SCRIPT)
+    (folder / "config" / "config.yaml").write_text('"SEED": 0\n"NUM_ENVS": 2\n')
+    (folder / "config" / "alg" / "ql_rnn_smax.yaml").write_text('"NUM_ENVS": 16\n')
+    module, config = load_baseline(str(tmp_path), "vdn_rnn", "smax")
+    assert config == {"SEED": 0, "NUM_ENVS": 16} and isinstance(module.wandb, Collector)
+    with pytest.raises(ValueError, match="holds no baselines/QLearning/qmix_rnn.py"):
+        load_baseline(str(tmp_path), "qmix_rnn", "smax")
+    with pytest.raises(ValueError, match="no vdn_rnn baseline on hanabi"):
+        load_baseline(str(tmp_path), "vdn_rnn", "hanabi")
 
-    script = tmp_path / smax_sides.REFERENCE_SCRIPTS["qmix"]
-    script.parent.mkdir(parents=True)
-    script.write_text(SCRIPT)
-    for path in smax_sides.REFERENCE_CONFIGS:
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text("NUM_ENVS: 2\nNUM_STEPS: 4\n")
-    out = tmp_path / "cost.json"
-    main(["reference_progress", "--jaxmarl-src", str(tmp_path), "--env-steps", "20",
-          "--reps", "2", "--json", str(out)])
-    record = json.loads(out.read_text())
-    assert record["rounds"] == 2 and record["off_updates_per_seed"] == 10
-    assert len(record["on_seconds"]) == len(record["off_seconds"]) == 2
-    assert record["on_over_off_fastest"] > 0
-    assert "report on / off" in capsys.readouterr().out
+
+def test_a_seed_without_its_key_in_the_metrics_is_the_one_running():
+    lines = []
+    collector = Collector(40, parts=2, name="toy", say=lines.append)
+    collector.seed = 7
+    for step in (10, 20, 30, 40):
+        collector.log({"env_step": step, "returned_episode_returns": -step / 10.0})
+    assert [curve["seed"] for curve in collector.curves()] == [7]
+    assert len(lines) == 2 and all("toy seed 7:" in line for line in lines)
+    assert "40 of 40 env steps" in lines[-1] and "training return -4.000" in lines[-1]
+    assert len(collector.logged) == 4
