@@ -230,7 +230,7 @@ def train_chunks(trainer: Trainer, options: RunOptions, compiled: Any, manager: 
     seconds = {chunk: value for chunk, value in outputs.read_chunk_seconds(
         options.out_dir).items() if chunk < started.start} if options.resume else {}
     pbt = PbtSteps(config, options.seed, options.pbt_every, trainer.num_chunks, options.out_dir,
-                   writer, trainer.first_update_step, steps_per_chunk
+                   writer, trainer.first_update_step, steps_per_chunk, trainer.initial_carry
                    ) if options.pbt_every else None
     try:
         for chunk in range(started.start, trainer.num_chunks):

@@ -36,14 +36,17 @@ class PbtSteps:
     on (a chunk that starts at or after ``first_update_step`` on the run's clock: before
     it, the lanes' scores are those of untrained learners) and only when the lanes' scores
     differ (a population that ties has no best to copy). Steps that are skipped are not
-    made up later."""
+    made up later. ``initial_carry``: one lane's carry at its envs' episode starts (leaves
+    ``[E, ...]``; ``()`` without one), which a lane that copies another's learners takes
+    (:func:`~jaxmarl_accel.trainer.pbt.make_apply`)."""
 
     def __init__(self, config: Any, seed: int, every: int, num_chunks: int, out_dir: str,
-                 writer: bool, first_update_step: int = 0, steps_per_chunk: int = 1) -> None:
+                 writer: bool, first_update_step: int = 0, steps_per_chunk: int = 1,
+                 initial_carry: Any = ()) -> None:
         self.config, self.seed, self.every, self.num_chunks = config, seed, every, num_chunks
         self.out_dir, self.writer = out_dir, writer
         self.first_update_step, self.steps_per_chunk = first_update_step, steps_per_chunk
-        self.apply = make_apply()
+        self.apply = make_apply(initial_carry=initial_carry)
 
     def steps_after(self, chunk: int, scores: Sequence[float]) -> bool:
         """Whether a step follows ``chunk`` whose lanes scored ``scores``: a step's chunk,

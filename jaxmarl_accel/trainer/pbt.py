@@ -7,9 +7,17 @@ the chunk's evaluation return, copy the learners (parameters, targets, optimizer
 a member drawn from the best ``fraction`` and take its values, each multiplied by a factor
 drawn from ``factors`` (Jaderberg et al. 2017, "Population Based Training of Neural
 Networks", exploit: truncation selection, explore: perturb). Replays, envs and keys stay
-each member's own. A perturbed value that its config refuses (``tau`` above 1) keeps the
-parent's. The draw is numpy's, seeded by the run's seed and the chunk, so a resumed run
-repeats it.
+each member's own. So do its episodes in progress, which is why a member that copies
+another's learners starts its envs' policy carries (a recurrent learner's memory, e.g. the
+GRU states the rollout round keeps, :attr:`TrainState.carry`) again from the carry at an
+episode's start: each was computed by its old learner from its own envs' past, and the
+parent's carries belong to the parent's envs, which it does not take (copying them too would
+mean copying the parent's env states, replays and episode returns: a clone of the member,
+not of its learners). The new learner goes on with the episodes as if its memory began where
+the copy is made; the next rollout records that carry as the one it started from, from which
+learning unrolls it again, so acting and learning agree. A perturbed value that its config
+refuses (``tau`` above 1) keeps the parent's. The draw is numpy's, seeded by the run's seed
+and the chunk, so a resumed run repeats it.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import numpy as np
 from jaxmarl_accel import config as cfg
 from jaxmarl_accel.trainer.rounds.state import TrainState
 from jaxmarl_accel.trainer.sweep import HYPER_DTYPE
+from jaxmarl_accel.types import PyTree
 
 FRACTION = 0.25
 """The share of the population replaced (and copied from) at each step."""
@@ -80,16 +89,24 @@ def exploit_explore(config: cfg.TrainConfig, scores: Sequence[float],
                    replaced=tuple(int(lane) for lane in worst if parents[lane] != lane))
 
 
-def make_apply(shardings: Any = None) -> Callable[[TrainState, Any, Any], TrainState]:
+def make_apply(shardings: Any = None, initial_carry: PyTree = ()
+               ) -> Callable[[TrainState, Any, Any], TrainState]:
     """``apply(state [L], parents [L], hyper name -> [L]) -> state``: every lane's learners
-    copied from its parent's, its values set; jitted with the state donated (and kept in
-    ``shardings``, the sharded trainer's, where given)."""
+    copied from its parent's, its values set, and the carries (leaves ``[L, E, ...]``) of a
+    lane that copied another's set to ``initial_carry`` (one lane's at its envs' episode
+    starts, leaves ``[E, ...]``; module docstring); jitted with the state donated (and kept
+    in ``shardings``, the sharded trainer's, where given)."""
 
     def apply(state: TrainState, parents: jax.Array, hyper: dict[str, jax.Array]
               ) -> TrainState:
         algo = jax.tree.map(lambda x: jnp.take(x, parents, axis=0), state.algo)
-        return state.replace(algo=algo, hyper={name: jnp.asarray(v, HYPER_DTYPE)
-                                               for name, v in hyper.items()})
+        moved = parents != jnp.arange(parents.shape[0])  # [L]
+        carry = jax.tree.map(
+            lambda first, now: jnp.where(moved.reshape((-1,) + (1,) * (now.ndim - 1)),
+                                         first, now), initial_carry, state.carry)
+        return state.replace(algo=algo, carry=carry,
+                             hyper={name: jnp.asarray(v, HYPER_DTYPE)
+                                    for name, v in hyper.items()})
 
     if shardings is None:
         return jax.jit(apply, donate_argnums=0)

@@ -116,6 +116,8 @@ class Trainer(NamedTuple):
       total_steps: env steps on the run's clock of the whole run.
       first_update_step: the clock at the end of the first round that learns.
       plan: the records the run was built from and its schedule (:class:`Plan`).
+      initial_carry: :attr:`TrainState.carry` of one seed at its envs' episode starts
+        (leaves ``[E, ...]``; ``()`` in rounds that keep none).
     """
 
     config: cfg.TrainConfig
@@ -132,6 +134,7 @@ class Trainer(NamedTuple):
     total_steps: int
     first_update_step: int
     plan: Plan
+    initial_carry: PyTree = ()
 
 
 def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None) -> Trainer:
@@ -189,7 +192,8 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
                    num_chunks=num_chunks, steps_per_chunk=rounds * schedule.steps_per_round,
                    total_steps=schedule.total_rounds * schedule.steps_per_round,
                    first_update_step=schedule.first_update_step,
-                   plan=Plan(algo_spec(config.algo), kind, schedule))
+                   plan=Plan(algo_spec(config.algo), kind, schedule),
+                   initial_carry=built.carry)
 
 
 @custom_vmap

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxmarl_accel.cli import run
-from jaxmarl_accel.runs import memory
+from jaxmarl_accel.runs import memory, progress
 from jaxmarl_accel.runs.sweep_outputs import read_sweep
 from tests.cli.test_run import (
     TINY,
@@ -20,6 +20,7 @@ from tests.cli.test_run import (
     interrupt_after_chunk_1,
     one_line,
 )
+from tests.runs.test_checkpoint import read_arrays
 
 pytestmark = pytest.mark.xdist_group("sweep_run")
 
@@ -144,3 +145,44 @@ def test_population_based_training_records_its_lineage_and_resumes_exactly(monke
     capsys.readouterr()
     assert exit_code([*TINY, "--pbt", "--out", str(tmp_path / "bad")]) == 2
     assert "--pbt trains a population of --sweep settings" in one_line(capsys.readouterr().err)
+
+
+RNN_PBT = ["--algo", "ppo", "--agent", "rnn", "--env", "simple_spread", "--agents", "2",
+           "--seeds", "2", "--sweep", "lr=0.03,0.0003", "--num-envs", "2",
+           "--rollout-length", "5", "--minibatches", "2", "--epochs", "2", "--hidden-sizes", "8",
+           "--total-env-steps", "40", "--eval-every", "10", "--eval-episodes", "2",
+           "--baseline-episodes", "2", "--devices", "1", "--pbt", "--quiet"]
+
+
+@pytest.mark.slow  # three tiny runs; tests/trainer/test_pbt.py checks the carries fast
+def test_recurrent_population_based_training_restarts_the_copied_lanes_carries(
+        monkeypatch, tmp_path):
+    """--pbt with recurrent PPO: after chunks 1 and 2 (of 4 chunks of one 10-step round) the
+    worst of the 4 lanes copies the best one's learners and starts its envs' GRU states
+    again from zero (:mod:`jaxmarl_accel.trainer.pbt`), the kept lanes keep theirs (their
+    episodes of 25 steps are still going at step 20), and a run interrupted after chunk 1
+    resumes to the same files."""
+    whole = str(tmp_path / "whole")
+    assert run.main([*RNN_PBT, "--out", whole]) == 0
+    lineage = json.loads(Path(whole, "pbt.json").read_text())["lineage"]
+    assert [step["chunk"] for step in lineage] == [1, 2]
+    assert all(len(step["replaced"]) == 1 for step in lineage)
+    out = str(tmp_path / "interrupted")
+    real_update = progress.ProgressBar.update
+
+    def update(bar, steps, *args, **kwargs):
+        real_update(bar, steps, *args, **kwargs)
+        if steps == 20:  # chunk 1 done, its step taken and saved
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(progress.ProgressBar, "update", update)
+    assert run.main([*RNN_PBT, "--out", out]) == 130
+    monkeypatch.undo()
+    saved = read_arrays(os.path.join(out, "checkpoints"))
+    (carry,) = [value for name, value in saved.items() if name.startswith(".carry")]
+    carry = carry.reshape(4, *carry.shape[-3:])  # [lanes, E, N, H]
+    (copied,) = [entry["lane"] for entry in lineage[0]["replaced"]]
+    for lane in range(4):
+        assert np.all(carry[lane] == 0.0) == (lane == copied), lane
+    assert run.main(["--resume", out, "--quiet"]) == 0
+    assert_same_outputs(whole, out, last=3)

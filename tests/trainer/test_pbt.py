@@ -42,3 +42,22 @@ def test_apply_copies_the_parents_learners_and_sets_the_values():
     np.testing.assert_array_equal(np.asarray(out.algo["w"])[:, 0], [0.0, 3.0, 2.0, 3.0])
     np.testing.assert_array_equal(np.asarray(out.buffer["b"]), [0.0, 1.0, 2.0, 3.0])
     np.testing.assert_allclose(np.asarray(out.hyper["tau"]), [0.1, 0.2, 0.3, 0.4], rtol=1e-6)
+
+
+def test_a_lane_that_copies_another_starts_its_carries_again_and_keeps_its_envs():
+    lanes, envs = 4, 3
+    state = TrainState(algo={"w": jnp.arange(4.0)}, buffer=(), env_state={"t": jnp.arange(4.0)},
+                       obs=jnp.zeros((lanes, envs, 1)),
+                       episode_return=jnp.zeros((lanes, envs, 1)),
+                       key=jnp.zeros((lanes, 2), jnp.uint32), env_steps=jnp.zeros(4, jnp.int32),
+                       hyper={"lr": jnp.zeros(4)},
+                       carry={"net": 1.0 + jnp.arange(lanes * envs * 2.0).reshape(lanes, envs, 2)})
+    before = np.asarray(state.carry["net"])
+    first = {"net": jnp.full((envs, 2), -1.0)}
+    out = make_apply(initial_carry=first)(state, np.asarray([0, 3, 2, 3], np.int32),
+                                          {"lr": np.ones(4)})
+    carry = np.asarray(out.carry["net"])
+    np.testing.assert_array_equal(carry[1], -1.0)  # lane 1 copied lane 3's learner
+    np.testing.assert_array_equal(carry[[0, 2, 3]], before[[0, 2, 3]])
+    np.testing.assert_array_equal(np.asarray(out.env_state["t"]), [0.0, 1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(out.algo["w"]), [0.0, 3.0, 2.0, 3.0])

@@ -93,9 +93,11 @@ def draw(s: Skeleton, state: OnPolicyState, outs: list[jax.Array], vals: list[ja
 
 
 def value(s: Skeleton, state: OnPolicyState, carry: PyTree, obs: jax.Array,
-          world: jax.Array | None) -> jax.Array:
+          world: jax.Array | None, avail: jax.Array | None = None) -> jax.Array:
     """Values ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]`` (MAPPO:
-    of the global state ``world [..., S]``), one step on from ``carry``."""
+    of the global state ``world [..., S]``), one step on from ``carry`` (state values:
+    ``avail`` unused)."""
+    del avail
     return nets.merge_teams(s.policy.teams, unnormalized(s, state, team_outputs(
         s, state.params, carry, obs, world)[1]), -1)
 

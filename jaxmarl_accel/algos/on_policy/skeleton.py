@@ -67,8 +67,10 @@ class OnPolicyFns(NamedTuple):
       sample: ``(state, carry, obs [E, N, obs_dim], world [E, S] or None, avail [E, N, A]
         bool or None, key) -> (PolicyStep, carry)``, :class:`PolicyStep` leaves ``[E, N,
         ...]``; the carry after the step (before any reset at an episode's end).
-      value: ``(state, carry, obs [E, N, obs_dim], world [E, S] or None) -> [E, N]`` the
-        values of the observations a step reached, from the carry :attr:`sample` returned.
+      value: ``(state, carry, obs [E, N, obs_dim], world [E, S] or None, avail [E, N, A]
+        bool or None) -> [E, N]`` the values of the observations a step reached, from the
+        carry :attr:`sample` returned; ``avail`` the actions available there (``None``: the
+        spec's valid actions), which only learners of action values read.
       rollout_length: T, env steps per env in one rollout.
       initial_carry: ``num_envs -> carry`` of ``E`` envs at an episode's start (leaves ``[E,
         ...]``), ``()`` for networks without memory.

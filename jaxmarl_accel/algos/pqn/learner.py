@@ -4,10 +4,11 @@ neither a replay buffer nor a target network; the normalized network keeps it st
 The rollout round (:mod:`jaxmarl_accel.trainer.rounds.rollout`, whose contract this meets)
 collects ``T`` steps of ``E`` envs with :func:`sample` (epsilon-greedy over the available
 actions; the step's ``value`` is ``max_a Q(s_t, a)`` over them) and :func:`value` (``max_a
-Q`` of the observation each step reached), then calls :func:`update` once on the
-:class:`~jaxmarl_accel.types.Rollout`: Q(lambda) returns from the values taken while acting
-(:mod:`~.returns`), then ``epochs`` passes over the rollout in ``minibatches`` shuffled
-minibatches of joint steps, each one RAdam step on the squared error
+Q`` of the observation each step reached, over the actions available there), then calls
+:func:`update` once on the :class:`~jaxmarl_accel.types.Rollout`: Q(lambda) returns from
+the values taken while acting (:mod:`~.returns`), then ``epochs`` passes over the rollout in
+``minibatches`` shuffled minibatches of joint steps, each one RAdam step on the squared
+error
 
 * ``pqn`` (independent agents): ``mean_{b, i} (Q(o_i, a_i) - G_i)^2``, each agent's return
   of its own reward;
@@ -131,13 +132,14 @@ def sample(s: Skeleton, state: PQNState, carry: tuple, obs: jax.Array,
 
 
 def value(s: Skeleton, state: PQNState, carry: tuple, obs: jax.Array,
-          world: jax.Array | None) -> jax.Array:
+          world: jax.Array | None, avail: jax.Array | None = None) -> jax.Array:
     """``max_a Q`` ``[..., N]`` of every agent's observation ``obs [..., N, obs_dim]`` over
-    the spec's valid actions (the bootstrap where an episode ended or the rollout ends;
-    ``carry`` and ``world`` unused)."""
+    the actions ``avail [..., N, A]`` available there (the spec's valid actions when None):
+    the bootstrap where an episode ended or the rollout ends (``carry`` and ``world``
+    unused)."""
     del carry, world
     q = _q(s, state, obs)
-    return jnp.max(masked_q(q, _avail(s, None, q.shape)), axis=-1)
+    return jnp.max(masked_q(q, _avail(s, avail, q.shape)), axis=-1)
 
 
 def make_policy(s: Skeleton, explore: bool) -> Policy:

@@ -60,12 +60,13 @@ def sample(s: Skeleton, state: PQNState, carry: jax.Array, obs: jax.Array,
 
 
 def value(s: Skeleton, state: PQNState, carry: jax.Array, obs: jax.Array,
-          world: jax.Array | None) -> jax.Array:
-    """``max_a Q`` ``[E, N]`` over the spec's valid actions one GRU step on from ``carry``
-    at the observations a step reached."""
+          world: jax.Array | None, avail: jax.Array | None = None) -> jax.Array:
+    """``max_a Q`` ``[E, N]`` one GRU step on from ``carry`` at the observations a step
+    reached, over the actions ``avail [E, N, A]`` available there (the spec's valid actions
+    when None; ``world`` unused)."""
     del world
     _, q = nets.q_step(s.net, state.params, carry, obs)
-    return jnp.max(masked_q(q, _avail(s, None, q.shape)), axis=-1)
+    return jnp.max(masked_q(q, _avail(s, avail, q.shape)), axis=-1)
 
 
 def make_policy(s: Skeleton, explore: bool) -> Policy:

@@ -17,9 +17,12 @@ The learner's contract (its :class:`~jaxmarl_accel.algos.on_policy.learner.OnPol
   key) -> (step, carry)``: ``step`` has ``env_action``, ``action``, ``log_prob`` and
   ``value`` (leaves ``[E, N, ...]``; a learner without values may give zeros), and the
   carry after the step.
-* ``value(algo_state, carry, final_obs [E, N, D], final_world [E, S] | None) -> [E, N]``:
-  the values of the observations the step reached (before any auto-reset), from the carry
-  ``sample`` returned; a learner without values may give zeros.
+* ``value(algo_state, carry, final_obs [E, N, D], final_world [E, S] | None, final_avail
+  [E, N, A] | None) -> [E, N]``: the values of the observations the step reached (before
+  any auto-reset), from the carry ``sample`` returned; ``final_avail`` the actions available
+  there (the env's ``info["final_avail_actions"]``; ``None`` for an env without
+  ``avail_actions``), over which a learner of action values takes its max; a learner without
+  values may give zeros.
 * ``initial_carry(E)``: the carry of ``E`` envs at an episode's start (leaves ``[E, ...]``,
   ``()`` without memory). The round keeps it in :attr:`~.state.TrainState.carry` from round
   to round and sets each env's back to it where that env's episode ended; the rollout keeps
@@ -120,9 +123,11 @@ def make_collect(config: Any, env: Env, env_params: PyTree, algo: Algo) -> Any:
             env_params)
         ended = terminated | truncated
         final_world = None if world_of is None else world_of.reached(info)
+        final_avail = info["final_avail_actions"] if state_avail else None
         row = Rollout(obs=state.obs, action=chosen.action, log_prob=chosen.log_prob,
                       value=chosen.value, reward=reward,
-                      next_value=fns.value(state.algo, carry, info["final_obs"], final_world),
+                      next_value=fns.value(state.algo, carry, info["final_obs"], final_world,
+                                           final_avail),
                       terminated=terminated.astype(jnp.float32),
                       ended=ended.astype(jnp.float32), avail=avail, world=world)
         episode_return = state.episode_return + reward

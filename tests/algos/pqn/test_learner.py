@@ -136,3 +136,46 @@ def test_a_rollout_that_does_not_divide_into_minibatches_and_continuous_actions_
     spread = make("simple_spread", continuous_actions=True)[0].spec
     with pytest.raises(ValueError, match="algo 'pqn_vdn' needs discrete actions"):
         make_algo("pqn_vdn", spread, SMALL)
+
+
+def test_the_bootstrap_of_a_reached_observation_is_its_best_available_action():
+    spec = hunt_spec()
+    s = pqn.make_skeleton("pqn", spec, SMALL)
+    algo = make_algo("pqn", spec, SMALL)
+    state = algo.init(jax.random.PRNGKey(0))
+    obs = jax.random.uniform(jax.random.PRNGKey(1), (16, spec.num_agents, spec.obs_dim))
+    q = pqn.nets.q_values(s.net, state.params, state.batch_stats, obs)
+    best = jnp.argmax(q, axis=-1)  # the unmasked argmax, made unavailable
+    avail = ~jax.nn.one_hot(best, spec.num_actions, dtype=bool)
+    masked = algo.on_policy.value(state, (), obs, None, avail)
+    np.testing.assert_allclose(masked, jnp.max(jnp.where(avail, q, -jnp.inf), axis=-1),
+                               rtol=1e-6)
+    assert np.all(np.asarray(masked) < np.asarray(jnp.max(q, axis=-1)))
+    np.testing.assert_array_equal(algo.on_policy.value(state, (), obs, None, None),
+                                  jnp.max(q, axis=-1))
+
+
+def test_the_rollout_bootstraps_its_last_step_over_the_actions_available_there():
+    from jaxmarl_accel.envs.policies import available_actions
+    from jaxmarl_accel.trainer.rounds.rollout import make_collect
+    from jaxmarl_accel.trainer.train import make_trainer
+
+    config = TrainConfig(env="stag_hunt", env_kwargs=HUNT, algo="pqn", num_envs=8,
+                         total_env_steps=32, eval_every=32, eval_episodes=2, learner=SMALL)
+    trainer = make_trainer(config)
+    s = pqn.make_skeleton("pqn", trainer.env.spec, SMALL)
+    state = trainer.init(jax.random.PRNGKey(0))
+    after, rollout, _ = jax.jit(make_collect(config, trainer.env, trainer.env_params,
+                                             trainer.algo))(state)
+    assert not rollout.ended[-1].any()  # 4 steps of episodes of 5: the last step goes on
+    q = pqn.nets.q_values(s.net, state.algo.params, state.algo.batch_stats, after.obs)
+    avail = jax.vmap(available_actions, in_axes=(None, 0, None))(
+        trainer.env, after.env_state, trainer.env_params)
+    assert not avail.all()  # some agents stand at a wall
+    masked = jnp.max(jnp.where(avail, q, -jnp.inf), axis=-1)
+    np.testing.assert_allclose(rollout.next_value[-1], masked, rtol=1e-6)
+    # the case this checks: somewhere the best action of all is not available
+    assert np.any(np.asarray(jnp.max(q, axis=-1)) > np.asarray(masked))
+    returns = pqn.targets(s, rollout)[-1]
+    np.testing.assert_allclose(returns, SMALL.reward_scale * rollout.reward[-1]
+                               + SMALL.gamma * masked, rtol=1e-5, atol=1e-6)
