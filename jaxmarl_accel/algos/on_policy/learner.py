@@ -73,6 +73,7 @@ from jaxmarl_accel.algos.on_policy.skeleton import (
     make_skeleton,
     unnormalized,
 )
+from jaxmarl_accel.algos.shuffle import minibatch_order
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import PyTree, Rollout
 
@@ -237,7 +238,7 @@ def update(s: Skeleton, state: OnPolicyState, rollout: Rollout, weights: Any, ke
               ) -> tuple[OnPolicyState, dict[str, jax.Array]]:
         order = None
         if s.epochs * minibatches > 1:  # A2C: one step on the rollout as it is
-            order = jax.random.permutation(epoch_key, size)
+            order = minibatch_order(epoch_key, size)
         if not s.policy.recurrent:
             return jax.lax.scan(functools.partial(minibatch_step, s), state,
                                 jax.tree.map(lambda x: split(x, order, 0), batch))

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_accel.algos.dense import Dense
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.types import PyTree
 
@@ -56,14 +57,14 @@ class TeamNet(nn.Module):
     recurrent: bool
 
     def setup(self) -> None:
-        self.layers = [nn.Dense(width, kernel_init=orthogonal(math.sqrt(2.0)))
+        self.layers = [Dense(width, kernel_init=orthogonal(math.sqrt(2.0)))
                        for width in self.hidden_sizes]
         if self.recurrent:
             self.cell = nn.GRUCell(self.hidden_sizes[0], recurrent_kernel_init=orthogonal())
         if self.out_size:
-            self.policy_head = nn.Dense(self.out_size, kernel_init=orthogonal(0.01))
+            self.policy_head = Dense(self.out_size, kernel_init=orthogonal(0.01))
         if self.value:
-            self.value_head = nn.Dense(1, kernel_init=orthogonal(1.0))
+            self.value_head = Dense(1, kernel_init=orthogonal(1.0))
 
     def __call__(self, x: jax.Array, h: jax.Array | None = None
                  ) -> tuple[jax.Array | None, jax.Array | None]:

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxmarl_accel.algos.dense import Dense
 from jaxmarl_accel.algos.distributions import FactoredCategorical, masked_categorical
 from jaxmarl_accel.algos.initializers import orthogonal
 from jaxmarl_accel.algos.on_policy import models
@@ -89,9 +90,9 @@ class PolicyValueNet(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         for width in self.hidden_sizes:
-            x = nn.relu(nn.Dense(width, kernel_init=orthogonal(math.sqrt(2.0)))(x))
-        out = nn.Dense(self.out_size, kernel_init=orthogonal(0.01))(x)
-        value = nn.Dense(1, kernel_init=orthogonal(1.0))(x)[..., 0]
+            x = nn.relu(Dense(width, kernel_init=orthogonal(math.sqrt(2.0)))(x))
+        out = Dense(self.out_size, kernel_init=orthogonal(0.01))(x)
+        value = Dense(1, kernel_init=orthogonal(1.0))(x)[..., 0]
         return out, value
 
 
