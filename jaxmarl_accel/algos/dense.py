@@ -15,7 +15,8 @@ plain batched matrix product ``[S, K, R] @ [S, R, O]`` under the ``vmap``, which
 to its matrix library (4 x 1,536 x 64 x 64: 0.62 ms against 1.57 ms in the step as it was).
 :class:`Dense` is the flax module with the same parameters (``kernel [K, O]``, ``bias
 [O]``, same names and initializers' signature), so checkpoints and parameter trees are
-unchanged.
+unchanged. The networks of the rollout round's learners use it (A2C, PPO and MAPPO's
+policy-value networks, PQN's Q-networks).
 """
 
 from __future__ import annotations

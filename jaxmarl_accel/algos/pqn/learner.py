@@ -37,6 +37,7 @@ from jaxmarl_accel.algos.on_policy.skeleton import OnPolicyFns, PolicyStep
 from jaxmarl_accel.algos.pqn import networks as nets
 from jaxmarl_accel.algos.pqn.config import PQNConfig, epsilon
 from jaxmarl_accel.algos.pqn.returns import q_lambda_returns
+from jaxmarl_accel.algos.shuffle import minibatch_order
 from jaxmarl_accel.algos.value.batches import team_reward
 from jaxmarl_accel.algos.value.targets import chosen, epsilon_greedy, greedy, masked_q
 from jaxmarl_accel.envs.base import EnvSpec
@@ -208,7 +209,7 @@ def update(s: Skeleton, state: PQNState, rollout: Rollout, weights: Any, key: ja
                          "steps (rollout_length x num_envs)")
 
     def epoch(state: PQNState, epoch_key: jax.Array) -> tuple[PQNState, dict[str, jax.Array]]:
-        order = jax.random.permutation(epoch_key, size)
+        order = minibatch_order(epoch_key, size)
         split = jax.tree.map(lambda x: jnp.take(x, order, axis=0).reshape(
             (minibatches, size // minibatches, *x.shape[1:])), batch)
         return jax.lax.scan(functools.partial(minibatch_step, s), state, split)

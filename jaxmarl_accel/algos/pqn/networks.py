@@ -18,6 +18,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxmarl_accel.algos.dense import Dense
 from jaxmarl_accel.algos.value.networks import agent_inputs
 from jaxmarl_accel.types import PyTree
 
@@ -43,13 +44,13 @@ class QNetwork(nn.Module):
         if self.norm_input:
             x = nn.BatchNorm(use_running_average=not train)(x)
         for width in self.hidden_sizes:
-            x = nn.Dense(width)(x)
+            x = Dense(width)(x)
             if self.norm == "layer_norm":
                 x = nn.LayerNorm()(x)
             elif self.norm == "batch_norm":
                 x = nn.BatchNorm(use_running_average=not train)(x)
             x = nn.relu(x)
-        return nn.Dense(self.num_actions)(x)
+        return Dense(self.num_actions)(x)
 
 
 def init_variables(net: QNetwork, key: jax.Array, obs_dim: int, num_agents: int
@@ -109,10 +110,10 @@ class RNNQNetwork(nn.Module):
     norm: str = "layer_norm"
 
     def setup(self) -> None:
-        self.layers = [nn.Dense(width) for width in self.hidden_sizes]
+        self.layers = [Dense(width) for width in self.hidden_sizes]
         self.norms = [nn.LayerNorm() for _ in self.hidden_sizes]  # made when used
         self.cell = nn.GRUCell(self.hidden_sizes[0])
-        self.out = nn.Dense(self.num_actions)
+        self.out = Dense(self.num_actions)
 
     def __call__(self, h: jax.Array, x: jax.Array) -> tuple[jax.Array, jax.Array]:
         h, y = self.recur(h, self.embed(x))

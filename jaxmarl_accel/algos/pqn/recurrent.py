@@ -25,6 +25,7 @@ from jaxmarl_accel.algos.on_policy.skeleton import OnPolicyFns, PolicyStep
 from jaxmarl_accel.algos.pqn import networks as nets
 from jaxmarl_accel.algos.pqn.config import PQNConfig, epsilon
 from jaxmarl_accel.algos.pqn.learner import PQNState, Skeleton, make_skeleton, targets
+from jaxmarl_accel.algos.shuffle import minibatch_order
 from jaxmarl_accel.algos.value.targets import chosen, epsilon_greedy, greedy, masked_q
 from jaxmarl_accel.envs.base import EnvSpec
 from jaxmarl_accel.types import Policy, PyTree, Rollout
@@ -125,7 +126,7 @@ def update(s: Skeleton, state: PQNState, rollout: Rollout, weights: Any, key: ja
     env_axis = (1, 1, 1, 0, 1)  # obs, action, target, h0, first
 
     def epoch(state: PQNState, epoch_key: jax.Array) -> tuple[PQNState, dict[str, jax.Array]]:
-        order = jax.random.permutation(epoch_key, envs)
+        order = minibatch_order(epoch_key, envs)
 
         def split(x: jax.Array, axis: int) -> jax.Array:
             x = jnp.moveaxis(jnp.take(x, order, axis=axis), axis, 0)  # envs first
