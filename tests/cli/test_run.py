@@ -39,11 +39,10 @@ def restore_params(out_dir: str, step: int, everything: bool = False):
     return {name: value for name, value in restored.items() if name.startswith(".algo")}
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("run") / "out")
-    assert run.main([*TINY, "--out", out, "--render"]) == 0
-    return out
+@pytest.fixture
+def finished_run(tiny_run):
+    """The session's finished ``TINY`` run with ``--render`` (``tests/conftest.py``)."""
+    return tiny_run[0]
 
 
 def exit_code(argv: list[str]) -> int:
@@ -188,6 +187,11 @@ def test_outputs(finished_run):
     assert np.isfinite(summary["median_normalized_score"])
     lines = Path(finished_run, "metrics.csv").read_text().strip().splitlines()
     assert len(lines) == 1 + 3 * 2  # header + chunks x seeds
+
+
+def test_the_curve_is_titled_with_the_algo_env_and_seeds(tiny_run):
+    _, titles = tiny_run
+    assert titles == ["matd3 on simple_spread (2 seeds)"]
 
 
 def assert_same_outputs(expected: str, got: str, last: int = 2) -> None:
