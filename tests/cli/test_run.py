@@ -411,6 +411,27 @@ def test_gif_plays_at_the_intended_rate(finished_run):
         assert 100 <= gif.info["duration"] <= 150  # 8 frames per second, in milliseconds
 
 
+def test_a_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
+    """NaN in chunk 1's metrics as the host fetches them (the program is TINY's own, compiled
+    already; the slow tier's test below makes a program that returns the NaN)."""
+    real = host_loop.run_one_chunk
+
+    def poisoned(compiled, state, chunk):
+        state, metrics = real(compiled, state, chunk)
+        bad = np.nan if chunk >= 1 else 0.0
+        return state, metrics._replace(eval_return=metrics.eval_return + bad)
+
+    monkeypatch.setattr(host_loop, "run_one_chunk", poisoned)
+    out = str(tmp_path / "nan")
+    assert run.main([*TINY, "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert "non-finite eval_return in seed 0" in err
+    assert "checkpoint after chunk 0 kept" in err
+    assert os.path.isdir(os.path.join(out, "checkpoints", "0"))
+    assert not os.path.isdir(os.path.join(out, "checkpoints", "1"))
+
+
+@pytest.mark.slow
 def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
     from jaxmarl_accel.trainer import train
 
