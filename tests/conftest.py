@@ -31,7 +31,10 @@ start as subprocesses:
   a parametrized test out of the slow tier (:func:`pytest_collection_modifyitems`);
 * under ``-n N`` (``--dist loadgroup``, the project's default), a module marked
   ``pytestmark = pytest.mark.xdist_group(...)`` runs on one worker
-  (:mod:`tests.xdist_groups`), so its module fixtures are computed once.
+  (:mod:`tests.xdist_groups`), so its module fixtures are computed once;
+* one finished tiny run for the session (:func:`tiny_run`), read by the modules of the
+  xdist group ``run`` (the run and evaluation commands' tests, the checkpoints'), which
+  therefore train it once.
 """
 
 from __future__ import annotations
@@ -129,3 +132,22 @@ def pytest_collection_modifyitems(config, items) -> None:
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > mark.args[0]:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> tuple[str, list[str]]:
+    """A finished tiny MATD3 run, ``tests.cli.test_run``'s ``TINY`` with ``--render``: its
+    folder (never written to by the tests: they copy it) and the titles its learning curve
+    was drawn with. The modules that read it mark themselves ``xdist_group("run")``."""
+    from jaxmarl_accel.cli import run
+    from jaxmarl_accel.runs import figures
+    from tests.cli.test_run import TINY
+
+    out = str(tmp_path_factory.mktemp("tiny_run") / "out")
+    titles = []
+    plot = figures.plot_curve
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(figures, "plot_curve", lambda out_dir, rows, title, *a: (
+            titles.append(title), plot(out_dir, rows, title, *a))[1])
+        assert run.main([*TINY, "--out", out, "--render"]) == 0
+    return out, titles

@@ -114,10 +114,20 @@ def random_policy(env):
     return policy
 
 
-@pytest.mark.parametrize("next_obs", ["stored", "next_slot"])
-@pytest.mark.parametrize(("name", "kwargs"), [
-    ("simple_spread", dict(num_agents=6, k_nearest=3)),
-    ("simple_tag", dict(num_predators=5, num_prey=2, num_obstacles=3, k_nearest=3)),
+SPREAD = dict(num_agents=6, k_nearest=3)
+TAG = dict(num_predators=5, num_prey=2, num_obstacles=3, k_nearest=3)
+
+
+# each case compiles its own program: the fast tier runs each env and each next_obs mode once
+# (next_slot on the spread, whose samples are equal bit for bit; the stored mode's bits are the
+# fast tier's in test_samples_equal_the_observation_replays_bit_for_bit), the slow tier the rest
+@pytest.mark.parametrize(("name", "kwargs", "next_obs"), [
+    pytest.param("simple_spread", SPREAD, "stored", marks=pytest.mark.slow,
+                 id="simple_spread-kwargs0-stored"),
+    pytest.param("simple_spread", SPREAD, "next_slot", id="simple_spread-kwargs0-next_slot"),
+    pytest.param("simple_tag", TAG, "stored", id="simple_tag-kwargs1-stored"),
+    pytest.param("simple_tag", TAG, "next_slot", marks=pytest.mark.slow,
+                 id="simple_tag-kwargs1-next_slot"),
 ])
 def test_the_trainers_env_steps_sample_the_envs_observations(name, kwargs, next_obs):
     env, params = make(name, episode_length=5, **kwargs)

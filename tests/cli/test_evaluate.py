@@ -18,7 +18,9 @@ from jaxmarl_accel.cli import evaluate, run
 from jaxmarl_accel.runs import marl_eval, outputs
 from tests.cli.test_run import TINY, cache_hits, compile_cache_restored  # noqa: F401
 
-pytestmark = pytest.mark.xdist_group("evaluate")  # one worker computes the module's fixtures
+# one worker computes the module's fixtures and the session's tiny_run (tests/conftest.py),
+# which tests/cli/test_run.py reads too
+pytestmark = pytest.mark.xdist_group("run")
 
 STAG_TINY = ["--env", "stag_hunt", "--agents", "4", "--seeds", "2", "--algo", "qmix",
              "--env-kwargs", "num_stags=2,grid_size=5,episode_length=10", "--hidden", "8",
@@ -27,18 +29,16 @@ STAG_TINY = ["--env", "stag_hunt", "--agents", "4", "--seeds", "2", "--algo", "q
              "--total-env-steps", "200", "--eval-episodes", "2", "--baseline-episodes", "16",
              "--quiet"]
 RUNS = {"matd3": TINY, "qmix": STAG_TINY}
+"""The runs evaluated; ``matd3``'s is the session's ``tiny_run`` (``TINY`` with ``--render``)."""
 EPISODES = 32
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tiny_run, tmp_path_factory):
     """One finished tiny run per learner, never written to by the tests."""
-    folders = {}
-    for name, argv in RUNS.items():
-        out = str(tmp_path_factory.mktemp(name) / "run")
-        assert run.main([*argv, "--out", out]) == 0
-        folders[name] = out
-    return folders
+    out = str(tmp_path_factory.mktemp("qmix") / "run")
+    assert run.main([*RUNS["qmix"], "--out", out]) == 0
+    return {"matd3": tiny_run[0], "qmix": out}
 
 
 @pytest.fixture(scope="module")
@@ -204,9 +204,9 @@ def test_a_chosen_checkpoint_renders_beside_out_and_evaluation_is_repeatable(
         assert gif.n_frames == 25
     again, first = json.loads(Path(out).read_text()), evaluated["matd3"][2]
     assert again["episode_return_per_seed"] == first["episode_return_per_seed"]
-    earlier = str(tmp_path / "earlier.json")
-    assert evaluate.main([source, "--checkpoint", "1", "--episodes", "4", "--out", earlier,
-                          "--marl-eval", "none"]) == 0
+    earlier = str(tmp_path / "earlier.json")  # as many episodes: the same programs
+    assert evaluate.main([source, "--checkpoint", "1", "--episodes", str(EPISODES),
+                          "--out", earlier, "--marl-eval", "none"]) == 0
     result = json.loads(Path(earlier).read_text())
     assert (result["checkpoint"], result["env_steps_per_seed"]) == (1, [400, 400])
 

@@ -39,11 +39,10 @@ def restore_params(out_dir: str, step: int, everything: bool = False):
     return {name: value for name, value in restored.items() if name.startswith(".algo")}
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("run") / "out")
-    assert run.main([*TINY, "--out", out, "--render"]) == 0
-    return out
+@pytest.fixture
+def finished_run(tiny_run):
+    """The session's finished ``TINY`` run with ``--render`` (``tests/conftest.py``)."""
+    return tiny_run[0]
 
 
 def exit_code(argv: list[str]) -> int:
@@ -188,6 +187,11 @@ def test_outputs(finished_run):
     assert np.isfinite(summary["median_normalized_score"])
     lines = Path(finished_run, "metrics.csv").read_text().strip().splitlines()
     assert len(lines) == 1 + 3 * 2  # header + chunks x seeds
+
+
+def test_the_curve_is_titled_with_the_algo_env_and_seeds(tiny_run):
+    _, titles = tiny_run
+    assert titles == ["matd3 on simple_spread (2 seeds)"]
 
 
 def assert_same_outputs(expected: str, got: str, last: int = 2) -> None:
@@ -407,6 +411,27 @@ def test_gif_plays_at_the_intended_rate(finished_run):
         assert 100 <= gif.info["duration"] <= 150  # 8 frames per second, in milliseconds
 
 
+def test_a_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
+    """NaN in chunk 1's metrics as the host fetches them (the program is TINY's own, compiled
+    already; the slow tier's test below makes a program that returns the NaN)."""
+    real = host_loop.run_one_chunk
+
+    def poisoned(compiled, state, chunk):
+        state, metrics = real(compiled, state, chunk)
+        bad = np.nan if chunk >= 1 else 0.0
+        return state, metrics._replace(eval_return=metrics.eval_return + bad)
+
+    monkeypatch.setattr(host_loop, "run_one_chunk", poisoned)
+    out = str(tmp_path / "nan")
+    assert run.main([*TINY, "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert "non-finite eval_return in seed 0" in err
+    assert "checkpoint after chunk 0 kept" in err
+    assert os.path.isdir(os.path.join(out, "checkpoints", "0"))
+    assert not os.path.isdir(os.path.join(out, "checkpoints", "1"))
+
+
+@pytest.mark.slow
 def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
     from jaxmarl_accel.trainer import train
 

@@ -222,7 +222,8 @@ def assert_resumes_exactly(finished: str, tmp_path: Path, step: int) -> None:
 
 
 RUNS = {
-    # TINY: 3 chunks of 200 env steps (5 envs); one slot per env step
+    # TINY: 3 chunks of 200 env steps (5 envs); one slot per env step. "transition" is TINY
+    # as it is (its capacity is 1000), which the fixture below takes from the session's run
     "transition": with_flag(TINY, "--buffer-capacity", "1000"),
     "transition wrapped": with_flag(TINY, "--buffer-capacity", "250"),
     "agent-major, large": [*with_flag(TINY, "--buffer-capacity", "100000"),
@@ -234,11 +235,14 @@ RUNS = {
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """The finished run of each of :data:`RUNS`, made when first asked for."""
+def finished(tmp_path_factory, request):
+    """The finished run of each of :data:`RUNS`, made when first asked for; ``transition``
+    (``TINY`` as it is) is the session's ``tiny_run`` (``tests/conftest.py``)."""
     folders: dict[str, str] = {}
 
     def get(name: str) -> str:
+        if name == "transition":
+            return request.getfixturevalue("tiny_run")[0]
         if name not in folders:
             out = str(tmp_path_factory.mktemp("written") / name.replace(" ", "_"))
             assert run.main([*RUNS[name], "--out", out]) == 0
@@ -262,6 +266,7 @@ def test_checkpoint_size_grows_with_the_fill_not_the_capacity(finished):
 
 
 @pytest.mark.parametrize("name, step, axis, fill", [
+    ("transition", 1, 1, (400, 1000)),  # the fast tier's: the session's run, compiled already
     ("agent-major, large", 1, 2, (400, 100_000)),
     ("transition wrapped", 1, 1, (250, 250)),
     ("episode", 0, 1, (10, 16)),

@@ -64,6 +64,8 @@ def test_metrics_show_the_exploration_rate_the_episodes_were_collected_at(stag_r
     assert [row["epsilon"] for row in rows] == pytest.approx([0.81, 0.335])
 
 
+@pytest.mark.slow  # the fast tier: curve_title's own test (tests/runs/test_figures.py) and the
+# title a run draws (tests/cli/test_run.py's test_the_curve_is_titled_with_the_algo_env_and_seeds)
 def test_the_curve_of_one_seed_is_titled_in_the_singular(stag_run):
     _, titles = stag_run
     assert titles == ["qmix on stag_hunt (1 seed)"]

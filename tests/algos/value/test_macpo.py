@@ -101,8 +101,11 @@ def _algo_batch(name: str = "macpo", **over):
     return spec, config, algo, state, batch, algo_phases(name, spec, config)
 
 
-@pytest.mark.parametrize("over", [{"macpo_weighting": "priority"},
-                                  {"macpo_weighting": "loss", "macpo_floor": 1.0}])
+# each case compiles its own programs; the priority case is the slow tier's (the fast tier
+# checks that weights as priorities leave the loss in test_as_priorities_the_weights_...)
+@pytest.mark.parametrize("over", [{"macpo_weighting": "loss", "macpo_floor": 1.0},
+                                  {"macpo_weighting": "priority"}])
+@pytest.mark.fast_cases(1)
 def test_with_every_loss_weight_one_the_qmix_part_is_qmix_s(over):
     """Weights as priorities only, or min-max loss weights with floor 1: the loss minus
     Q*'s own term, and the gradient of the agents and mixer, are QMIX's against the same
