@@ -24,17 +24,6 @@ hunt in 31.0 s against 29.5 s. The test suite, whose time is all compiling, uses
 Level 0 is not used: it turned one test configuration's state into NaNs. Other platforms
 get no options (their backends are not LLVM-bound the same way, and nothing was measured
 there). An ``XLA_FLAGS`` that sets either option itself wins: the options are then left out.
-
-**Random numbers on the CPU.** JAX lowers its threefry generator for the CPU as a loop of five
-iterations (``jax._src.random.threefry2x32``, "rolled loops", to keep programs small), where
-other platforms get the twenty rounds unrolled. Inside a training program's per-step loops
-each random draw (an action, an env's reset, a key split) is then a small loop of its own: in
-PPO's round at JaxMARL's ``ippo_ff_mpe`` settings the categorical sampling's loop was 65 of
-the 131 kernel launches of an env step. :func:`unroll_threefry_on_cpu` registers the
-unrolled lowering for the CPU as well: the same arithmetic in the same order, so every random
-number is bit for bit the same, in one fused kernel. Measured on one core of the 2-core AMD
-EPYC (jax 0.10.2), PPO at those settings: 128 env steps of 16 envs 3.6 ms a round before, 2.8
-ms after; the whole round (the update included) 22.2 against 20.1 ms.
 """
 
 from __future__ import annotations
@@ -68,26 +57,4 @@ def compiler_options(platform: str | None = None) -> dict[str, Any]:
     return dict(CPU_OPTIONS)
 
 
-def unroll_threefry_on_cpu() -> bool:
-    """Lower JAX's threefry generator for the CPU unrolled, as for the other platforms
-    (module docstring); returns whether the lowering is registered. Idempotent; programs
-    lowered before the call keep the rolled loops. Where this JAX version lacks the private
-    names it needs, nothing changes and it returns False."""
-    global _THREEFRY_UNROLLED
-    if _THREEFRY_UNROLLED:
-        return True
-    try:
-        from jax._src.interpreters import mlir
-        from jax._src.random import threefry2x32 as threefry
-        rule, primitive = threefry._threefry2x32_lowering_rule, threefry.threefry2x32_p
-    except (ImportError, AttributeError):
-        return False
-    mlir.register_lowering(primitive, rule, platform="cpu")
-    _THREEFRY_UNROLLED = True
-    return True
-
-
-_THREEFRY_UNROLLED = False
-
-
-__all__ = ["CPU_OPTIONS", "compiler_options", "unroll_threefry_on_cpu"]
+__all__ = ["CPU_OPTIONS", "compiler_options"]

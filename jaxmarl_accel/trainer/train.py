@@ -49,7 +49,6 @@ from jaxmarl_accel.algos import Algo, AlgoSpec, algo_spec, make_algo
 from jaxmarl_accel.buffers import Buffer
 from jaxmarl_accel.envs import Env, make
 from jaxmarl_accel.envs.evaluate import evaluate_policy
-from jaxmarl_accel.trainer.compiling import unroll_threefry_on_cpu
 from jaxmarl_accel.trainer.policy import learner_policy
 from jaxmarl_accel.trainer.rounds import (
     EpisodeEnds,
@@ -143,10 +142,7 @@ def make_trainer(config: cfg.TrainConfig, made: tuple[Env, PyTree] | None = None
 
     ``made``: the env and its params already made from ``config`` (a sweep, which builds each
     setting's trainer inside its trace, makes them once outside it); ``None`` makes them.
-    The trainer's programs lower JAX's random numbers unrolled on the CPU
-    (:func:`~.compiling.unroll_threefry_on_cpu`: the same numbers, fewer kernels).
     """
-    unroll_threefry_on_cpu()
     env, env_params = make(config.env, **dict(config.env_kwargs)) if made is None else made
     spec = env.spec
     if config.prey == "scripted" and "prey" not in spec.teams:

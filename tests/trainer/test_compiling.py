@@ -94,33 +94,3 @@ def test_the_suite_adds_only_the_flags_its_jaxlib_knows():
     assert _known_to_xla("--xla_backend_optimization_level=1")
     assert not _known_to_xla("--xla_no_such_flag_here=true")
 
-
-def test_unrolled_threefry_gives_the_same_numbers(tmp_path):
-    """The unrolled lowering on the CPU draws exactly the rolled loop's numbers, and the
-    program it lowers has no loop left."""
-    import subprocess
-    import sys
-    import textwrap
-
-    script = textwrap.dedent("""
-        import jax, numpy as np
-        def draws(key):
-            k1, k2 = jax.random.split(key)
-            return (jax.random.bits(k1, (5, 7)), jax.random.categorical(k2, np.zeros((9, 5))),
-                    jax.random.permutation(k2, 100))
-        key = jax.random.PRNGKey(3)
-        before = jax.jit(draws)(key)
-        assert "while" in jax.jit(draws).lower(key).as_text()
-        from jaxmarl_accel.trainer.compiling import unroll_threefry_on_cpu
-        assert unroll_threefry_on_cpu() and unroll_threefry_on_cpu()
-        jax.clear_caches()
-        fn = jax.jit(lambda key: draws(key))
-        assert "stablehlo.while" not in fn.lower(key).as_text()
-        for a, b in zip(before, fn(key)):
-            np.testing.assert_array_equal(a, b)
-        print("same")
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"}, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "same" in out.stdout
