@@ -422,7 +422,12 @@ def test_a_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
         return state, metrics._replace(eval_return=metrics.eval_return + bad)
 
     monkeypatch.setattr(host_loop, "run_one_chunk", poisoned)
-    out = str(tmp_path / "nan")
+    assert_stopped_after_chunk_0(str(tmp_path / "nan"), capsys)
+
+
+def assert_stopped_after_chunk_0(out, capsys):
+    """TINY's run into ``out``, whose eval_return turns NaN from chunk 1: exit 1, the seed
+    named, chunk 0's checkpoint kept and no later one."""
     assert run.main([*TINY, "--out", out]) == 1
     err = capsys.readouterr().err
     assert "non-finite eval_return in seed 0" in err
@@ -448,13 +453,7 @@ def test_non_finite_metric_stops_the_run(monkeypatch, tmp_path, capsys):
         return trainer._replace(run_chunk=run_chunk)
 
     monkeypatch.setattr(train, "make_trainer", poisoned)  # the one trainer the command builds
-    out = str(tmp_path / "nan")
-    assert run.main([*TINY, "--out", out]) == 1
-    err = capsys.readouterr().err
-    assert "non-finite eval_return in seed 0" in err
-    assert "checkpoint after chunk 0 kept" in err
-    assert os.path.isdir(os.path.join(out, "checkpoints", "0"))
-    assert not os.path.isdir(os.path.join(out, "checkpoints", "1"))
+    assert_stopped_after_chunk_0(str(tmp_path / "nan"), capsys)
 
 
 def test_oversized_buffer_is_refused_before_compiling(capsys):
