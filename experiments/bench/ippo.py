@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -52,7 +53,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from experiments.bench.qmix import load_reference as load_qmix_reference
+from experiments.bench.qmix import _logging_stand_ins, check_reference_src
 from experiments.bench.timing import compile_program, write_record
 from jaxmarl_accel.algos.on_policy.config import OnPolicyConfig
 from jaxmarl_accel.algos.registry import algo_phases
@@ -61,20 +62,30 @@ from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
 
 REFERENCE_SCRIPT = Path("baselines/IPPO/ippo_ff_mpe.py")
+REFERENCE_CONFIG = Path("baselines/IPPO/config/ippo_ff_mpe.yaml")
 ENVS = ("simple_spread", "jaxmarl:MPE_simple_spread_v3")
 LAYOUTS_CHILD = "JAXMARL_BENCH_LAYOUTS_CHILD"
 """Set in the process ``--layouts`` starts when its own CPU backend had started unsplit."""
 
 
 def load_reference(src: str | None) -> tuple[types.ModuleType, dict[str, Any]] | None:
-    """JaxMARL's script as a module and its config, from a JaxMARL checkout at ``src``
-    (:func:`~experiments.bench.qmix.load_reference`); None when ``src`` is None (ours only).
-    Its ``wandb`` is replaced by one whose ``log`` does nothing (the per-update callback
-    still runs)."""
-    reference = load_qmix_reference(src, "ippo_ff", "mpe")
-    if reference is not None:
-        reference[0].wandb = types.SimpleNamespace(log=lambda *args, **kwargs: None)
-    return reference
+    """JaxMARL's script as a module and its config, from a JaxMARL checkout at ``src``;
+    None when ``src`` is None (ours only). Its ``wandb`` is replaced by one whose ``log``
+    does nothing (the per-update callback still runs)."""
+    if src is None:
+        return None
+    check_reference_src(src, REFERENCE_SCRIPT)
+    import yaml  # a dependency of flax
+
+    with open(Path(src) / REFERENCE_CONFIG) as handle:
+        config = yaml.safe_load(handle)
+    spec = importlib.util.spec_from_file_location("jaxmarl_ippo_ff_mpe",
+                                                  Path(src) / REFERENCE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    with _logging_stand_ins():
+        spec.loader.exec_module(module)
+    module.wandb = types.SimpleNamespace(log=lambda *args, **kwargs: None)
+    return module, config
 
 
 def rollout_steps(base: dict[str, Any]) -> int:

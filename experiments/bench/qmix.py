@@ -92,7 +92,7 @@ from experiments.bench.timing import (
     write_record,
 )
 from jaxmarl_accel.algos.value.config import ValueConfig
-from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS, load_baseline
+from jaxmarl_accel.benchmark.jaxmarl_scripts import SCRIPTS, load_baseline, stand_ins
 from jaxmarl_accel.config import TrainConfig
 from jaxmarl_accel.trainer.compiling import compiler_options
 from jaxmarl_accel.trainer.train import make_trainer
@@ -196,6 +196,21 @@ def reference_config(base: dict[str, Any], settings: Settings, rounds: int,
     if not learn:
         config["LEARNING_STARTS"] = total + 1
     return config
+
+
+def _logging_stand_ins() -> Any:
+    """Empty ``hydra``, ``omegaconf`` and ``wandb`` modules while a JaxMARL script is
+    imported (:func:`jaxmarl_accel.benchmark.jaxmarl_scripts.stand_ins`; ``bench ippo``
+    loads its script with it)."""
+    return stand_ins()
+
+
+def check_reference_src(src: str, script: Path) -> None:
+    """Refuse (ValueError, one line) a ``--jaxmarl-src`` that does not hold JaxMARL's
+    ``script`` before anything is compiled (``bench ippo``'s check)."""
+    if not (Path(src) / script).is_file():
+        raise ValueError(f"--jaxmarl-src {src!r} holds no {script}: give the root of "
+                         "a JaxMARL checkout, or leave the flag out to run ours only")
 
 
 def load_reference(src: str | None, baseline: str = REFERENCE[0], suite: str = REFERENCE[1]

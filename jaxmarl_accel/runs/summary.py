@@ -201,12 +201,13 @@ def run_summary(trainer: Trainer, options: RunOptions, rows: list[dict[str, floa
 
 def write_results(trainer: Trainer, options: RunOptions, rows: list[dict[str, float]],
                   summary: dict[str, Any], first_algo: Any, log: Callable[..., None]) -> None:
-    """Write ``summary``, the marl-eval export (a sweep's: one entry per setting), the
-    learning curve, the episode of ``first_algo`` (seed 0's learners, with
-    ``options.render``) and a sweep's outputs (:func:`write_sweep_outputs`) into
-    ``options.out_dir``; the final score and where the summary is go to ``log``."""
+    """Write the marl-eval export (a sweep's: one entry per setting), the learning curve,
+    the episode of ``first_algo`` (seed 0's learners, with ``options.render``), a sweep's
+    outputs and, last, ``summary`` into ``options.out_dir`` (a folder with ``summary.json``
+    holds a finished run: a benchmark never runs it again); the final score and where the
+    summary is go to ``log``."""
     config, spec, out_dir = trainer.config, trainer.env.spec, options.out_dir
-    path = outputs.write_summary(out_dir, summary)
+    path = os.path.join(out_dir, outputs.SUMMARY_NAME)  # written last: its file marks a run done
     names = marl_eval.export_names(config, spec.num_agents, trainer.plan.learner)
     if options.sweep is None:
         marl_eval.write(os.path.join(out_dir, outputs.MARL_EVAL_NAME),
@@ -225,6 +226,7 @@ def write_results(trainer: Trainer, options: RunOptions, rows: list[dict[str, fl
         if options.pbt_every:
             lane = best["best_lane"]
             plot_values(out_dir, rows, (lane["setting"], lane["seed"]))
+    outputs.write_summary(out_dir, summary)
 
 
 def score_note(summary: dict[str, Any]) -> str:
