@@ -139,15 +139,22 @@ def tiny_run(tmp_path_factory) -> tuple[str, list[str]]:
     """A finished tiny MATD3 run, ``tests.cli.test_run``'s ``TINY`` with ``--render``: its
     folder (never written to by the tests: they copy it) and the titles its learning curve
     was drawn with. The modules that read it mark themselves ``xdist_group("run")``."""
-    from jaxmarl_accel.cli import run
-    from jaxmarl_accel.runs import figures
     from tests.cli.test_run import TINY
 
     out = str(tmp_path_factory.mktemp("tiny_run") / "out")
+    return out, run_keeping_titles([*TINY, "--out", out, "--render"])
+
+
+def run_keeping_titles(argv):
+    """``run`` on ``argv`` (it must succeed); the titles its learning curves were drawn
+    with."""
+    from jaxmarl_accel.cli import run
+    from jaxmarl_accel.runs import figures
+
     titles = []
     plot = figures.plot_curve
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(figures, "plot_curve", lambda out_dir, rows, title, *a: (
             titles.append(title), plot(out_dir, rows, title, *a))[1])
-        assert run.main([*TINY, "--out", out, "--render"]) == 0
-    return out, titles
+        assert run.main(argv) == 0
+    return titles

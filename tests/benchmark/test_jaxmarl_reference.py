@@ -65,13 +65,18 @@ def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path):
     jaxmarl_reference.check_checkout(fake_checkout(tmp_path))
 
 
-def test_a_script_runs_seed_by_seed_into_a_record(tmp_path):
-    pytest.importorskip("jaxmarl")
-    checkout = fake_checkout(tmp_path / "jaxmarl")
+
+def spread_ippo_suite(seeds):
+    """One task (JaxMARL's MPE spread, 100 env steps, 4 evaluations) and one learner (ppo,
+    against JaxMARL's ippo_ff) over ``seeds`` seeds."""
     task = suites.Task("spread", "jaxmarl:MPE_simple_spread_v3", 100, evaluations=4,
                        jaxmarl="mpe:MPE_simple_spread_v3")
-    suite = suites.Suite("s", (task,), (suites.Learner("ppo", "ppo", jaxmarl="ippo_ff"),),
-                         seeds=2)
+    return suites.Suite("s", (task,), (suites.Learner("ppo", "ppo", jaxmarl="ippo_ff"),),
+                        seeds=seeds)
+
+def test_a_script_runs_seed_by_seed_into_a_record(tmp_path):
+    pytest.importorskip("jaxmarl")
+    checkout, suite = fake_checkout(tmp_path / "jaxmarl"), spread_ippo_suite(seeds=2)
     out, lines = str(tmp_path / "out"), []
     chosen = suites.pairs(suite)
     assert jaxmarl_reference.run_references(checkout, suite, chosen, out, 1.0,
@@ -98,11 +103,7 @@ def test_each_finished_seed_is_kept_and_a_later_call_runs_only_the_missing(tmp_p
     pytest.importorskip("jaxmarl")
     from jaxmarl_accel.benchmark import jaxmarl_scripts
 
-    checkout = fake_checkout(tmp_path / "jaxmarl")
-    task = suites.Task("spread", "jaxmarl:MPE_simple_spread_v3", 100, evaluations=4,
-                       jaxmarl="mpe:MPE_simple_spread_v3")
-    suite = suites.Suite("s", (task,), (suites.Learner("ppo", "ppo", jaxmarl="ippo_ff"),),
-                         seeds=3)
+    checkout, suite = fake_checkout(tmp_path / "jaxmarl"), spread_ippo_suite(seeds=3)
     out, chosen = str(tmp_path / "out"), suites.pairs(suite)
     ran, run_seeds = [], jaxmarl_scripts.run_seeds
 

@@ -9,9 +9,10 @@ import os
 import pytest
 
 from jaxmarl_accel.cli import run
-from jaxmarl_accel.runs import figures, outputs, summary
+from jaxmarl_accel.runs import outputs, summary
 from jaxmarl_accel.trainer.train import make_trainer
 from tests.cli.test_run import TINY
+from tests.conftest import run_keeping_titles
 
 pytestmark = pytest.mark.xdist_group("small_runs")
 
@@ -29,13 +30,7 @@ epsilon falls from 1 to 0.05 over 200 env steps."""
 def stag_run(tmp_path_factory):
     """The tiny QMIX run's folder and the titles its learning curve was drawn with."""
     out = str(tmp_path_factory.mktemp("stag") / "run")
-    titles = []
-    plot = figures.plot_curve
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(figures, "plot_curve", lambda out_dir, rows, title, *a: (
-            titles.append(title), plot(out_dir, rows, title, *a))[1])
-        assert run.main([*STAG, "--out", out]) == 0
-    return out, titles
+    return out, run_keeping_titles([*STAG, "--out", out])
 
 
 def read(folder: str, name: str) -> dict:
